@@ -1,0 +1,1 @@
+"""Atari DQN Replay Dataset: Dopamine checkpoint files -> global row stream -> episodes."""

@@ -1,0 +1,132 @@
+"""Decode one Atari run (a ``replay_logs`` folder) into a decoded-episodes folder.
+
+Two passes: the small arrays give the plan (which slot of which file is which real row, and
+the fragments); then each observation file is streamed once and its rows copied to their place,
+one worker process per file, so memory stays at a few chunks whatever the capacity.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from episode_warehouse.atari.checkpoint_reader import CheckpointMeta, read_checkpoint_meta
+from episode_warehouse.atari.dopamine_files import file_name
+from episode_warehouse.atari.frame_copy import copy_frames, read_slots, verify_frames
+from episode_warehouse.atari.stream_plan import StreamPlan, plan_stream
+from episode_warehouse.decoded import ArraySpec, DecodedWriter
+from episode_warehouse.decoded.format import EPISODE_SCHEMA
+
+log = logging.getLogger(__name__)
+
+
+def _read_frames(meta: CheckpointMeta, slots: list[int]) -> np.ndarray:
+    return read_slots(meta.observation_path, slots)
+
+
+def decode_run(replay_dir: Path, suffixes: list[int], staging: Path, *, workers: int = 2,
+               file_prefix: str = "", lineage: dict | None = None) -> dict:
+    """Decode checkpoints ``suffixes`` of ``replay_dir`` into the folder ``staging``.
+
+    Args:
+        replay_dir: local folder with the Dopamine files.
+        suffixes: the checkpoint subset, any order.
+        staging: an empty folder (published by the caller).
+        workers: processes inflating observation files in parallel (1 = in this process).
+        file_prefix: prefix for the source file names recorded per episode (``Pong/5/``).
+        lineage: extra entries for meta.json (source, partition, file versions).
+
+    Returns:
+        The meta.json written (rows, episodes, plan figures).
+
+    Raises:
+        CorruptInputError: any malformed or inconsistent checkpoint file.
+    """
+    started = time.perf_counter()
+    metas = [read_checkpoint_meta(replay_dir, s) for s in sorted(suffixes)]
+    plan = plan_stream(metas, _read_frames)
+    writer = DecodedWriter(staging)
+    obs_spec = ArraySpec("observation", tuple(metas[0].frame_shape), "uint8", "observation")
+    frames = writer.allocate(obs_spec, plan.rows)
+    writer.put(ArraySpec("action", (), "int32", "step"), plan.action)
+    writer.put(ArraySpec("reward", (), "float32", "reward"), plan.reward)
+    writer.put(ArraySpec("terminal", (), "bool", "terminal"), plan.terminal == 1)
+    _fill_frames(metas, plan, frames, workers)
+    episodes = _episode_table(plan, file_prefix)
+    meta = writer.finish(
+        episodes,
+        {
+            "capacity": plan.capacity,
+            "stack_size": plan.stack_size,
+            "suffixes": [m.suffix for m in metas],
+            "padding_rows": plan.padding_rows,
+            "lost_rows": plan.lost_rows,
+            "gaps": [
+                {"before_suffix": p.suffix, "kind": p.gap_before}
+                for p in plan.placements
+                if p.gap_before
+            ],
+            "final_log": [p.suffix for p in plan.placements if p.is_final],
+            **(lineage or {}),
+        },
+    )
+    log.info("decoded %d frames in %d episodes in %.1f s", plan.rows, episodes.num_rows,
+             time.perf_counter() - started)
+    return meta
+
+
+def _fill_frames(metas: list[CheckpointMeta], plan: StreamPlan, frames: Path,
+                 workers: int) -> None:
+    jobs = [(m.observation_path, [(r.slot, r.row, r.length) for r in plan.copy_runs[m.suffix]],
+             frames) for m in metas]
+    done = 0
+    if workers <= 1 or len(jobs) <= 1:
+        for i, job in enumerate(jobs, 1):
+            done += copy_frames(*job)
+            log.info("copied frames of %s (%d/%d files, %d frames)", job[0].name, i, len(jobs),
+                     done)
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx) as pool:
+            futures = [pool.submit(copy_frames, *job) for job in jobs]
+            for i, fut in enumerate(futures, 1):
+                done += fut.result()
+                log.info("copied frames of %s (%d/%d files, %d frames)", jobs[i - 1][0].name, i,
+                         len(jobs), done)
+    for m in metas:
+        runs = plan.verify_runs.get(m.suffix)
+        if runs:
+            verify_frames(m.observation_path, [(r.slot, r.row, r.length) for r in runs], frames)
+
+
+def _episode_table(plan: StreamPlan, file_prefix: str) -> pa.Table:
+    starts, lengths = plan.fragment_start, plan.fragment_length
+    returns = (np.add.reduceat(plan.reward.astype(np.float64), starts) if len(starts)
+               else np.zeros(0))
+    terminated = plan.fragment_ends_terminal
+    files = [
+        [file_prefix + file_name("observation", s) for s in range(int(a), int(b) + 1)
+         if s in {p.suffix for p in plan.placements}]
+        for a, b in zip(plan.fragment_first_suffix, plan.fragment_last_suffix, strict=True)
+    ]
+    return pa.table(
+        {
+            "episode": np.arange(len(starts), dtype=np.int64),
+            "start": starts,
+            "length": lengths,
+            "return": returns,
+            "terminated": terminated,
+            "truncated": ~terminated,
+            "true_start": plan.fragment_true_start,
+            "complete": plan.fragment_true_start & terminated,
+            "language_instruction": pa.nulls(len(starts), pa.string()),
+            "source_files": files,
+        },
+        schema=EPISODE_SCHEMA,
+    )

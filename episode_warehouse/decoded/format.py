@@ -1,0 +1,100 @@
+"""The decoded-episodes folder format: constants, array specs, and a reader."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from episode_warehouse.errors import NotMaterializedError
+
+FORMAT = "episode-warehouse-decoded"
+VERSION = 1
+META = "meta.json"
+EPISODES = "episodes.parquet"
+ARRAYS = "arrays"
+ROLES = ("observation", "reward", "terminal", "step")
+
+EPISODE_SCHEMA = pa.schema(
+    [
+        pa.field("episode", pa.int64()),
+        pa.field("start", pa.int64()),
+        pa.field("length", pa.int64()),
+        pa.field("return", pa.float64()),
+        pa.field("terminated", pa.bool_()),
+        pa.field("truncated", pa.bool_()),
+        pa.field("true_start", pa.bool_()),
+        pa.field("complete", pa.bool_()),
+        pa.field("language_instruction", pa.string()),
+        pa.field("source_files", pa.list_(pa.string())),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """One per-step array: ``key`` uses ``/`` for nesting (``observation/image``)."""
+
+    key: str
+    row_shape: tuple[int, ...]
+    dtype: str
+    role: str
+
+    def path(self, folder: Path) -> Path:
+        return folder / ARRAYS / f"{self.key}.npy"
+
+    def to_json(self) -> dict:
+        return {"shape": list(self.row_shape), "dtype": self.dtype, "role": self.role}
+
+    @classmethod
+    def from_json(cls, key: str, obj: dict) -> ArraySpec:
+        return cls(key, tuple(obj["shape"]), obj["dtype"], obj["role"])
+
+
+@dataclass(frozen=True)
+class DecodedEpisodes:
+    """A published decoded folder, opened lazily (arrays are memory-mapped on request)."""
+
+    folder: Path
+    meta: dict
+
+    @property
+    def rows(self) -> int:
+        return int(self.meta["rows"])
+
+    @property
+    def arrays(self) -> dict[str, ArraySpec]:
+        return {k: ArraySpec.from_json(k, v) for k, v in self.meta["arrays"].items()}
+
+    def array(self, key: str) -> np.ndarray:
+        """The memory-mapped array of ``key`` (rows+1 rows for observations)."""
+        return np.load(self.arrays[key].path(self.folder), mmap_mode="r")
+
+    def episodes(self) -> pa.Table:
+        return pq.read_table(self.folder / EPISODES)
+
+
+def open_decoded(folder: Path) -> DecodedEpisodes:
+    """Open a published decoded folder.
+
+    Raises:
+        NotMaterializedError: the folder has no ``meta.json`` (never built).
+    """
+    meta_path = Path(folder) / META
+    if not meta_path.is_file():
+        raise NotMaterializedError(
+            "decoded episodes are not materialized", subject=str(folder),
+            fix="materialize the decoded stage of this partition first",
+        )
+    meta = json.loads(meta_path.read_text())
+    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        raise NotMaterializedError(
+            f"unexpected format {meta.get('format')} v{meta.get('version')}",
+            subject=str(meta_path),
+            fix="re-materialize the decoded stage with this version of the warehouse",
+        )
+    return DecodedEpisodes(Path(folder), meta)

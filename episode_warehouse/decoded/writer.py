@@ -1,0 +1,142 @@
+"""Write a decoded-episodes folder: preallocated or appended arrays, metadata last."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from episode_warehouse.decoded.format import (
+    ARRAYS,
+    EPISODES,
+    FORMAT,
+    META,
+    ROLES,
+    VERSION,
+    ArraySpec,
+)
+
+_PREAMBLE = 256  # bytes reserved for the .npy header of appended arrays
+
+
+def _npy_header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
+    """An .npy v1.0 header padded to exactly ``_PREAMBLE`` bytes."""
+    body = repr({"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
+                 "shape": tuple(shape)})
+    pad = _PREAMBLE - 10 - len(body) - 1
+    if pad < 0:
+        raise ValueError(f"array header too long: {body}")
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", _PREAMBLE - 10) + (
+        body + " " * pad + "\n"
+    ).encode("latin1")
+
+
+class _Appender:
+    """An .npy file that grows row by row; the header is written when it is closed."""
+
+    def __init__(self, path: Path, spec: ArraySpec) -> None:
+        self.spec = spec
+        self.dtype = np.dtype(spec.dtype)
+        self.rows = 0
+        self.fh = open(path, "wb")
+        self.fh.write(b"\0" * _PREAMBLE)
+
+    def append(self, values: np.ndarray) -> None:
+        values = np.ascontiguousarray(values, dtype=self.dtype)
+        if values.shape[1:] != self.spec.row_shape:
+            raise ValueError(f"{self.spec.key}: rows of shape {values.shape[1:]}, "
+                             f"expected {self.spec.row_shape}")
+        self.fh.write(values.tobytes())
+        self.rows += len(values)
+
+    def close(self) -> int:
+        rows = self.rows
+        if self.spec.role == "observation":
+            self.fh.write(b"\0" * (int(np.prod(self.spec.row_shape)) * self.dtype.itemsize))
+            rows += 1
+        self.fh.seek(0)
+        self.fh.write(_npy_header(self.dtype, (rows, *self.spec.row_shape)))
+        self.fh.close()
+        return self.rows
+
+
+class DecodedWriter:
+    """Fill one staging folder with arrays and episodes, then :meth:`finish` writes meta.json.
+
+    Arrays are either preallocated with a known row count (:meth:`allocate`, for writers that
+    fill rows out of order or from several workers) or appended (:meth:`append`, for streams of
+    unknown length).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        (self.folder / ARRAYS).mkdir(parents=True, exist_ok=True)
+        self.specs: dict[str, ArraySpec] = {}
+        self.rows: int | None = None
+        self._appenders: dict[str, _Appender] = {}
+
+    def _register(self, spec: ArraySpec) -> Path:
+        if spec.role not in ROLES:
+            raise ValueError(f"unknown role {spec.role!r}")
+        if spec.key in self.specs and self.specs[spec.key] != spec:
+            raise ValueError(f"{spec.key}: already registered as {self.specs[spec.key]}")
+        self.specs[spec.key] = spec
+        path = spec.path(self.folder)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def allocate(self, spec: ArraySpec, rows: int) -> Path:
+        """Create a zero-filled (sparse) array of ``rows`` rows (+1 for observations)."""
+        path = self._register(spec)
+        total = rows + (1 if spec.role == "observation" else 0)
+        arr = np.lib.format.open_memmap(path, mode="w+", dtype=np.dtype(spec.dtype),
+                                        shape=(total, *spec.row_shape))
+        del arr
+        self._set_rows(rows)
+        return path
+
+    def put(self, spec: ArraySpec, values: np.ndarray) -> None:
+        """Write a whole array at once (small per-step arrays)."""
+        path = self._register(spec)
+        values = np.asarray(values, dtype=np.dtype(spec.dtype))
+        if spec.role == "observation":
+            values = np.concatenate([values, np.zeros((1, *spec.row_shape), values.dtype)])
+            self._set_rows(len(values) - 1)
+        else:
+            self._set_rows(len(values))
+        with open(path, "wb") as fh:
+            np.lib.format.write_array(fh, values, allow_pickle=False)
+
+    def append(self, spec: ArraySpec, values: np.ndarray) -> None:
+        """Append rows to ``spec.key``; all keys must end with the same row count."""
+        if spec.key not in self._appenders:
+            self._appenders[spec.key] = _Appender(self._register(spec), spec)
+        self._appenders[spec.key].append(values)
+
+    def _set_rows(self, rows: int) -> None:
+        if self.rows is not None and self.rows != rows:
+            raise ValueError(f"row count {rows} differs from {self.rows}")
+        self.rows = rows
+
+    def finish(self, episodes: pa.Table, meta: dict) -> dict:
+        """Close appended arrays, write episodes.parquet, then meta.json (the commit marker)."""
+        for appender in self._appenders.values():
+            self._set_rows(appender.close())
+        self._appenders.clear()
+        if self.rows is None:
+            self.rows = 0
+        pq.write_table(episodes, self.folder / EPISODES)
+        full = {
+            "format": FORMAT,
+            "version": VERSION,
+            "rows": self.rows,
+            "episodes": episodes.num_rows,
+            "arrays": {k: s.to_json() for k, s in sorted(self.specs.items())},
+            **meta,
+        }
+        (self.folder / META).write_text(json.dumps(full, indent=1, sort_keys=True))
+        return full

@@ -1,0 +1,109 @@
+"""Lay a decoded-episodes folder out as TED: hard links for the big arrays, small flag files."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from episode_warehouse.decoded import DecodedEpisodes
+from episode_warehouse.ted.layout import (
+    ARRAY,
+    EPISODES,
+    FORMAT,
+    META,
+    NEXT_OF,
+    UNSQUEEZE,
+    VERSION,
+    ZEROS,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _link(src: Path, dst: Path) -> None:
+    """Hard-link (no bytes copied); copy where the file system refuses links."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def _save(path: Path, values: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, values, allow_pickle=False)
+
+
+def build_ted(decoded: DecodedEpisodes, staging: Path, extra_meta: dict | None = None) -> dict:
+    """Write the TED folder of ``decoded`` into ``staging`` and return its meta.json.
+
+    Per step t: observation keys at the root and, shifted, under "next"; reward under
+    ("next", "reward"); terminal as ("next", "terminated"); ("next", "done") on each episode's
+    last step; truncated = done & ~terminated; ``is_init`` on first steps; ``episode`` ids
+    (int32, as TorchRL's OpenX loader); root done/terminated/truncated all False.
+    """
+    staging = Path(staging)
+    episodes = decoded.episodes()
+    rows = decoded.rows
+    starts = episodes.column("start").to_numpy()
+    lengths = episodes.column("length").to_numpy()
+    keys: dict[str, dict] = {}
+    for key, spec in decoded.arrays.items():
+        src = spec.path(decoded.folder)
+        if spec.role == "observation":
+            _link(src, staging / f"{key}.npy")
+            entry = {"file": f"{key}.npy", "kind": ARRAY, "rows_plus_one": True}
+            keys[key] = entry
+            keys[f"next/{key}"] = {"file": f"{key}.npy", "kind": NEXT_OF}
+        elif spec.role == "reward":
+            _link(src, staging / "next" / "reward.npy")
+            keys["next/reward"] = {"file": "next/reward.npy", "kind": UNSQUEEZE}
+        elif spec.role == "terminal":
+            _link(src, staging / "next" / "terminated.npy")
+            keys["next/terminated"] = {"file": "next/terminated.npy", "kind": UNSQUEEZE}
+        else:
+            _link(src, staging / f"{key}.npy")
+            keys[key] = {"file": f"{key}.npy", "kind": ARRAY}
+
+    done = np.zeros(rows, dtype=bool)
+    is_init = np.zeros(rows, dtype=bool)
+    episode = np.zeros(rows, dtype=np.int32)
+    if len(starts):
+        done[starts + lengths - 1] = True
+        is_init[starts] = True
+        episode = np.repeat(np.arange(len(starts), dtype=np.int32), lengths)
+    terminated = (np.load(staging / "next" / "terminated.npy") if "next/terminated" in keys
+                  else np.zeros(rows, dtype=bool))
+    if "next/terminated" not in keys:
+        _save(staging / "next" / "terminated.npy", terminated)
+        keys["next/terminated"] = {"file": "next/terminated.npy", "kind": UNSQUEEZE}
+    _save(staging / "next" / "done.npy", done)
+    _save(staging / "next" / "truncated.npy", done & ~terminated)
+    _save(staging / "is_init.npy", is_init)
+    _save(staging / "episode.npy", episode)
+    keys["next/done"] = {"file": "next/done.npy", "kind": UNSQUEEZE}
+    keys["next/truncated"] = {"file": "next/truncated.npy", "kind": UNSQUEEZE}
+    keys["is_init"] = {"file": "is_init.npy", "kind": ARRAY}
+    keys["episode"] = {"file": "episode.npy", "kind": ARRAY}
+    for flag in ("done", "terminated", "truncated"):
+        keys[flag] = {"kind": ZEROS, "shape": [1], "dtype": "bool"}
+
+    pq.write_table(episodes, staging / EPISODES)
+    meta = {
+        "format": FORMAT,
+        "version": VERSION,
+        "rows": rows,
+        "episodes": len(starts),
+        "keys": dict(sorted(keys.items())),
+        "decoded": {k: decoded.meta[k] for k in ("source", "partition") if k in decoded.meta},
+        **(extra_meta or {}),
+    }
+    (staging / META).write_text(json.dumps(meta, indent=1, sort_keys=True))
+    log.info("laid out TED: %d rows, %d episodes, %d keys", rows, len(starts), len(keys))
+    return meta

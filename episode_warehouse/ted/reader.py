@@ -1,0 +1,94 @@
+"""Open a published TED folder as a memory-mapped TensorDict (no copy into RAM)."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from episode_warehouse.errors import NotMaterializedError
+from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.ted.layout import ARRAY, FORMAT, META, NEXT_OF, UNSQUEEZE, VERSION, ZEROS
+from episode_warehouse.ted.next_view import NextObservation
+
+
+def _map(path: Path) -> torch.Tensor:
+    # mode "c": a private copy-on-write mapping; pages are read lazily, writes never reach disk.
+    array = np.load(path, mmap_mode="c")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.from_numpy(array)
+
+
+def open_ted_folder(folder: Path) -> TensorDictBase:
+    """Open the TED at ``folder`` (see :func:`open_ted` for the keys)."""
+    folder = Path(folder)
+    meta_path = folder / META
+    if not meta_path.is_file():
+        raise NotMaterializedError(
+            "no TED here (meta.json is missing)", subject=str(folder),
+            fix="materialize the ted stage of this partition, e.g. "
+            "'warehouse materialize atari Pong/5 --through ted'",
+        )
+    meta = json.loads(meta_path.read_text())
+    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        raise NotMaterializedError(
+            f"TED format {meta.get('format')} v{meta.get('version')} is not v{VERSION}",
+            subject=str(meta_path), fix="re-materialize the ted stage with this warehouse version",
+        )
+    rows = int(meta["rows"])
+    leaves: dict[tuple[str, ...], torch.Tensor] = {}
+    mapped: dict[str, torch.Tensor] = {}
+    done = _map(folder / "next" / "done.npy")
+    for key, entry in meta["keys"].items():
+        kind = entry["kind"]
+        if kind == ZEROS:
+            leaves[tuple(key.split("/"))] = torch.zeros(
+                1, *entry["shape"], dtype=getattr(torch, entry["dtype"])
+            ).expand(rows, *entry["shape"])
+            continue
+        tensor = mapped.get(entry["file"])
+        if tensor is None:
+            tensor = mapped[entry["file"]] = _map(folder / entry["file"])
+        if kind == ARRAY:
+            leaves[tuple(key.split("/"))] = tensor[:rows] if entry.get("rows_plus_one") else tensor
+        elif kind == UNSQUEEZE:
+            leaves[tuple(key.split("/"))] = tensor.unsqueeze(-1)
+        elif kind == NEXT_OF:
+            leaves[tuple(key.split("/"))] = NextObservation(tensor[1 : rows + 1], done)
+        else:
+            raise NotMaterializedError(f"unknown key kind {kind!r}", subject=str(meta_path))
+    td = TensorDict(batch_size=[rows])
+    for key, value in leaves.items():
+        td.set(key, value)
+    return td
+
+
+def open_ted(source: str, partition: str, root: str | os.PathLike | None = None
+             ) -> TensorDictBase:
+    """The TED of one partition as a memory-mapped TensorDict (opens in milliseconds).
+
+    Keys (N steps, all episodes of the partition concatenated):
+
+    - ``observation`` and ``("next", "observation")`` (Atari: uint8 [N, 84, 84]; OpenX:
+      nested ``observation/<name>``); "next" is a zero-copy shifted view, zeros on last steps
+    - ``action`` (Atari int32 [N]; OpenX as in the data), plus any other per-step values
+    - ``("next", "reward")`` float32 [N, 1]; ``("next", "done" | "terminated" | "truncated")``
+      bool [N, 1]; root ``done``, ``terminated``, ``truncated`` bool [N, 1], all False
+    - ``is_init`` bool [N] (first step of each episode), ``episode`` int32 [N]
+
+    Args:
+        source: ``"atari"`` or ``"openx"``.
+        partition: e.g. ``"Pong/5"`` or ``"cmu_stretch"``.
+        root: the warehouse root; defaults to ``$EPISODE_WAREHOUSE_ROOT``.
+
+    Raises:
+        NotMaterializedError: the partition's TED has not been built.
+    """
+    layout = WarehouseLayout.from_root(root)
+    return open_ted_folder(layout.ted_dir(source, partition))
