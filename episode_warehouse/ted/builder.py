@@ -24,6 +24,9 @@ from episode_warehouse.ted.layout import (
 )
 
 log = logging.getLogger(__name__)
+# lineage and lookup tables carried over from the decoded meta.json
+_CARRIED = ("source", "partition", "source_url", "source_version", "source_files", "tasks",
+            "suffixes", "gaps", "capacity")
 
 
 def _link(src: Path, dst: Path) -> None:
@@ -101,7 +104,7 @@ def build_ted(decoded: DecodedEpisodes, staging: Path, extra_meta: dict | None =
         "rows": rows,
         "episodes": len(starts),
         "keys": dict(sorted(keys.items())),
-        "decoded": {k: decoded.meta[k] for k in ("source", "partition") if k in decoded.meta},
+        **{k: decoded.meta[k] for k in _CARRIED if k in decoded.meta},
         **(extra_meta or {}),
     }
     (staging / META).write_text(json.dumps(meta, indent=1, sort_keys=True))

@@ -1,0 +1,1 @@
+"""OpenX-Embodiment: WebDataset tar shards of pickled episodes -> decoded episodes."""

@@ -1,0 +1,64 @@
+"""OpenX dataset ids (the partition keys) and their control frequencies."""
+
+from __future__ import annotations
+
+import re
+
+from episode_warehouse.errors import PartitionKeyError
+
+KNOWN_DATASETS: tuple[str, ...] = (
+    "fractal20220817_data", "kuka", "bridge", "taco_play", "jaco_play", "berkeley_cable_routing",
+    "roboturk", "nyu_door_opening_surprising_effectiveness", "viola", "berkeley_autolab_ur5",
+    "toto", "language_table", "columbia_cairlab_pusht_real",
+    "stanford_kuka_multimodal_dataset_converted_externally_to_rlds",
+    "nyu_rot_dataset_converted_externally_to_rlds",
+    "stanford_hydra_dataset_converted_externally_to_rlds",
+    "austin_buds_dataset_converted_externally_to_rlds",
+    "nyu_franka_play_dataset_converted_externally_to_rlds",
+    "maniskill_dataset_converted_externally_to_rlds",
+    "furniture_bench_dataset_converted_externally_to_rlds",
+    "cmu_franka_exploration_dataset_converted_externally_to_rlds",
+    "ucsd_kitchen_dataset_converted_externally_to_rlds",
+    "ucsd_pick_and_place_dataset_converted_externally_to_rlds",
+    "austin_sailor_dataset_converted_externally_to_rlds",
+    "austin_sirius_dataset_converted_externally_to_rlds", "bc_z",
+    "usc_cloth_sim_converted_externally_to_rlds",
+    "utokyo_pr2_opening_fridge_converted_externally_to_rlds",
+    "utokyo_pr2_tabletop_manipulation_converted_externally_to_rlds",
+    "utokyo_saytap_converted_externally_to_rlds",
+    "utokyo_xarm_pick_and_place_converted_externally_to_rlds",
+    "utokyo_xarm_bimanual_converted_externally_to_rlds", "robo_net",
+    "berkeley_mvp_converted_externally_to_rlds", "berkeley_rpt_converted_externally_to_rlds",
+    "kaist_nonprehensile_converted_externally_to_rlds",
+    "stanford_mask_vit_converted_externally_to_rlds", "tokyo_u_lsmo_converted_externally_to_rlds",
+    "dlr_sara_pour_converted_externally_to_rlds", "dlr_sara_grid_clamp_converted_externally_to_rlds",
+    "dlr_edan_shared_control_converted_externally_to_rlds",
+    "asu_table_top_converted_externally_to_rlds", "stanford_robocook_converted_externally_to_rlds",
+    "eth_agent_affordances", "imperialcollege_sawyer_wrist_cam",
+    "iamlab_cmu_pickup_insert_converted_externally_to_rlds", "uiuc_d3field", "utaustin_mutex",
+    "berkeley_fanuc_manipulation", "cmu_playing_with_food", "cmu_play_fusion", "cmu_stretch",
+    "berkeley_gnm_recon", "berkeley_gnm_cory_hall", "berkeley_gnm_sac_son",
+)  # fmt: skip
+
+# Control frequencies (Hz) from the Open X-Embodiment dataset spreadsheet, for LeRobot's fps.
+CONTROL_HZ: dict[str, int] = {
+    "fractal20220817_data": 3, "kuka": 10, "bridge": 5, "taco_play": 15, "jaco_play": 10,
+    "berkeley_cable_routing": 10, "roboturk": 10, "viola": 20, "berkeley_autolab_ur5": 5,
+    "toto": 30, "language_table": 10, "cmu_stretch": 10, "bc_z": 10,
+}  # fmt: skip
+DEFAULT_HZ = 10
+_KEY_RE = re.compile(r"^[a-z0-9_]+$")
+
+
+def check_dataset_id(key: str) -> str:
+    """Validate an OpenX partition key (lowercase letters, digits and underscores).
+
+    Raises:
+        PartitionKeyError: the key cannot be a dataset id.
+    """
+    if not _KEY_RE.match(key or ""):
+        raise PartitionKeyError(
+            "not an OpenX dataset id", subject=repr(key),
+            fix="use a folder name of the mirror, e.g. 'cmu_stretch' (lowercase, digits, _)",
+        )
+    return key

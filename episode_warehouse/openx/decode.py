@@ -1,0 +1,112 @@
+"""Decode the shards of one OpenX dataset into a decoded-episodes folder, one episode at a time.
+
+Memory is bounded by one episode (plus the reader's buffer) whatever the dataset size: each
+episode is unpickled (restricted), decoded and appended to the arrays before the next is read.
+Roles: ``observation/*`` are observations (stored once), ``reward`` is the reward,
+``is_terminal`` the terminal flag; ``is_first``/``is_last`` become episode boundaries;
+``language_instruction`` becomes ``task_index`` plus the episode's instruction; any other key
+(action, discount, language_embedding, ...) is kept per step under its own name.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from episode_warehouse.decoded import ArraySpec, DecodedWriter
+from episode_warehouse.decoded.format import EPISODE_SCHEMA
+from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.openx.episode_decode import FLAG_KEYS, decode_episode
+from episode_warehouse.openx.restricted_pickle import restricted_loads
+from episode_warehouse.openx.shards import Shard, iter_members
+
+log = logging.getLogger(__name__)
+_PROGRESS_S = 10.0
+
+
+def _role(key: str) -> str:
+    if key.startswith("observation/"):
+        return "observation"
+    if key == "reward":
+        return "reward"
+    if key == "is_terminal":
+        return "terminal"
+    return "step"
+
+
+def decode_shards(shards: list[Shard], staging: Path, *, lineage: dict | None = None) -> dict:
+    """Decode every episode of ``shards`` (in order) into ``staging``; return meta.json.
+
+    Raises:
+        CorruptInputError: a bad shard, member, pickle or episode (named), or no episode at all.
+    """
+    writer = DecodedWriter(staging)
+    specs: dict[str, ArraySpec] | None = None
+    tasks: dict[str, int] = {}
+    rows = {name: [] for name in ("start", "length", "return", "terminated", "instruction",
+                                  "source")}
+    start = 0
+    started = last_log = time.perf_counter()
+    for shard in shards:
+        for key, payload in iter_members(shard):
+            subject = f"{shard.name}:{key}.data.pickle"
+            episode = decode_episode(restricted_loads(payload, subject=subject), subject)
+            arrays = episode.arrays
+            for k in FLAG_KEYS[:2]:  # is_first / is_last: the episode boundaries themselves
+                arrays.pop(k, None)
+            task = tasks.setdefault(episode.instruction or "", len(tasks))
+            arrays["task_index"] = np.full(episode.length, task, dtype=np.int64)
+            these = {k: ArraySpec(k, tuple(v.shape[1:]), v.dtype.str, _role(k))
+                     for k, v in arrays.items()}
+            if specs is None:
+                specs = these
+            elif these != specs:
+                diff = sorted(k for k in set(specs) | set(these) if specs.get(k) != these.get(k))
+                raise CorruptInputError(
+                    f"keys or shapes differ from the dataset's first episode: {diff[:4]}",
+                    subject=subject, fix="the dataset mixes episode layouts; remove this one")
+            for k, spec in specs.items():
+                writer.append(spec, arrays[k])
+            terminal = arrays.get("is_terminal")
+            rows["start"].append(start)
+            rows["length"].append(episode.length)
+            rows["return"].append(float(arrays["reward"].astype(np.float64).sum())
+                                  if "reward" in arrays else 0.0)
+            rows["terminated"].append(bool(terminal[-1]) if terminal is not None else False)
+            rows["instruction"].append(episode.instruction)
+            rows["source"].append([shard.name])
+            start += episode.length
+            now = time.perf_counter()
+            if now - last_log > _PROGRESS_S:
+                log.info("decoded %d episodes, %d steps (%.0f steps/s)", len(rows["start"]),
+                         start, start / (now - started))
+                last_log = now
+    if specs is None:
+        raise CorruptInputError("the dataset has no episodes",
+                                subject=", ".join(s.location for s in shards) or "(no shards)",
+                                fix="check that the shards hold *.data.pickle members")
+    n = len(rows["start"])
+    terminated = np.array(rows["terminated"], dtype=bool)
+    episodes = pa.table(
+        {
+            "episode": np.arange(n, dtype=np.int64),
+            "start": np.array(rows["start"], dtype=np.int64),
+            "length": np.array(rows["length"], dtype=np.int64),
+            "return": np.array(rows["return"], dtype=np.float64),
+            "terminated": terminated,
+            "truncated": ~terminated,
+            "true_start": np.ones(n, dtype=bool),
+            "complete": terminated,
+            "language_instruction": rows["instruction"],
+            "source_files": rows["source"],
+        },
+        schema=EPISODE_SCHEMA,
+    )
+    meta = writer.finish(episodes, {"tasks": list(tasks), **(lineage or {})})
+    log.info("decoded %d episodes, %d steps in %.1f s", n, start,
+             time.perf_counter() - started)
+    return meta
