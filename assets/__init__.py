@@ -1,0 +1,1 @@
+"""Dagster assets: thin wiring from partition keys through resources to one domain call."""

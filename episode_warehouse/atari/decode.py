@@ -2,15 +2,17 @@
 
 Two passes: the small arrays give the plan (which slot of which file is which real row, and
 the fragments); then each observation file is streamed once and its rows copied to their place,
-one worker process per file, so memory stays at a few chunks whatever the capacity.
+one worker process per file (``workers`` at a time), so memory stays at a few chunks whatever the capacity.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import multiprocessing
+import subprocess
+import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +24,7 @@ from episode_warehouse.atari.frame_copy import copy_frames, read_slots, verify_f
 from episode_warehouse.atari.stream_plan import StreamPlan, plan_stream
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import EPISODE_SCHEMA
+from episode_warehouse.errors import CorruptInputError
 
 log = logging.getLogger(__name__)
 
@@ -81,24 +84,33 @@ def decode_run(replay_dir: Path, suffixes: list[int], staging: Path, *, workers:
     return meta
 
 
+def _run_worker(src: Path, runs: list[tuple[int, int, int]], dst: Path) -> int:
+    job = json.dumps({"src": str(src), "runs": runs, "dst": str(dst)})
+    proc = subprocess.run([sys.executable, "-m", "episode_warehouse.atari.frame_copy", job],
+                          capture_output=True, text=True, check=False)
+    try:
+        answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise CorruptInputError(f"the frame copy worker failed (exit {proc.returncode}): "
+                                f"{proc.stderr.strip()[-500:]}", subject=str(src)) from None
+    if "error" in answer:
+        raise CorruptInputError(answer["error"], subject=answer["subject"], fix=answer["fix"])
+    return int(answer["copied"])
+
+
 def _fill_frames(metas: list[CheckpointMeta], plan: StreamPlan, frames: Path,
                  workers: int) -> None:
+    """Copy every file's frames, ``workers`` files at a time (one process each)."""
     jobs = [(m.observation_path, [(r.slot, r.row, r.length) for r in plan.copy_runs[m.suffix]],
              frames) for m in metas]
+    copy = copy_frames if workers <= 1 or len(jobs) <= 1 else _run_worker
     done = 0
-    if workers <= 1 or len(jobs) <= 1:
-        for i, job in enumerate(jobs, 1):
-            done += copy_frames(*job)
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
+        for i, (job, copied) in enumerate(zip(jobs, pool.map(lambda j: copy(*j), jobs),
+                                              strict=True), 1):
+            done += copied
             log.info("copied frames of %s (%d/%d files, %d frames)", job[0].name, i, len(jobs),
                      done)
-    else:
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx) as pool:
-            futures = [pool.submit(copy_frames, *job) for job in jobs]
-            for i, fut in enumerate(futures, 1):
-                done += fut.result()
-                log.info("copied frames of %s (%d/%d files, %d frames)", jobs[i - 1][0].name, i,
-                         len(jobs), done)
     for m in metas:
         runs = plan.verify_runs.get(m.suffix)
         if runs:

@@ -1,11 +1,14 @@
 """Copy observation rows from one checkpoint file into the decoded frames array.
 
 Kept free of heavy imports: it runs in worker processes (one gzip stream per worker, both
-cores busy) and needs only numpy and isal.
+cores busy) started as ``python -m episode_warehouse.atari.frame_copy`` (plain subprocesses,
+so no ``__main__`` re-import or fork-with-threads hazards in Dagster's run workers).
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -88,3 +91,22 @@ def read_slots(src: Path, slots: list[int], chunk_rows: int = CHUNK_ROWS) -> np.
         if len(found) == len(want):
             break
     return np.stack([found[s] for s in slots])
+
+
+def main(argv: list[str]) -> int:
+    """Worker entry point: ``python -m episode_warehouse.atari.frame_copy '<json job>'``.
+
+    Prints ``{"copied": N}`` or ``{"error": ..., "subject": ..., "fix": ...}`` on stdout.
+    """
+    job = json.loads(argv[0])
+    try:
+        copied = copy_frames(Path(job["src"]), [tuple(r) for r in job["runs"]], Path(job["dst"]))
+    except CorruptInputError as exc:
+        print(json.dumps({"error": exc.what, "subject": exc.subject, "fix": exc.fix}))
+        return 1
+    print(json.dumps({"copied": copied}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,26 @@
+"""The asset graph: every asset of the code location, in pipeline order."""
+
+from assets.atari import atari_episodes, atari_replay_files
+from assets.catalog import catalog_rows_asset, episode_catalog
+from assets.openx import openx_episodes, openx_shards
+from assets.partitions import atari_runs, openx_datasets
+from assets.ted import ted_asset
+
+atari_ted = ted_asset("atari", atari_runs, atari_episodes)
+openx_ted = ted_asset("openx", openx_datasets, openx_episodes)
+atari_catalog_rows = catalog_rows_asset("atari", atari_runs, atari_ted)
+openx_catalog_rows = catalog_rows_asset("openx", openx_datasets, openx_ted)
+
+ATARI_STAGES = {
+    "raw": atari_replay_files,
+    "decoded": atari_episodes,
+    "ted": atari_ted,
+    "catalog": atari_catalog_rows,
+}
+OPENX_STAGES = {
+    "raw": openx_shards,
+    "decoded": openx_episodes,
+    "ted": openx_ted,
+    "catalog": openx_catalog_rows,
+}
+ALL_ASSETS = [*ATARI_STAGES.values(), *OPENX_STAGES.values(), episode_catalog]

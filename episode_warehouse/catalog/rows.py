@@ -1,0 +1,58 @@
+"""Build a partition's catalog rows from its TED folder and the lineage of the run."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from episode_warehouse.ted.layout import EPISODES, META
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the files under ``folder``, each inode counted once (hard links)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for dirpath, _, files in os.walk(folder):
+        for name in files:
+            st = os.stat(os.path.join(dirpath, name))
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512 if st.st_blocks else st.st_size
+    return total
+
+
+def catalog_rows(ted_folder: Path, source: str, partition: str, *, code_version: str,
+                 run_id: str, data_version: str, materialized_at: datetime
+                 ) -> tuple[pa.Table, dict]:
+    """The ``episodes`` rows and the ``partitions`` row of one TED folder."""
+    meta = json.loads((Path(ted_folder) / META).read_text())
+    episodes = pq.read_table(Path(ted_folder) / EPISODES)
+    n = episodes.num_rows
+    lineage = {
+        "source": pa.array([source] * n, pa.string()),
+        "partition": pa.array([partition] * n, pa.string()),
+        "source_version": pa.array([meta.get("source_version", "")] * n, pa.string()),
+        "code_version": pa.array([code_version] * n, pa.string()),
+        "run_id": pa.array([run_id] * n, pa.string()),
+        "materialized_at": pa.array([materialized_at] * n, pa.timestamp("us", tz="UTC")),
+    }
+    for name, column in lineage.items():
+        episodes = episodes.append_column(name, column)
+    partition_row = {
+        "source": source,
+        "partition": partition,
+        "frames": int(meta["rows"]),
+        "episodes": n,
+        "bytes_on_disk": folder_bytes(Path(ted_folder)),
+        "data_version": data_version,
+        "code_version": code_version,
+        "run_id": run_id,
+        "materialized_at": materialized_at,
+        "source_url": meta.get("source_url", ""),
+    }
+    return episodes, partition_row

@@ -1,0 +1,80 @@
+"""The catalog's tables as typed Python data; Arrow schemas and view DDL are generated from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    arrow: pa.DataType
+    sql: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[Column, ...]
+    doc: str
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return pa.schema([pa.field(c.name, c.arrow) for c in self.columns])
+
+    def view_sql(self, glob: str) -> str:
+        """``CREATE VIEW`` over the Parquet files matching ``glob`` (typed, ordered columns)."""
+        cols = ",\n  ".join(f'CAST("{c.name}" AS {c.sql}) AS "{c.name}"' for c in self.columns)
+        path = glob.replace("'", "''")
+        return (f"CREATE OR REPLACE VIEW {self.name} AS SELECT\n  {cols}\n"
+                f"FROM read_parquet('{path}', union_by_name = true)")
+
+    def markdown(self) -> str:
+        rows = "\n".join(f"| `{c.name}` | {c.sql} | {c.doc} |" for c in self.columns)
+        return f"### `{self.name}`\n{self.doc}\n\n| column | type | meaning |\n|---|---|---|\n{rows}"
+
+
+EPISODES = Table(
+    "episodes",
+    (
+        Column("source", pa.string(), "VARCHAR", "'atari' or 'openx'"),
+        Column("partition", pa.string(), "VARCHAR", "partition key, e.g. 'Pong/5', 'cmu_stretch'"),
+        Column("episode", pa.int64(), "BIGINT", "episode id within the partition (TED `episode`)"),
+        Column("start", pa.int64(), "BIGINT", "first row of the episode in the partition's TED"),
+        Column("length", pa.int64(), "BIGINT", "number of steps"),
+        Column("return", pa.float64(), "DOUBLE", "sum of rewards"),
+        Column("terminated", pa.bool_(), "BOOLEAN", "ends with a terminal step"),
+        Column("truncated", pa.bool_(), "BOOLEAN", "ends without a terminal step (cut)"),
+        Column("true_start", pa.bool_(), "BOOLEAN", "provably starts at the episode's first step"),
+        Column("complete", pa.bool_(), "BOOLEAN", "true_start and terminated"),
+        Column("language_instruction", pa.string(), "VARCHAR", "task text (null for Atari)"),
+        Column("source_files", pa.list_(pa.string()), "VARCHAR[]", "files/shards it came from"),
+        Column("source_version", pa.string(), "VARCHAR", "hash of the source files' versions"),
+        Column("code_version", pa.string(), "VARCHAR", "code version of the asset that wrote it"),
+        Column("run_id", pa.string(), "VARCHAR", "Dagster run that wrote it"),
+        Column("materialized_at", pa.timestamp("us", tz="UTC"), "TIMESTAMPTZ", "when"),
+    ),
+    "One row per episode (fragment) of every materialized partition.",
+)
+
+PARTITIONS = Table(
+    "partitions",
+    (
+        Column("source", pa.string(), "VARCHAR", "'atari' or 'openx'"),
+        Column("partition", pa.string(), "VARCHAR", "partition key"),
+        Column("frames", pa.int64(), "BIGINT", "steps in the partition's TED"),
+        Column("episodes", pa.int64(), "BIGINT", "episodes in the partition"),
+        Column("bytes_on_disk", pa.int64(), "BIGINT", "bytes of the TED folder (hard links once)"),
+        Column("data_version", pa.string(), "VARCHAR", "Dagster data version of the TED"),
+        Column("code_version", pa.string(), "VARCHAR", "code version of the TED asset"),
+        Column("run_id", pa.string(), "VARCHAR", "Dagster run that wrote the rows"),
+        Column("materialized_at", pa.timestamp("us", tz="UTC"), "TIMESTAMPTZ", "when"),
+        Column("source_url", pa.string(), "VARCHAR", "where the source files were read"),
+    ),
+    "One row per materialized partition.",
+)
+
+TABLES = (EPISODES, PARTITIONS)
