@@ -5,4 +5,9 @@ import dagster as dg
 from assets.graph import ALL_ASSETS
 from resources import build_resources
 
-defs = dg.Definitions(assets=ALL_ASSETS, resources=build_resources())
+# One process per run, steps in order: a partition's stages are sequential anyway, and a
+# subprocess per step would pay the torch import (seconds) four times. Runs of different
+# partitions still execute in parallel (DAGSTER_HOME's run queue).
+defs = dg.Definitions(
+    assets=ALL_ASSETS, resources=build_resources(), executor=dg.in_process_executor
+)

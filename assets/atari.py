@@ -1,6 +1,5 @@
 """Atari DQN Replay: checkpoint files -> decoded episodes (TED and catalog come from factories)."""
 
-
 import time
 
 import dagster as dg
@@ -26,13 +25,19 @@ from resources import AtariReplaySource, WarehouseStorage
 def atari_replay_files(
     context: dg.AssetExecutionContext, atari_replay: AtariReplaySource, warehouse: WarehouseStorage
 ) -> dg.MaterializeResult:
-    """Dopamine checkpoint files of one game/run, mirrored from ATARI_REPLAY_URL, crc32c-verified."""
+    """Dopamine checkpoint files of one game/run mirrored from ATARI_REPLAY_URL, crc32c-checked."""
     # Idempotent: files whose size, crc32c and generation match the manifest are not fetched.
     game, run = parse_partition_key(context.partition_key)
     dest = warehouse.layout().raw_dir("atari", context.partition_key)
     with write_lock(dest):
-        report = mirror_run(atari_replay.store(), game, run, dest, atari_replay.subset(),
-                            workers=atari_replay.download_workers)
+        report = mirror_run(
+            atari_replay.store(),
+            game,
+            run,
+            dest,
+            atari_replay.subset(),
+            workers=atari_replay.download_workers,
+        )
     files = report.manifest["files"]
     total = sum(f["size"] for f in files.values())
     return dg.MaterializeResult(
@@ -61,31 +66,52 @@ def atari_replay_files(
     code_version=versions.ATARI_EPISODES,
     owners=["team:data-platform"],
 )
-def atari_episodes(context: dg.AssetExecutionContext, warehouse: WarehouseStorage
-                   ) -> dg.MaterializeResult:
-    """Real steps of one game/run in stream order: padding dropped, episodes stitched across files."""
+def atari_episodes(
+    context: dg.AssetExecutionContext, warehouse: WarehouseStorage
+) -> dg.MaterializeResult:
+    """Real steps of one game/run in stream order: padding dropped, episodes stitched."""
     # Idempotent: rebuilt only when the mirrored files or this code version changed.
     key = context.partition_key
     layout = warehouse.layout()
     raw = layout.raw_dir("atari", key)
     manifest = read_manifest(raw)
     if not manifest:
-        raise NotMaterializedError("the replay files are not mirrored", subject=str(raw),
-                                   fix=f"materialize atari_replay_files for {key} first")
-    built_from = {"source_version": manifest["source_version"],
-                  "code_version": versions.ATARI_EPISODES}
-    lineage = {"source": "atari", "partition": key, "source_url": manifest["source_url"],
-               "source_version": manifest["source_version"]}
+        raise NotMaterializedError(
+            "the replay files are not mirrored",
+            subject=str(raw),
+            fix=f"materialize atari_replay_files for {key} first",
+        )
+    built_from = {
+        "source_version": manifest["source_version"],
+        "code_version": versions.ATARI_EPISODES,
+    }
+    lineage = {
+        "source": "atari",
+        "partition": key,
+        "source_url": manifest["source_url"],
+        "source_version": manifest["source_version"],
+    }
     started = time.perf_counter()
     meta, rebuilt = build_stage(
-        layout.decoded_dir("atari", key), built_from,
-        lambda tmp: decode_run(raw / "replay_logs", manifest["suffixes"], tmp,
-                               workers=warehouse.workers, file_prefix=f"{key}/replay_logs/",
-                               lineage=lineage),
+        layout.decoded_dir("atari", key),
+        built_from,
+        lambda tmp: decode_run(
+            raw / "replay_logs",
+            manifest["suffixes"],
+            tmp,
+            workers=warehouse.workers,
+            file_prefix=f"{key}/replay_logs/",
+            lineage=lineage,
+        ),
     )
     seconds = time.perf_counter() - started
-    context.log.info("%s %s: %d frames, %d episodes", "decoded" if rebuilt else "up to date",
-                     key, meta["rows"], meta["episodes"])
+    context.log.info(
+        "%s %s: %d frames, %d episodes",
+        "decoded" if rebuilt else "up to date",
+        key,
+        meta["rows"],
+        meta["episodes"],
+    )
     return dg.MaterializeResult(
         metadata={
             "frames": meta["rows"],

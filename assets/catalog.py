@@ -1,6 +1,5 @@
 """Catalog rows per partition (factory, one per source) and the DuckDB catalog itself."""
 
-
 import hashlib
 import json
 from datetime import UTC, datetime
@@ -15,8 +14,9 @@ from episode_warehouse.ted.layout import META
 from resources import WarehouseStorage
 
 
-def catalog_rows_asset(source: str, partitions_def: dg.PartitionsDefinition,
-                       ted: dg.AssetsDefinition) -> dg.AssetsDefinition:
+def catalog_rows_asset(
+    source: str, partitions_def: dg.PartitionsDefinition, ted: dg.AssetsDefinition
+) -> dg.AssetsDefinition:
     @dg.asset(
         name=f"{source}_catalog_rows",
         partitions_def=partitions_def,
@@ -29,19 +29,26 @@ def catalog_rows_asset(source: str, partitions_def: dg.PartitionsDefinition,
         description=f"One catalog row per episode of a {source} partition (episodes and "
         "partitions tables of the DuckDB catalog), published atomically.",
     )
-    def _rows(context: dg.AssetExecutionContext, warehouse: WarehouseStorage
-              ) -> dg.MaterializeResult:
+    def _rows(
+        context: dg.AssetExecutionContext, warehouse: WarehouseStorage
+    ) -> dg.MaterializeResult:
         # Idempotent: a partition's rows are one Parquet file, replaced whole.
         key = context.partition_key
         layout = warehouse.layout()
         ted_dir = layout.ted_dir(source, key)
         built_from = published_meta(ted_dir).get("built_from")
         code_version = f"ted={versions.TED},rows={versions.CATALOG_ROWS}"
-        data_version = hashlib.sha256(json.dumps(built_from, sort_keys=True).encode()
-                                      ).hexdigest()[:16]
+        data_version = hashlib.sha256(json.dumps(built_from, sort_keys=True).encode()).hexdigest()[
+            :16
+        ]
         episodes, partition_row = catalog_rows(
-            ted_dir, source, key, code_version=code_version, run_id=context.run_id,
-            data_version=data_version, materialized_at=datetime.now(UTC),
+            ted_dir,
+            source,
+            key,
+            code_version=code_version,
+            run_id=context.run_id,
+            data_version=data_version,
+            materialized_at=datetime.now(UTC),
         )
         store = warehouse.catalog()
         store.publish_partition(source, key, episodes, partition_row)
@@ -52,8 +59,10 @@ def catalog_rows_asset(source: str, partitions_def: dg.PartitionsDefinition,
                 "catalog": dg.MetadataValue.path(str(store.db_path)),
                 "dagster/row_count": episodes.num_rows,
                 "dagster/column_schema": dg.TableSchema(
-                    columns=[dg.TableColumn(c.name, c.sql, description=c.doc)
-                             for c in EPISODES.columns]),
+                    columns=[
+                        dg.TableColumn(c.name, c.sql, description=c.doc) for c in EPISODES.columns
+                    ]
+                ),
             }
         )
 
@@ -61,6 +70,7 @@ def catalog_rows_asset(source: str, partitions_def: dg.PartitionsDefinition,
 
 
 @dg.asset(
+    deps=[dg.AssetKey("atari_catalog_rows"), dg.AssetKey("openx_catalog_rows")],
     group_name="catalog",
     kinds={"duckdb"},
     code_version=versions.EPISODE_CATALOG,
@@ -68,8 +78,9 @@ def catalog_rows_asset(source: str, partitions_def: dg.PartitionsDefinition,
     pool="catalog_writer",
     automation_condition=dg.AutomationCondition.on_cron("*/15 * * * *"),
 )
-def episode_catalog(context: dg.AssetExecutionContext, warehouse: WarehouseStorage
-                    ) -> dg.MaterializeResult:
+def episode_catalog(
+    context: dg.AssetExecutionContext, warehouse: WarehouseStorage
+) -> dg.MaterializeResult:
     """The DuckDB episode catalog: views over every partition's rows; drops rows of removed data."""
     # Idempotent: rebuilds the views file aside and prunes only rows whose TED is gone.
     layout = warehouse.layout()
@@ -83,6 +94,9 @@ def episode_catalog(context: dg.AssetExecutionContext, warehouse: WarehouseStora
     if pruned:
         context.log.info("pruned catalog rows of %s", ", ".join(pruned))
     return dg.MaterializeResult(
-        metadata={"partitions": len(store.published()), "pruned": dg.MetadataValue.json(pruned),
-                  "path": dg.MetadataValue.path(str(store.db_path))}
+        metadata={
+            "partitions": len(store.published()),
+            "pruned": dg.MetadataValue.json(pruned),
+            "path": dg.MetadataValue.path(str(store.db_path)),
+        }
     )

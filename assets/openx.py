@@ -1,6 +1,5 @@
 """OpenX-Embodiment: tar shards -> decoded episodes (TED and catalog come from factories)."""
 
-
 import time
 
 import dagster as dg
@@ -31,12 +30,15 @@ from resources import OpenXSource, WarehouseStorage
 def openx_shards(
     context: dg.AssetExecutionContext, openx_source: OpenXSource, warehouse: WarehouseStorage
 ) -> dg.MaterializeResult:
-    """WebDataset tar shards of one OpenX dataset: mirrored (download mode) or listed (streaming)."""
+    """WebDataset tar shards of one OpenX dataset: mirrored (download) or listed (streaming)."""
     # Idempotent: shards whose version matches the manifest are not copied again.
     dataset = check_dataset_id(context.partition_key)
     if openx_source.mode not in ("download", "streaming"):
-        raise ConfigError(f"unknown mode {openx_source.mode!r}", subject="OPENX_MODE",
-                          fix="set OPENX_MODE to 'download' or 'streaming'")
+        raise ConfigError(
+            f"unknown mode {openx_source.mode!r}",
+            subject="OPENX_MODE",
+            fix="set OPENX_MODE to 'download' or 'streaming'",
+        )
     dest = warehouse.layout().raw_dir("openx", dataset)
     listing = openx_source.shards(dataset)
     started = time.perf_counter()
@@ -70,8 +72,9 @@ def openx_shards(
     code_version=versions.OPENX_EPISODES,
     owners=["team:data-platform"],
 )
-def openx_episodes(context: dg.AssetExecutionContext, warehouse: WarehouseStorage
-                   ) -> dg.MaterializeResult:
+def openx_episodes(
+    context: dg.AssetExecutionContext, warehouse: WarehouseStorage
+) -> dg.MaterializeResult:
     """Steps of every episode of one OpenX dataset: images decoded, pickles unpickled safely."""
     # Idempotent: rebuilt only when the shards or this code version changed.
     dataset = check_dataset_id(context.partition_key)
@@ -79,15 +82,25 @@ def openx_episodes(context: dg.AssetExecutionContext, warehouse: WarehouseStorag
     raw = layout.raw_dir("openx", dataset)
     manifest = read_manifest(raw)
     if not manifest:
-        raise NotMaterializedError("the shards are not listed yet", subject=str(raw),
-                                   fix=f"materialize openx_shards for {dataset} first")
-    built_from = {"source_version": manifest["source_version"],
-                  "code_version": versions.OPENX_EPISODES}
-    lineage = {"source": "openx", "partition": dataset, "source_url": manifest["source_url"],
-               "source_version": manifest["source_version"]}
+        raise NotMaterializedError(
+            "the shards are not listed yet",
+            subject=str(raw),
+            fix=f"materialize openx_shards for {dataset} first",
+        )
+    built_from = {
+        "source_version": manifest["source_version"],
+        "code_version": versions.OPENX_EPISODES,
+    }
+    lineage = {
+        "source": "openx",
+        "partition": dataset,
+        "source_url": manifest["source_url"],
+        "source_version": manifest["source_version"],
+    }
     started = time.perf_counter()
     meta, rebuilt = build_stage(
-        layout.decoded_dir("openx", dataset), built_from,
+        layout.decoded_dir("openx", dataset),
+        built_from,
         lambda tmp: decode_shards(manifest_shards(raw, manifest), tmp, lineage=lineage),
     )
     seconds = time.perf_counter() - started

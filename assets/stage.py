@@ -14,8 +14,7 @@ def published_meta(target: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def build_stage(target: Path, built_from: dict, build: Callable[[Path], dict]
-                ) -> tuple[dict, bool]:
+def build_stage(target: Path, built_from: dict, build: Callable[[Path], dict]) -> tuple[dict, bool]:
     """Run ``build(staging_folder) -> meta`` and publish it at ``target``.
 
     Idempotent: when the published meta.json records the same ``built_from`` (input versions

@@ -1,6 +1,5 @@
 """TED memmaps, one asset per source built by the same factory."""
 
-
 import dagster as dg
 
 from assets import versions
@@ -11,8 +10,9 @@ from episode_warehouse.ted import build_ted
 from resources import WarehouseStorage
 
 
-def ted_asset(source: str, partitions_def: dg.PartitionsDefinition, decoded: dg.AssetsDefinition
-              ) -> dg.AssetsDefinition:
+def ted_asset(
+    source: str, partitions_def: dg.PartitionsDefinition, decoded: dg.AssetsDefinition
+) -> dg.AssetsDefinition:
     @dg.asset(
         name=f"{source}_ted",
         partitions_def=partitions_def,
@@ -24,18 +24,20 @@ def ted_asset(source: str, partitions_def: dg.PartitionsDefinition, decoded: dg.
         description=f"TorchRL TED memmap of one {source} partition: frames stored once, "
         "('next', 'observation') a shifted view; load with episode_warehouse.open_ted.",
     )
-    def _ted(context: dg.AssetExecutionContext, warehouse: WarehouseStorage
-             ) -> dg.MaterializeResult:
+    def _ted(
+        context: dg.AssetExecutionContext, warehouse: WarehouseStorage
+    ) -> dg.MaterializeResult:
         # Idempotent: rebuilt only when the decoded episodes or this code version changed.
         key = context.partition_key
         layout = warehouse.layout()
         decoded_dir = layout.decoded_dir(source, key)
         episodes = open_decoded(decoded_dir)
-        built_from = {"decoded": published_meta(decoded_dir).get("built_from"),
-                      "code_version": versions.TED}
+        built_from = {
+            "decoded": published_meta(decoded_dir).get("built_from"),
+            "code_version": versions.TED,
+        }
         target = layout.ted_dir(source, key)
-        meta, rebuilt = build_stage(target, built_from,
-                                    lambda tmp: build_ted(episodes, tmp))
+        meta, rebuilt = build_stage(target, built_from, lambda tmp: build_ted(episodes, tmp))
         on_disk = folder_bytes(target)
         return dg.MaterializeResult(
             metadata={

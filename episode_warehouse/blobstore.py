@@ -87,8 +87,14 @@ def _finish(part: Path, blob: BlobInfo, dest: Path, stats: DownloadStats) -> boo
         os.replace(part, dest)
         return True
     stats.rejected_corrupt += 1
-    log.warning("%s: size/crc32c mismatch (got %d bytes, crc %s; want %d, %s); retrying",
-                blob.name, part.stat().st_size, crc, blob.size, blob.crc32c)
+    log.warning(
+        "%s: size/crc32c mismatch (got %d bytes, crc %s; want %d, %s); retrying",
+        blob.name,
+        part.stat().st_size,
+        crc,
+        blob.size,
+        blob.crc32c,
+    )
     part.unlink(missing_ok=True)
     return False
 
@@ -101,7 +107,8 @@ class LocalBlobStore:
         self.url = str(self.root)
         if not self.root.is_dir():
             raise SourceUnavailableError(
-                "the local mirror folder does not exist", subject=str(self.root),
+                "the local mirror folder does not exist",
+                subject=str(self.root),
                 fix="point the source URL at an existing folder or a gs:// prefix",
             )
 
@@ -112,8 +119,14 @@ class LocalBlobStore:
         out = []
         for path in sorted(p for p in base.rglob("*") if p.is_file()):
             st = path.stat()
-            out.append(BlobInfo(str(path.relative_to(self.root)), st.st_size,
-                                _cached_crc(path, st), str(st.st_mtime_ns)))
+            out.append(
+                BlobInfo(
+                    str(path.relative_to(self.root)),
+                    st.st_size,
+                    _cached_crc(path, st),
+                    str(st.st_mtime_ns),
+                )
+            )
         return out
 
     def download(self, blob: BlobInfo, dest: Path, stats: DownloadStats | None = None) -> None:
@@ -122,9 +135,11 @@ class LocalBlobStore:
         shutil.copyfile(self.root / blob.name, part)
         stats.downloaded_bytes += blob.size
         if not _finish(part, blob, dest, stats):
-            raise CorruptInputError("the copy does not match the source's size and crc32c",
-                                    subject=str(self.root / blob.name),
-                                    fix="the file changed while it was copied; retry")
+            raise CorruptInputError(
+                "the copy does not match the source's size and crc32c",
+                subject=str(self.root / blob.name),
+                fix="the file changed while it was copied; retry",
+            )
 
 
 _CRC_CACHE: dict[tuple[str, int, int], str] = {}
@@ -170,14 +185,21 @@ class GcsBlobStore:
         from google.api_core.retry import Retry
 
         full = self._key(prefix)
-        retry = Retry(initial=self.retry.base_s, maximum=self.retry.max_s,
-                      timeout=self.retry.timeout_s)
+        retry = Retry(
+            initial=self.retry.base_s, maximum=self.retry.max_s, timeout=self.retry.timeout_s
+        )
         try:
-            blobs = list(self.client.list_blobs(self.bucket_name, prefix=full, retry=retry,
-                                                timeout=self.retry.timeout_s))
+            blobs = list(
+                self.client.list_blobs(
+                    self.bucket_name, prefix=full, retry=retry, timeout=self.retry.timeout_s
+                )
+            )
         except gexc.NotFound as exc:
-            raise SourceUnavailableError("the bucket does not exist", subject=self.url,
-                                         fix="check the bucket name in the source URL") from exc
+            raise SourceUnavailableError(
+                "the bucket does not exist",
+                subject=self.url,
+                fix="check the bucket name in the source URL",
+            ) from exc
         except gexc.Forbidden as exc:
             raise SourceUnavailableError(
                 "access denied (HTTP 403); the public Atari bucket is gone",
@@ -185,13 +207,20 @@ class GcsBlobStore:
                 fix="point ATARI_REPLAY_URL at your own mirror (gs://... or a local folder)",
             ) from exc
         except Exception as exc:  # noqa: BLE001 - network errors have many types; re-raised typed
+            root = exc
+            while root.__cause__ is not None or root.__context__ is not None:
+                root = root.__cause__ or root.__context__
             raise SourceUnavailableError(
-                f"cannot list {full!r} ({type(exc).__name__}: {exc})", subject=self.url,
+                f"cannot list {full!r} ({type(root).__name__}: {str(root)[:160]})",
+                subject=self.url,
                 fix="check the URL, your network, and STORAGE_EMULATOR_HOST if you use one",
             ) from exc
         n = len(self.prefix) + 1 if self.prefix else 0
-        return [BlobInfo(b.name[n:], int(b.size), b.crc32c or "", str(b.generation))
-                for b in blobs if not b.name.endswith("/")]
+        return [
+            BlobInfo(b.name[n:], int(b.size), b.crc32c or "", str(b.generation))
+            for b in blobs
+            if not b.name.endswith("/")
+        ]
 
     def download(self, blob: BlobInfo, dest: Path, stats: DownloadStats | None = None) -> None:
         """Download with resume; raises SourceUnavailableError when the budget is spent."""
@@ -212,16 +241,26 @@ class GcsBlobStore:
                     stats.resumed_bytes += offset
                     gblob = bucket.blob(self._key(blob.name), generation=int(blob.generation))
                     with open(part, "ab") as fh:
-                        gblob.download_to_file(fh, start=offset or None, raw_download=True,
-                                               checksum=None, retry=None,
-                                               timeout=self.retry.timeout_s)
+                        gblob.download_to_file(
+                            fh,
+                            start=offset or None,
+                            raw_download=True,
+                            checksum=None,
+                            retry=None,
+                            timeout=self.retry.timeout_s,
+                        )
                     stats.downloaded_bytes += part.stat().st_size - offset
                 if _finish(part, blob, dest, stats):
                     return
             except Exception as exc:  # noqa: BLE001 - transient network faults, retried
                 last_error = exc
-                log.warning("%s: attempt %d failed (%s: %s)", blob.name, attempt + 1,
-                            type(exc).__name__, exc)
+                log.warning(
+                    "%s: attempt %d failed (%s: %s)",
+                    blob.name,
+                    attempt + 1,
+                    type(exc).__name__,
+                    exc,
+                )
         raise SourceUnavailableError(
             f"download failed after {self.retry.attempts} attempts ({last_error})",
             subject=f"{self.url}/{blob.name}",
@@ -239,15 +278,20 @@ def open_blob_store(url: str, retry: RetryPolicy | None = None) -> BlobStore:
     if url.startswith("gs://"):
         bucket, _, prefix = url[5:].partition("/")
         if not bucket or any(c in bucket for c in " \\?#"):
-            raise ConfigError("malformed gs:// URL (no bucket name)", subject=repr(url),
-                              fix="write it as gs://BUCKET/PREFIX, e.g. "
-                              "gs://atari-replay-datasets/dqn")
+            raise ConfigError(
+                "malformed gs:// URL (no bucket name)",
+                subject=repr(url),
+                fix="write it as gs://BUCKET/PREFIX, e.g. gs://atari-replay-datasets/dqn",
+            )
         return GcsBlobStore(bucket, prefix, retry)
     if url.startswith("file://"):
         return LocalBlobStore(Path(url[7:]))
     if "://" in url:
-        raise ConfigError(f"unsupported URL scheme {url.split('://')[0]!r}", subject=repr(url),
-                          fix="use gs://BUCKET/PREFIX or a local folder")
+        raise ConfigError(
+            f"unsupported URL scheme {url.split('://')[0]!r}",
+            subject=repr(url),
+            fix="use gs://BUCKET/PREFIX or a local folder",
+        )
     if not url:
         raise ConfigError("empty source URL", fix="set it to gs://BUCKET/PREFIX or a folder")
     return LocalBlobStore(Path(url).expanduser())

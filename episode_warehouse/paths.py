@@ -25,14 +25,18 @@ class WarehouseLayout:
         value = root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT
         path = Path(value).expanduser()
         if path.exists() and not path.is_dir():
-            raise ConfigError("the warehouse root is a file, not a folder", subject=str(path),
-                              fix=f"set {ROOT_ENV} to a folder")
+            raise ConfigError(
+                "the warehouse root is a file, not a folder",
+                subject=str(path),
+                fix=f"set {ROOT_ENV} to a folder",
+            )
         return cls(path.resolve())
 
     def _part(self, stage: str, source: str, partition: str) -> Path:
         if source not in SOURCES:
-            raise PartitionKeyError(f"unknown source (expected one of {SOURCES})",
-                                    subject=repr(source))
+            raise PartitionKeyError(
+                f"unknown source (expected one of {SOURCES})", subject=repr(source)
+            )
         parts = partition.split("/")
         if not partition or any(p in ("", ".", "..") for p in parts) or "\\" in partition:
             raise PartitionKeyError("not a valid partition key", subject=repr(partition))

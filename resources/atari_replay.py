@@ -19,11 +19,12 @@ class AtariReplaySource(dg.ConfigurableResource):
     checkpoints: str = "all"
     download_workers: int = 4
     attempts: int = 6
-    timeout_s: float = 60.0
+    timeout_s: int = 60
 
     def store(self) -> BlobStore:
-        return open_blob_store(self.url, RetryPolicy(attempts=self.attempts,
-                                                     timeout_s=self.timeout_s))
+        return open_blob_store(
+            self.url, RetryPolicy(attempts=self.attempts, timeout_s=self.timeout_s)
+        )
 
     def subset(self) -> CheckpointSubset:
         return CheckpointSubset(self.checkpoints)

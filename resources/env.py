@@ -18,6 +18,10 @@ def _env(name: str, default: str) -> str | dg.EnvVar:
     return dg.EnvVar(name) if os.environ.get(name) else default
 
 
+def _env_int(name: str, default: int) -> int | dg.EnvVar:
+    return dg.EnvVar.int(name) if os.environ.get(name) else default
+
+
 def build_resources() -> dict[str, dg.ConfigurableResource]:
     """The resources of the code location, keyed as the assets ask for them."""
     return {
@@ -25,6 +29,7 @@ def build_resources() -> dict[str, dg.ConfigurableResource]:
         "atari_replay": AtariReplaySource(
             url=_env("ATARI_REPLAY_URL", DEFAULT_ATARI_URL),
             checkpoints=_env("ATARI_CHECKPOINTS", "all"),
+            timeout_s=_env_int("ATARI_TIMEOUT_S", 60),
         ),
         "openx_source": OpenXSource(
             url=_env("OPENX_URL", DEFAULT_OPENX_URL),

@@ -2,7 +2,8 @@
 
 Two passes: the small arrays give the plan (which slot of which file is which real row, and
 the fragments); then each observation file is streamed once and its rows copied to their place,
-one worker process per file (``workers`` at a time), so memory stays at a few chunks whatever the capacity.
+one worker process per file (``workers`` at a time), so memory stays at a few chunks whatever
+the capacity.
 """
 
 from __future__ import annotations
@@ -33,8 +34,15 @@ def _read_frames(meta: CheckpointMeta, slots: list[int]) -> np.ndarray:
     return read_slots(meta.observation_path, slots)
 
 
-def decode_run(replay_dir: Path, suffixes: list[int], staging: Path, *, workers: int = 2,
-               file_prefix: str = "", lineage: dict | None = None) -> dict:
+def decode_run(
+    replay_dir: Path,
+    suffixes: list[int],
+    staging: Path,
+    *,
+    workers: int = 2,
+    file_prefix: str = "",
+    lineage: dict | None = None,
+) -> dict:
     """Decode checkpoints ``suffixes`` of ``replay_dir`` into the folder ``staging``.
 
     Args:
@@ -79,38 +87,51 @@ def decode_run(replay_dir: Path, suffixes: list[int], staging: Path, *, workers:
             **(lineage or {}),
         },
     )
-    log.info("decoded %d frames in %d episodes in %.1f s", plan.rows, episodes.num_rows,
-             time.perf_counter() - started)
+    log.info(
+        "decoded %d frames in %d episodes in %.1f s",
+        plan.rows,
+        episodes.num_rows,
+        time.perf_counter() - started,
+    )
     return meta
 
 
 def _run_worker(src: Path, runs: list[tuple[int, int, int]], dst: Path) -> int:
     job = json.dumps({"src": str(src), "runs": runs, "dst": str(dst)})
-    proc = subprocess.run([sys.executable, "-m", "episode_warehouse.atari.frame_copy", job],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "episode_warehouse.atari.frame_copy", job],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     try:
         answer = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
-        raise CorruptInputError(f"the frame copy worker failed (exit {proc.returncode}): "
-                                f"{proc.stderr.strip()[-500:]}", subject=str(src)) from None
+        raise CorruptInputError(
+            f"the frame copy worker failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}",
+            subject=str(src),
+        ) from None
     if "error" in answer:
         raise CorruptInputError(answer["error"], subject=answer["subject"], fix=answer["fix"])
     return int(answer["copied"])
 
 
-def _fill_frames(metas: list[CheckpointMeta], plan: StreamPlan, frames: Path,
-                 workers: int) -> None:
+def _fill_frames(metas: list[CheckpointMeta], plan: StreamPlan, frames: Path, workers: int) -> None:
     """Copy every file's frames, ``workers`` files at a time (one process each)."""
-    jobs = [(m.observation_path, [(r.slot, r.row, r.length) for r in plan.copy_runs[m.suffix]],
-             frames) for m in metas]
+    jobs = [
+        (m.observation_path, [(r.slot, r.row, r.length) for r in plan.copy_runs[m.suffix]], frames)
+        for m in metas
+    ]
     copy = copy_frames if workers <= 1 or len(jobs) <= 1 else _run_worker
     done = 0
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
-        for i, (job, copied) in enumerate(zip(jobs, pool.map(lambda j: copy(*j), jobs),
-                                              strict=True), 1):
+        for i, (job, copied) in enumerate(
+            zip(jobs, pool.map(lambda j: copy(*j), jobs), strict=True), 1
+        ):
             done += copied
-            log.info("copied frames of %s (%d/%d files, %d frames)", job[0].name, i, len(jobs),
-                     done)
+            log.info(
+                "copied frames of %s (%d/%d files, %d frames)", job[0].name, i, len(jobs), done
+            )
     for m in metas:
         runs = plan.verify_runs.get(m.suffix)
         if runs:
@@ -119,12 +140,16 @@ def _fill_frames(metas: list[CheckpointMeta], plan: StreamPlan, frames: Path,
 
 def _episode_table(plan: StreamPlan, file_prefix: str) -> pa.Table:
     starts, lengths = plan.fragment_start, plan.fragment_length
-    returns = (np.add.reduceat(plan.reward.astype(np.float64), starts) if len(starts)
-               else np.zeros(0))
+    returns = (
+        np.add.reduceat(plan.reward.astype(np.float64), starts) if len(starts) else np.zeros(0)
+    )
     terminated = plan.fragment_ends_terminal
     files = [
-        [file_prefix + file_name("observation", s) for s in range(int(a), int(b) + 1)
-         if s in {p.suffix for p in plan.placements}]
+        [
+            file_prefix + file_name("observation", s)
+            for s in range(int(a), int(b) + 1)
+            if s in {p.suffix for p in plan.placements}
+        ]
         for a, b in zip(plan.fragment_first_suffix, plan.fragment_last_suffix, strict=True)
     ]
     return pa.table(

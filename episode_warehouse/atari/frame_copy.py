@@ -19,8 +19,9 @@ from episode_warehouse.errors import CorruptInputError
 CHUNK_ROWS = 2048  # 14 MB of 84x84 frames per read
 
 
-def copy_frames(src: Path, runs: list[tuple[int, int, int]], dst: Path,
-                chunk_rows: int = CHUNK_ROWS) -> int:
+def copy_frames(
+    src: Path, runs: list[tuple[int, int, int]], dst: Path, chunk_rows: int = CHUNK_ROWS
+) -> int:
     """Copy slot runs ``(slot, row, length)`` of ``src`` into rows of the .npy at ``dst``.
 
     Returns the number of rows copied. Reads the file once, in order, and stops after the
@@ -51,8 +52,9 @@ def copy_frames(src: Path, runs: list[tuple[int, int, int]], dst: Path,
     return copied
 
 
-def verify_frames(src: Path, runs: list[tuple[int, int, int]], dst: Path,
-                  chunk_rows: int = CHUNK_ROWS) -> None:
+def verify_frames(
+    src: Path, runs: list[tuple[int, int, int]], dst: Path, chunk_rows: int = CHUNK_ROWS
+) -> None:
     """Check that slot runs of ``src`` equal the rows already written to ``dst``.
 
     Raises:

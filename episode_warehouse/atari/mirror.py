@@ -55,8 +55,9 @@ def source_version(files: dict[str, dict]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def mirror_run(store: BlobStore, game: str, run: int, dest: Path, subset: CheckpointSubset,
-               *, workers: int = 4) -> MirrorReport:
+def mirror_run(
+    store: BlobStore, game: str, run: int, dest: Path, subset: CheckpointSubset, *, workers: int = 4
+) -> MirrorReport:
     """Bring ``dest`` (a run's raw folder) in line with the chosen checkpoints of the source.
 
     Raises:
@@ -67,7 +68,8 @@ def mirror_run(store: BlobStore, game: str, run: int, dest: Path, subset: Checkp
     listing = list_run(store, game, run)
     if not listing:
         raise SourceUnavailableError(
-            f"no checkpoint files under {game}/{run}/{REPLAY_LOGS}/", subject=store.url,
+            f"no checkpoint files under {game}/{run}/{REPLAY_LOGS}/",
+            subject=store.url,
             fix="check ATARI_REPLAY_URL: below it the layout must be "
             "<Game>/<run>/replay_logs/$store$_observation_ckpt.0.gz ...",
         )
@@ -97,8 +99,12 @@ def mirror_run(store: BlobStore, game: str, run: int, dest: Path, subset: Checkp
         else:
             todo.append((name, blob))
     if todo:
-        log.info("downloading %d of %d files (%.1f MB)", len(todo), len(wanted),
-                 sum(b.size for _, b in todo) / 1e6)
+        log.info(
+            "downloading %d of %d files (%.1f MB)",
+            len(todo),
+            len(wanted),
+            sum(b.size for _, b in todo) / 1e6,
+        )
 
     def fetch(item: tuple[str, BlobInfo]) -> str:
         name, blob = item

@@ -165,7 +165,7 @@ def plan_stream(
             )
 
     parts_g, parts_ckpt, chunk_starts, chunk_kinds = [], [], [], []
-    for i, (m, p) in enumerate(zip(metas, placements, strict=True)):
+    for i, p in enumerate(placements):
         g = np.arange(p.new_lo, p.hi, dtype=np.int64)
         if not len(g):
             continue
@@ -231,19 +231,27 @@ def plan_stream(
         fragment_first_suffix=suffixes[ckpt[first_pos]],
         fragment_last_suffix=suffixes[ckpt[last_pos]],
         padding_rows=int(padding.sum()),
-        lost_rows=int(sum(p.lo - (placements[i - 1].hi if i else 0)
-                          for i, p in enumerate(placements) if p.gap_before == "lost_lap")),
+        lost_rows=int(
+            sum(
+                p.lo - (placements[i - 1].hi if i else 0)
+                for i, p in enumerate(placements)
+                if p.gap_before == "lost_lap"
+            )
+        ),
     )
     for i, m in enumerate(metas):
         sel = real[ckpt[real] == i]
         plan.copy_runs[m.suffix] = _runs(slot[sel], row_of[sel])
-    for i, (m, p) in enumerate(zip(metas, placements, strict=True)):
+    for m, p in zip(metas, placements, strict=True):
         if p.is_final and p.lo < p.new_lo:
             pos = np.flatnonzero((g >= p.lo) & (g < p.new_lo) & ~padding)
             plan.verify_runs[m.suffix] = _runs(g[pos] % c, row_of[pos])
     log.info(
         "planned %d real rows in %d fragments from %d checkpoints (%d padding rows dropped)",
-        plan.rows, len(starts), len(metas), plan.padding_rows,
+        plan.rows,
+        len(starts),
+        len(metas),
+        plan.padding_rows,
     )
     return plan
 
@@ -256,8 +264,9 @@ def _any_real_before_in_chunk(padding, first_pos, chunk_starts, chunk_of) -> np.
     return before - at_chunk > 0
 
 
-def _classify_padding(metas, ckpt, slot, action, reward, terminal, chunk_starts, chunk_kinds, k,
-                      read_frames):
+def _classify_padding(
+    metas, ckpt, slot, action, reward, terminal, chunk_starts, chunk_kinds, k, read_frames
+):
     """Padding by position: K-1 rows after a terminal or at the stream start; after a gap, up to
     K-1 leading all-zero rows (their terminal was lost)."""
     n = len(slot)
@@ -266,8 +275,13 @@ def _classify_padding(metas, ckpt, slot, action, reward, terminal, chunk_starts,
     chunk_of = np.searchsorted(starts, idx, side="right") - 1
     term_pos = np.where(terminal == 1, idx, _FAR)
     prev_term = np.maximum.accumulate(np.concatenate(([_FAR], term_pos[:-1])))
-    virtual = np.array([s - 1 if kind == "stream_start" else _FAR
-                        for s, kind in zip(starts, chunk_kinds, strict=True)], dtype=np.int64)
+    virtual = np.array(
+        [
+            s - 1 if kind == "stream_start" else _FAR
+            for s, kind in zip(starts, chunk_kinds, strict=True)
+        ],
+        dtype=np.int64,
+    )
     prev_term = np.where(prev_term >= starts[chunk_of], prev_term, virtual[chunk_of])
     padding = idx - prev_term <= k - 1
     lost_lap = []
@@ -318,5 +332,7 @@ def _runs(slots: np.ndarray, rows: np.ndarray) -> list[Run]:
         return []
     brk = np.flatnonzero((np.diff(slots) != 1) | (np.diff(rows) != 1)) + 1
     bounds = np.concatenate(([0], brk, [len(slots)]))
-    return [Run(int(slots[a]), int(rows[a]), int(b - a)) for a, b in zip(bounds[:-1], bounds[1:],
-                                                                          strict=True)]
+    return [
+        Run(int(slots[a]), int(rows[a]), int(b - a))
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+    ]

@@ -28,12 +28,14 @@ def check_read_only(sql: str) -> None:
         if st.type not in _ALLOWED:
             raise CatalogQueryError(
                 f"{st.type.name} statements are refused: the catalog is read-only here",
-                subject="query", fix="write a SELECT statement; the warehouse writes the catalog",
+                subject="query",
+                fix="write a SELECT statement; the warehouse writes the catalog",
             )
 
 
-def run_query(catalog_dir: Path, sql: str, params: list | None = None
-              ) -> tuple[list[str], list[tuple]]:
+def run_query(
+    catalog_dir: Path, sql: str, params: list | None = None
+) -> tuple[list[str], list[tuple]]:
     """Run one read-only query; return (column names, rows).
 
     Raises:
@@ -43,8 +45,11 @@ def run_query(catalog_dir: Path, sql: str, params: list | None = None
     check_read_only(sql)
     db = CatalogStore(catalog_dir).db_path
     if not Path(db).exists():
-        raise NotMaterializedError("no catalog yet", subject=str(db),
-                                   fix="materialize a partition first, e.g. 'warehouse demo'")
+        raise NotMaterializedError(
+            "no catalog yet",
+            subject=str(db),
+            fix="materialize a partition first, e.g. 'warehouse demo'",
+        )
     con = duckdb.connect(str(db), read_only=True)
     try:
         cur = con.execute(sql, params or [])

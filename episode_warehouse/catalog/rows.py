@@ -26,9 +26,16 @@ def folder_bytes(folder: Path) -> int:
     return total
 
 
-def catalog_rows(ted_folder: Path, source: str, partition: str, *, code_version: str,
-                 run_id: str, data_version: str, materialized_at: datetime
-                 ) -> tuple[pa.Table, dict]:
+def catalog_rows(
+    ted_folder: Path,
+    source: str,
+    partition: str,
+    *,
+    code_version: str,
+    run_id: str,
+    data_version: str,
+    materialized_at: datetime,
+) -> tuple[pa.Table, dict]:
     """The ``episodes`` rows and the ``partitions`` row of one TED folder."""
     meta = json.loads((Path(ted_folder) / META).read_text())
     episodes = pq.read_table(Path(ted_folder) / EPISODES)

@@ -29,12 +29,16 @@ class Table:
         """``CREATE VIEW`` over the Parquet files matching ``glob`` (typed, ordered columns)."""
         cols = ",\n  ".join(f'CAST("{c.name}" AS {c.sql}) AS "{c.name}"' for c in self.columns)
         path = glob.replace("'", "''")
-        return (f"CREATE OR REPLACE VIEW {self.name} AS SELECT\n  {cols}\n"
-                f"FROM read_parquet('{path}', union_by_name = true)")
+        return (
+            f"CREATE OR REPLACE VIEW {self.name} AS SELECT\n  {cols}\n"
+            f"FROM read_parquet('{path}', union_by_name = true)"
+        )
 
     def markdown(self) -> str:
         rows = "\n".join(f"| `{c.name}` | {c.sql} | {c.doc} |" for c in self.columns)
-        return f"### `{self.name}`\n{self.doc}\n\n| column | type | meaning |\n|---|---|---|\n{rows}"
+        return (
+            f"### `{self.name}`\n{self.doc}\n\n| column | type | meaning |\n|---|---|---|\n{rows}"
+        )
 
 
 EPISODES = Table(

@@ -41,13 +41,18 @@ class CatalogStore:
         publish(tmp, target)
         return target
 
-    def publish_partition(self, source: str, partition: str, episodes: pa.Table,
-                          partition_row: dict) -> None:
+    def publish_partition(
+        self, source: str, partition: str, episodes: pa.Table, partition_row: dict
+    ) -> None:
         """Replace the rows of one partition (episodes first, then its partitions row)."""
         self.ensure_database()
         self._write(EPISODES, source, partition, episodes)
-        self._write(PARTITIONS, source, partition,
-                    pa.Table.from_pylist([partition_row], schema=PARTITIONS.arrow_schema))
+        self._write(
+            PARTITIONS,
+            source,
+            partition,
+            pa.Table.from_pylist([partition_row], schema=PARTITIONS.arrow_schema),
+        )
         log.info("catalog: published %d episodes of %s/%s", episodes.num_rows, source, partition)
 
     def remove_partition(self, source: str, partition: str) -> bool:
@@ -60,8 +65,11 @@ class CatalogStore:
         from urllib.parse import unquote
 
         base = self.folder / PARTITIONS.name
-        return sorted((p.parent.name, unquote(p.stem)) for p in base.glob("*/*.parquet")
-                      if p.parent.name != _EMPTY)
+        return sorted(
+            (p.parent.name, unquote(p.stem))
+            for p in base.glob("*/*.parquet")
+            if p.parent.name != _EMPTY
+        )
 
     def ensure_database(self, rebuild: bool = False) -> Path:
         """Create catalog.duckdb (views over the Parquet files) if missing or asked to.
@@ -83,8 +91,10 @@ class CatalogStore:
         try:
             for table in TABLES:
                 con.execute(table.view_sql(str(self.folder / table.name / "*" / "*.parquet")))
-            con.execute("CREATE OR REPLACE TABLE catalog_info AS SELECT ? AS root, ? AS built_at",
-                        [str(self.folder), datetime.now(UTC)])
+            con.execute(
+                "CREATE OR REPLACE TABLE catalog_info AS SELECT ? AS root, ? AS built_at",
+                [str(self.folder), datetime.now(UTC)],
+            )
         finally:
             con.close()
         os.replace(tmp, self.db_path)

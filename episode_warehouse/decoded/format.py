@@ -87,7 +87,8 @@ def open_decoded(folder: Path) -> DecodedEpisodes:
     meta_path = Path(folder) / META
     if not meta_path.is_file():
         raise NotMaterializedError(
-            "decoded episodes are not materialized", subject=str(folder),
+            "decoded episodes are not materialized",
+            subject=str(folder),
             fix="materialize the decoded stage of this partition first",
         )
     meta = json.loads(meta_path.read_text())

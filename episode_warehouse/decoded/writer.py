@@ -25,14 +25,21 @@ _PREAMBLE = 256  # bytes reserved for the .npy header of appended arrays
 
 def _npy_header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
     """An .npy v1.0 header padded to exactly ``_PREAMBLE`` bytes."""
-    body = repr({"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
-                 "shape": tuple(shape)})
+    body = repr(
+        {
+            "descr": np.lib.format.dtype_to_descr(dtype),
+            "fortran_order": False,
+            "shape": tuple(shape),
+        }
+    )
     pad = _PREAMBLE - 10 - len(body) - 1
     if pad < 0:
         raise ValueError(f"array header too long: {body}")
-    return b"\x93NUMPY\x01\x00" + struct.pack("<H", _PREAMBLE - 10) + (
-        body + " " * pad + "\n"
-    ).encode("latin1")
+    return (
+        b"\x93NUMPY\x01\x00"
+        + struct.pack("<H", _PREAMBLE - 10)
+        + (body + " " * pad + "\n").encode("latin1")
+    )
 
 
 class _Appender:
@@ -42,14 +49,15 @@ class _Appender:
         self.spec = spec
         self.dtype = np.dtype(spec.dtype)
         self.rows = 0
-        self.fh = open(path, "wb")
+        self.fh = open(path, "wb")  # noqa: SIM115 - closed in close(), after the last append
         self.fh.write(b"\0" * _PREAMBLE)
 
     def append(self, values: np.ndarray) -> None:
         values = np.ascontiguousarray(values, dtype=self.dtype)
         if values.shape[1:] != self.spec.row_shape:
-            raise ValueError(f"{self.spec.key}: rows of shape {values.shape[1:]}, "
-                             f"expected {self.spec.row_shape}")
+            raise ValueError(
+                f"{self.spec.key}: rows of shape {values.shape[1:]}, expected {self.spec.row_shape}"
+            )
         self.fh.write(values.tobytes())
         self.rows += len(values)
 
@@ -93,8 +101,9 @@ class DecodedWriter:
         """Create a zero-filled (sparse) array of ``rows`` rows (+1 for observations)."""
         path = self._register(spec)
         total = rows + (1 if spec.role == "observation" else 0)
-        arr = np.lib.format.open_memmap(path, mode="w+", dtype=np.dtype(spec.dtype),
-                                        shape=(total, *spec.row_shape))
+        arr = np.lib.format.open_memmap(
+            path, mode="w+", dtype=np.dtype(spec.dtype), shape=(total, *spec.row_shape)
+        )
         del arr
         self._set_rows(rows)
         return path

@@ -31,7 +31,8 @@ KNOWN_DATASETS: tuple[str, ...] = (
     "berkeley_mvp_converted_externally_to_rlds", "berkeley_rpt_converted_externally_to_rlds",
     "kaist_nonprehensile_converted_externally_to_rlds",
     "stanford_mask_vit_converted_externally_to_rlds", "tokyo_u_lsmo_converted_externally_to_rlds",
-    "dlr_sara_pour_converted_externally_to_rlds", "dlr_sara_grid_clamp_converted_externally_to_rlds",
+    "dlr_sara_pour_converted_externally_to_rlds",
+    "dlr_sara_grid_clamp_converted_externally_to_rlds",
     "dlr_edan_shared_control_converted_externally_to_rlds",
     "asu_table_top_converted_externally_to_rlds", "stanford_robocook_converted_externally_to_rlds",
     "eth_agent_affordances", "imperialcollege_sawyer_wrist_cam",
@@ -58,7 +59,8 @@ def check_dataset_id(key: str) -> str:
     """
     if not _KEY_RE.match(key or ""):
         raise PartitionKeyError(
-            "not an OpenX dataset id", subject=repr(key),
+            "not an OpenX dataset id",
+            subject=repr(key),
             fix="use a folder name of the mirror, e.g. 'cmu_stretch' (lowercase, digits, _)",
         )
     return key

@@ -47,8 +47,9 @@ def decode_shards(shards: list[Shard], staging: Path, *, lineage: dict | None = 
     writer = DecodedWriter(staging)
     specs: dict[str, ArraySpec] | None = None
     tasks: dict[str, int] = {}
-    rows = {name: [] for name in ("start", "length", "return", "terminated", "instruction",
-                                  "source")}
+    rows = {
+        name: [] for name in ("start", "length", "return", "terminated", "instruction", "source")
+    }
     start = 0
     started = last_log = time.perf_counter()
     for shard in shards:
@@ -60,35 +61,46 @@ def decode_shards(shards: list[Shard], staging: Path, *, lineage: dict | None = 
                 arrays.pop(k, None)
             task = tasks.setdefault(episode.instruction or "", len(tasks))
             arrays["task_index"] = np.full(episode.length, task, dtype=np.int64)
-            these = {k: ArraySpec(k, tuple(v.shape[1:]), v.dtype.str, _role(k))
-                     for k, v in arrays.items()}
+            these = {
+                k: ArraySpec(k, tuple(v.shape[1:]), v.dtype.str, _role(k))
+                for k, v in arrays.items()
+            }
             if specs is None:
                 specs = these
             elif these != specs:
                 diff = sorted(k for k in set(specs) | set(these) if specs.get(k) != these.get(k))
                 raise CorruptInputError(
                     f"keys or shapes differ from the dataset's first episode: {diff[:4]}",
-                    subject=subject, fix="the dataset mixes episode layouts; remove this one")
+                    subject=subject,
+                    fix="the dataset mixes episode layouts; remove this one",
+                )
             for k, spec in specs.items():
                 writer.append(spec, arrays[k])
             terminal = arrays.get("is_terminal")
             rows["start"].append(start)
             rows["length"].append(episode.length)
-            rows["return"].append(float(arrays["reward"].astype(np.float64).sum())
-                                  if "reward" in arrays else 0.0)
+            rows["return"].append(
+                float(arrays["reward"].astype(np.float64).sum()) if "reward" in arrays else 0.0
+            )
             rows["terminated"].append(bool(terminal[-1]) if terminal is not None else False)
             rows["instruction"].append(episode.instruction)
             rows["source"].append([shard.name])
             start += episode.length
             now = time.perf_counter()
             if now - last_log > _PROGRESS_S:
-                log.info("decoded %d episodes, %d steps (%.0f steps/s)", len(rows["start"]),
-                         start, start / (now - started))
+                log.info(
+                    "decoded %d episodes, %d steps (%.0f steps/s)",
+                    len(rows["start"]),
+                    start,
+                    start / (now - started),
+                )
                 last_log = now
     if specs is None:
-        raise CorruptInputError("the dataset has no episodes",
-                                subject=", ".join(s.location for s in shards) or "(no shards)",
-                                fix="check that the shards hold *.data.pickle members")
+        raise CorruptInputError(
+            "the dataset has no episodes",
+            subject=", ".join(s.location for s in shards) or "(no shards)",
+            fix="check that the shards hold *.data.pickle members",
+        )
     n = len(rows["start"])
     terminated = np.array(rows["terminated"], dtype=bool)
     episodes = pa.table(
@@ -107,6 +119,5 @@ def decode_shards(shards: list[Shard], staging: Path, *, lineage: dict | None = 
         schema=EPISODE_SCHEMA,
     )
     meta = writer.finish(episodes, {"tasks": list(tasks), **(lineage or {})})
-    log.info("decoded %d episodes, %d steps in %.1f s", n, start,
-             time.perf_counter() - started)
+    log.info("decoded %d episodes, %d steps in %.1f s", n, start, time.perf_counter() - started)
     return meta

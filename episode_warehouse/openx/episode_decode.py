@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
-from torchvision.io import ImageReadMode, decode_image
 
 from episode_warehouse.errors import CorruptInputError
 
@@ -37,28 +35,38 @@ def _flatten(obj: dict, prefix: str, out: dict) -> None:
 
 
 def _decode_image(value: dict, subject: str) -> np.ndarray:
+    import torch
+    from torchvision.io import ImageReadMode, decode_image
+
     data = value.get("bytes")
     if not isinstance(data, bytes | bytearray) or not data:
         raise CorruptInputError("image has no bytes", subject=subject)
     try:
-        tensor = decode_image(torch.frombuffer(bytearray(data), dtype=torch.uint8),
-                              mode=ImageReadMode.UNCHANGED)
+        tensor = decode_image(
+            torch.frombuffer(bytearray(data), dtype=torch.uint8), mode=ImageReadMode.UNCHANGED
+        )
     except RuntimeError as exc:
-        raise CorruptInputError(f"the image does not decode ({exc})", subject=subject,
-                                fix="re-download the shard; the image bytes are corrupt"
-                                ) from exc
+        raise CorruptInputError(
+            f"the image does not decode ({exc})",
+            subject=subject,
+            fix="re-download the shard; the image bytes are corrupt",
+        ) from exc
     return tensor.numpy()
 
 
 def _leaf(value, subject: str) -> np.ndarray:
+    import torch
+
     if isinstance(value, dict) and "bytes" in value:
         return _decode_image(value, subject)
     try:
-        return torch.as_tensor(np.asarray(value) if isinstance(value, np.generic) else value
-                               ).numpy()
+        return torch.as_tensor(
+            np.asarray(value) if isinstance(value, np.generic) else value
+        ).numpy()
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise CorruptInputError(f"unsupported value of type {type(value).__name__}",
-                                subject=subject) from exc
+        raise CorruptInputError(
+            f"unsupported value of type {type(value).__name__}", subject=subject
+        ) from exc
 
 
 def decode_episode(obj: object, subject: str) -> DecodedEpisode:
@@ -69,8 +77,9 @@ def decode_episode(obj: object, subject: str) -> DecodedEpisode:
             steps, or an image that does not decode.
     """
     if not isinstance(obj, dict) or not isinstance(obj.get("steps"), list):
-        raise CorruptInputError("not an episode (expected a dict with a 'steps' list)",
-                                subject=subject)
+        raise CorruptInputError(
+            "not an episode (expected a dict with a 'steps' list)", subject=subject
+        )
     steps = obj["steps"]
     if not steps:
         raise CorruptInputError("the episode has no steps", subject=subject)
@@ -88,7 +97,9 @@ def decode_episode(obj: object, subject: str) -> DecodedEpisode:
         elif keys != first_keys:
             raise CorruptInputError(
                 f"step {t} has keys {sorted(set(keys) ^ set(first_keys))} that step 0 "
-                "does not share", subject=subject)
+                "does not share",
+                subject=subject,
+            )
         for key, value in flat.items():
             if key == INSTRUCTION_KEY:
                 text = value.decode() if isinstance(value, bytes) else str(value)
@@ -99,8 +110,10 @@ def decode_episode(obj: object, subject: str) -> DecodedEpisode:
             if col and (arr.shape != col[0].shape or arr.dtype != col[0].dtype):
                 raise CorruptInputError(
                     f"step {t}: {key} has shape {arr.shape} {arr.dtype}, step 0 had "
-                    f"{col[0].shape} {col[0].dtype}", subject=subject,
-                    fix="the episode is malformed; remove it from the shard")
+                    f"{col[0].shape} {col[0].dtype}",
+                    subject=subject,
+                    fix="the episode is malformed; remove it from the shard",
+                )
             col.append(arr)
     arrays = {key: np.stack(col) for key, col in columns.items()}
     return DecodedEpisode(arrays, instruction, len(steps))

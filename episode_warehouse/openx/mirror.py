@@ -41,8 +41,11 @@ def listing_version(shards: list[Shard], revision: str) -> str:
 def mirror_shards(listing: ShardListing, dest: Path, source_url: str) -> dict:
     """Copy the shards of ``listing`` into ``dest``; return the manifest written there."""
     dest.mkdir(parents=True, exist_ok=True)
-    old = json.loads((dest / MANIFEST).read_text()).get("shards", {}) if (
-        dest / MANIFEST).is_file() else {}
+    old = (
+        json.loads((dest / MANIFEST).read_text()).get("shards", {})
+        if (dest / MANIFEST).is_file()
+        else {}
+    )
     copied = 0
     for i, shard in enumerate(listing.shards, 1):
         target = dest / shard.name
@@ -54,13 +57,16 @@ def mirror_shards(listing: ShardListing, dest: Path, source_url: str) -> dict:
                 out.write(chunk)
         if part.stat().st_size != shard.size or _digest(part, shard.version) != shard.version:
             part.unlink()
-            raise CorruptInputError("the copied shard does not match the source's size/hash",
-                                    subject=shard.location, fix="retry; the source changed "
-                                    "while it was copied or the transfer was corrupted")
+            raise CorruptInputError(
+                "the copied shard does not match the source's size/hash",
+                subject=shard.location,
+                fix="retry; the source changed while it was copied or the transfer was corrupted",
+            )
         os.replace(part, target)
         copied += 1
-        log.info("mirrored %s (%d/%d, %.1f MB)", shard.name, i, len(listing.shards),
-                 shard.size / 1e6)
+        log.info(
+            "mirrored %s (%d/%d, %.1f MB)", shard.name, i, len(listing.shards), shard.size / 1e6
+        )
     for path in dest.glob("*.tar"):
         if path.name not in {s.name for s in listing.shards}:
             path.unlink()
@@ -106,5 +112,7 @@ def read_manifest(dest: Path) -> dict:
 def manifest_shards(dest: Path, manifest: dict) -> list[Shard]:
     """The shards a manifest names: the local copies, or the source itself in streaming mode."""
     streaming = manifest.get("mode") == "streaming"
-    return [Shard(name, e["location"] if streaming else str(dest / name), e["size"], e["version"])
-            for name, e in sorted(manifest["shards"].items())]
+    return [
+        Shard(name, e["location"] if streaming else str(dest / name), e["size"], e["version"])
+        for name, e in sorted(manifest["shards"].items())
+    ]

@@ -53,11 +53,23 @@ def restricted_loads(data: bytes, *, subject: str) -> object:
     try:
         return _RestrictedUnpickler(io.BytesIO(data)).load()
     except ForbiddenPickleError as exc:
-        raise ForbiddenPickleError(exc.what, subject=subject,
-                                   fix="the shard is not a trusted OpenX episode file; remove "
-                                   "it from the mirror") from None
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
-            ImportError, IndexError, KeyError) as exc:
-        raise CorruptInputError(f"not a valid pickle ({type(exc).__name__}: {exc})",
-                                subject=subject,
-                                fix="re-download the shard; it is truncated or corrupt") from exc
+        raise ForbiddenPickleError(
+            exc.what,
+            subject=subject,
+            fix="the shard is not a trusted OpenX episode file; remove it from the mirror",
+        ) from None
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        ImportError,
+        IndexError,
+        KeyError,
+    ) as exc:
+        raise CorruptInputError(
+            f"not a valid pickle ({type(exc).__name__}: {exc})",
+            subject=subject,
+            fix="re-download the shard; it is truncated or corrupt",
+        ) from exc

@@ -51,13 +51,17 @@ def list_shards(url: str, dataset: str) -> ShardListing:
     if url.startswith("hf://"):
         listing = _list_hub(url, dataset)
     elif "://" in url and not url.startswith("file://"):
-        raise ConfigError("unsupported OPENX_URL scheme", subject=repr(url),
-                          fix="use hf://datasets/OWNER/REPO or a local folder")
+        raise ConfigError(
+            "unsupported OPENX_URL scheme",
+            subject=repr(url),
+            fix="use hf://datasets/OWNER/REPO or a local folder",
+        )
     else:
         listing = _list_local(Path(url.removeprefix("file://")).expanduser(), dataset)
     if not listing.shards:
         raise SourceUnavailableError(
-            f"no tar shards for dataset {dataset!r}", subject=url,
+            f"no tar shards for dataset {dataset!r}",
+            subject=url,
             fix=f"check OPENX_URL and the dataset id; expected {dataset}/{dataset}_00000.tar",
         )
     return listing
@@ -65,18 +69,26 @@ def list_shards(url: str, dataset: str) -> ShardListing:
 
 def _list_local(root: Path, dataset: str) -> ShardListing:
     if not root.is_dir():
-        raise SourceUnavailableError("the OpenX mirror folder does not exist", subject=str(root),
-                                     fix="set OPENX_URL to a folder or hf://datasets/OWNER/REPO")
-    shards = [Shard(p.name, str(p), p.stat().st_size, file_crc32c(p))
-              for p in sorted((root / dataset).glob("*.tar"))]
+        raise SourceUnavailableError(
+            "the OpenX mirror folder does not exist",
+            subject=str(root),
+            fix="set OPENX_URL to a folder or hf://datasets/OWNER/REPO",
+        )
+    shards = [
+        Shard(p.name, str(p), p.stat().st_size, file_crc32c(p))
+        for p in sorted((root / dataset).glob("*.tar"))
+    ]
     return ShardListing(shards, "local")
 
 
 def _list_hub(url: str, dataset: str) -> ShardListing:
     match = _HF_RE.match(url)
     if not match:
-        raise ConfigError("malformed hub URL", subject=repr(url),
-                          fix="write it as hf://datasets/OWNER/REPO, optionally @REVISION")
+        raise ConfigError(
+            "malformed hub URL",
+            subject=repr(url),
+            fix="write it as hf://datasets/OWNER/REPO, optionally @REVISION",
+        )
     repo, revision = match.group(1), match.group(2)
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
@@ -84,14 +96,28 @@ def _list_hub(url: str, dataset: str) -> ShardListing:
     api = HfApi()
     try:
         sha = api.dataset_info(repo, revision=revision).sha
-        files = [f for f in api.list_repo_tree(repo, path_in_repo=dataset, repo_type="dataset",
-                                               revision=sha) if f.path.endswith(".tar")]
+        files = [
+            f
+            for f in api.list_repo_tree(
+                repo, path_in_repo=dataset, repo_type="dataset", revision=sha
+            )
+            if f.path.endswith(".tar")
+        ]
     except (HfHubHTTPError, OSError) as exc:
-        raise SourceUnavailableError(f"cannot list the hub repo ({exc})", subject=url,
-                                     fix="check the network, the repo id and HF_TOKEN") from exc
-    shards = [Shard(f.path.rsplit("/", 1)[-1], f"hf://datasets/{repo}@{sha}/{f.path}",
-                    int(f.size), (f.lfs.sha256 if f.lfs else f.blob_id))
-              for f in sorted(files, key=lambda f: f.path)]
+        raise SourceUnavailableError(
+            f"cannot list the hub repo ({exc})",
+            subject=url,
+            fix="check the network, the repo id and HF_TOKEN",
+        ) from exc
+    shards = [
+        Shard(
+            f.path.rsplit("/", 1)[-1],
+            f"hf://datasets/{repo}@{sha}/{f.path}",
+            int(f.size),
+            (f.lfs.sha256 if f.lfs else f.blob_id),
+        )
+        for f in sorted(files, key=lambda f: f.path)
+    ]
     return ShardListing(shards, sha)
 
 
@@ -99,7 +125,8 @@ def _safe_key(key: str, subject: str) -> None:
     parts = key.split("/")
     if key.startswith("/") or ".." in parts or "\\" in key:
         raise CorruptInputError(
-            f"member path {key!r} is absolute or climbs out of the archive", subject=subject,
+            f"member path {key!r} is absolute or climbs out of the archive",
+            subject=subject,
             fix="the shard is not a clean WebDataset tar; remove it from the mirror",
         )
 
@@ -122,7 +149,8 @@ def check_complete(shard: Shard) -> None:
     if size % 512 or len(tail) < 1024 or tail.count(0) != 1024:
         raise CorruptInputError(
             f"the tar shard is truncated ({size} bytes, no end-of-archive marker)",
-            subject=shard.location, fix="re-download the shard",
+            subject=shard.location,
+            fix="re-download the shard",
         )
 
 
@@ -135,24 +163,37 @@ def iter_members(shard: Shard) -> Iterator[tuple[str, bytes]]:
     """
     import datasets
 
-    features = datasets.Features({"__key__": datasets.Value("string"),
-                                  "__url__": datasets.Value("string"),
-                                  PICKLE_FIELD: datasets.Value("binary")})
+    features = datasets.Features(
+        {
+            "__key__": datasets.Value("string"),
+            "__url__": datasets.Value("string"),
+            PICKLE_FIELD: datasets.Value("binary"),
+        }
+    )
     datasets.disable_progress_bars()
     check_complete(shard)
     try:
-        stream = datasets.load_dataset("webdataset", data_files={"train": [shard.location]},
-                                       split="train", streaming=True, features=features)
+        stream = datasets.load_dataset(
+            "webdataset",
+            data_files={"train": [shard.location]},
+            split="train",
+            streaming=True,
+            features=features,
+        )
         for example in stream:
             key = example["__key__"]
             _safe_key(key, f"{shard.name}:{key}")
             payload = example.get(PICKLE_FIELD)
             if payload is None:
-                raise CorruptInputError(f"member {key} has no .{PICKLE_FIELD} file",
-                                        subject=f"{shard.name}:{key}",
-                                        fix="every episode must be a <key>.data.pickle member")
+                raise CorruptInputError(
+                    f"member {key} has no .{PICKLE_FIELD} file",
+                    subject=f"{shard.name}:{key}",
+                    fix="every episode must be a <key>.data.pickle member",
+                )
             yield key, payload
     except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-        raise CorruptInputError(f"cannot read the tar shard ({type(exc).__name__}: {exc})",
-                                subject=shard.location,
-                                fix="re-download the shard; it is truncated or not a tar") from exc
+        raise CorruptInputError(
+            f"cannot read the tar shard ({type(exc).__name__}: {exc})",
+            subject=shard.location,
+            fix="re-download the shard; it is truncated or not a tar",
+        ) from exc

@@ -12,6 +12,14 @@ step of every episode reading zeros (see ``next_view.py``).
 """
 
 from episode_warehouse.ted.builder import build_ted
-from episode_warehouse.ted.reader import open_ted, open_ted_folder
 
 __all__ = ["build_ted", "open_ted", "open_ted_folder"]
+
+
+def __getattr__(name: str):
+    # The reader needs torch and tensordict (seconds to import); load them only when used.
+    if name in ("open_ted", "open_ted_folder"):
+        from episode_warehouse.ted import reader
+
+        return getattr(reader, name)
+    raise AttributeError(name)

@@ -25,8 +25,17 @@ from episode_warehouse.ted.layout import (
 
 log = logging.getLogger(__name__)
 # lineage and lookup tables carried over from the decoded meta.json
-_CARRIED = ("source", "partition", "source_url", "source_version", "source_files", "tasks",
-            "suffixes", "gaps", "capacity")
+_CARRIED = (
+    "source",
+    "partition",
+    "source_url",
+    "source_version",
+    "source_files",
+    "tasks",
+    "suffixes",
+    "gaps",
+    "capacity",
+)
 
 
 def _link(src: Path, dst: Path) -> None:
@@ -81,8 +90,11 @@ def build_ted(decoded: DecodedEpisodes, staging: Path, extra_meta: dict | None =
         done[starts + lengths - 1] = True
         is_init[starts] = True
         episode = np.repeat(np.arange(len(starts), dtype=np.int32), lengths)
-    terminated = (np.load(staging / "next" / "terminated.npy") if "next/terminated" in keys
-                  else np.zeros(rows, dtype=bool))
+    terminated = (
+        np.load(staging / "next" / "terminated.npy")
+        if "next/terminated" in keys
+        else np.zeros(rows, dtype=bool)
+    )
     if "next/terminated" not in keys:
         _save(staging / "next" / "terminated.npy", terminated)
         keys["next/terminated"] = {"file": "next/terminated.npy", "kind": UNSQUEEZE}

@@ -68,8 +68,9 @@ class NextObservation(torch.Tensor):
             with torch._C.DisableTorchFunctionSubclass():
                 return func(*args, **kwargs)
         args = tuple(a.corrected() if isinstance(a, NextObservation) else a for a in args)
-        kwargs = {k: v.corrected() if isinstance(v, NextObservation) else v
-                  for k, v in kwargs.items()}
+        kwargs = {
+            k: v.corrected() if isinstance(v, NextObservation) else v for k, v in kwargs.items()
+        }
         with torch._C.DisableTorchFunctionSubclass():
             return func(*args, **kwargs)
 

@@ -31,7 +31,8 @@ def open_ted_folder(folder: Path) -> TensorDictBase:
     meta_path = folder / META
     if not meta_path.is_file():
         raise NotMaterializedError(
-            "no TED here (meta.json is missing)", subject=str(folder),
+            "no TED here (meta.json is missing)",
+            subject=str(folder),
             fix="materialize the ted stage of this partition, e.g. "
             "'warehouse materialize atari Pong/5 --through ted'",
         )
@@ -39,7 +40,8 @@ def open_ted_folder(folder: Path) -> TensorDictBase:
     if meta.get("format") != FORMAT or meta.get("version") != VERSION:
         raise NotMaterializedError(
             f"TED format {meta.get('format')} v{meta.get('version')} is not v{VERSION}",
-            subject=str(meta_path), fix="re-materialize the ted stage with this warehouse version",
+            subject=str(meta_path),
+            fix="re-materialize the ted stage with this warehouse version",
         )
     rows = int(meta["rows"])
     leaves: dict[tuple[str, ...], torch.Tensor] = {}
@@ -69,8 +71,7 @@ def open_ted_folder(folder: Path) -> TensorDictBase:
     return td
 
 
-def open_ted(source: str, partition: str, root: str | os.PathLike | None = None
-             ) -> TensorDictBase:
+def open_ted(source: str, partition: str, root: str | os.PathLike | None = None) -> TensorDictBase:
     """The TED of one partition as a memory-mapped TensorDict (opens in milliseconds).
 
     Keys (N steps, all episodes of the partition concatenated):

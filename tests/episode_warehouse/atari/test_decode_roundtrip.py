@@ -65,10 +65,18 @@ def _random_run(tmp_path, seed):
     # every episode ends with terminal=1 (game over and time limit alike); only the last one
     # may be cut by the end of training
     last_over = bool(rng.random() < 0.5)
-    episodes = [play_episode(rng, int(n), game_over=i < len(lengths) - 1 or last_over)
-                for i, n in enumerate(lengths)]
-    truth = write_run(tmp_path / "replay_logs", episodes, capacity, seed=seed,
-                      final_log=bool(rng.random() < 0.8), compresslevel=1)
+    episodes = [
+        play_episode(rng, int(n), game_over=i < len(lengths) - 1 or last_over)
+        for i, n in enumerate(lengths)
+    ]
+    truth = write_run(
+        tmp_path / "replay_logs",
+        episodes,
+        capacity,
+        seed=seed,
+        final_log=bool(rng.random() < 0.8),
+        compresslevel=1,
+    )
     return rng, capacity, truth
 
 

@@ -15,7 +15,12 @@ from PIL import Image
 
 from episode_warehouse.decoded import open_decoded
 from episode_warehouse.errors import CorruptInputError, ForbiddenPickleError, SourceUnavailableError
-from episode_warehouse.fixtures.openx_writer import DatasetSpec, add_member, make_episode, write_dataset
+from episode_warehouse.fixtures.openx_writer import (
+    DatasetSpec,
+    add_member,
+    make_episode,
+    write_dataset,
+)
 from episode_warehouse.openx.decode import decode_shards
 from episode_warehouse.openx.shards import list_shards
 from episode_warehouse.ted import build_ted, open_ted_folder
@@ -45,8 +50,9 @@ def test_ted_equals_torchrl_openx_formatting(tmp_path):
         assert ref_keys == set(ours.keys(True, True)) - {"task_index"}
         for key in ref_keys:
             assert ours.get(key).dtype == ref.get(key).dtype, key
-            torch.testing.assert_close(ours.get(key)[:], ref.get(key), rtol=0, atol=0,
-                                       msg=lambda m, key=key: f"{key}: {m}")
+            torch.testing.assert_close(
+                ours.get(key)[:], ref.get(key), rtol=0, atol=0, msg=lambda m, key=key: f"{key}: {m}"
+            )
         instructions = {tasks[t] for t in ours["task_index"].tolist()}
         assert instructions == {ep["steps"][0]["language_instruction"]}
         start += len(ref)
@@ -91,8 +97,10 @@ class _Evil:
 def test_forbidden_global_is_refused_with_shard_and_member(tmp_path):
     rng = np.random.default_rng(0)
     evil = pickle.dumps({"steps": [_Evil()]})
-    _write_members(tmp_path / "m" / "toto" / "toto_00000.tar",
-                   [("ep0.data.pickle", _episode_bytes(rng)), ("ep1.data.pickle", evil)])
+    _write_members(
+        tmp_path / "m" / "toto" / "toto_00000.tar",
+        [("ep0.data.pickle", _episode_bytes(rng)), ("ep1.data.pickle", evil)],
+    )
     with pytest.raises(ForbiddenPickleError, match=r"toto_00000.tar:ep1.data.pickle.*system"):
         _build(tmp_path, tmp_path / "m", "toto")
 
@@ -101,8 +109,9 @@ def test_inconsistent_step_shapes_are_refused(tmp_path):
     rng = np.random.default_rng(0)
     episode = make_episode(rng, DatasetSpec("x"), 3)
     episode["steps"][2]["action"] = np.zeros(5)
-    _write_members(tmp_path / "m" / "viola" / "viola_00000.tar",
-                   [("ep0.data.pickle", pickle.dumps(episode))])
+    _write_members(
+        tmp_path / "m" / "viola" / "viola_00000.tar", [("ep0.data.pickle", pickle.dumps(episode))]
+    )
     with pytest.raises(CorruptInputError, match=r"ep0.data.pickle.*step 2: action"):
         _build(tmp_path, tmp_path / "m", "viola")
 
@@ -111,16 +120,19 @@ def test_image_that_does_not_decode_is_refused(tmp_path):
     rng = np.random.default_rng(0)
     episode = make_episode(rng, DatasetSpec("x"), 2)
     episode["steps"][1]["observation"]["image"]["bytes"] = b"\x89PNG not really"
-    _write_members(tmp_path / "m" / "kuka" / "kuka_00000.tar",
-                   [("ep0.data.pickle", pickle.dumps(episode))])
+    _write_members(
+        tmp_path / "m" / "kuka" / "kuka_00000.tar", [("ep0.data.pickle", pickle.dumps(episode))]
+    )
     with pytest.raises(CorruptInputError, match=r"ep0.data.pickle step 1 observation/image"):
         _build(tmp_path, tmp_path / "m", "kuka")
 
 
 def test_member_path_escaping_the_archive_is_refused(tmp_path):
     rng = np.random.default_rng(0)
-    _write_members(tmp_path / "m" / "kuka" / "kuka_00000.tar",
-                   [("../../etc/ep0.data.pickle", _episode_bytes(rng))])
+    _write_members(
+        tmp_path / "m" / "kuka" / "kuka_00000.tar",
+        [("../../etc/ep0.data.pickle", _episode_bytes(rng))],
+    )
     with pytest.raises(CorruptInputError, match="climbs out"):
         _build(tmp_path, tmp_path / "m", "kuka")
 

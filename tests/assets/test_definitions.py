@@ -1,0 +1,57 @@
+"""The code location loads with the asset keys, groups, partitions and resources documented."""
+
+import dagster as dg
+
+from definitions import defs
+from episode_warehouse.atari.games import GAMES
+
+
+def test_asset_keys_and_groups():
+    graph = defs.resolve_asset_graph()
+    groups = {key.to_user_string(): graph.get(key).group_name for key in graph.get_all_asset_keys()}
+    assert groups == {
+        "atari_replay_files": "atari",
+        "atari_episodes": "atari",
+        "atari_ted": "atari",
+        "openx_shards": "openx",
+        "openx_episodes": "openx",
+        "openx_ted": "openx",
+        "atari_catalog_rows": "catalog",
+        "openx_catalog_rows": "catalog",
+        "episode_catalog": "catalog",
+    }
+
+
+def test_lineage_edges():
+    graph = defs.resolve_asset_graph()
+
+    def parents(name):
+        return {k.to_user_string() for k in graph.get(dg.AssetKey(name)).parent_keys}
+
+    assert parents("atari_episodes") == {"atari_replay_files"}
+    assert parents("atari_ted") == {"atari_episodes"}
+    assert parents("atari_catalog_rows") == {"atari_ted"}
+    assert parents("openx_ted") == {"openx_episodes"}
+    assert parents("episode_catalog") == {"atari_catalog_rows", "openx_catalog_rows"}
+
+
+def test_partitions():
+    graph = defs.resolve_asset_graph()
+    atari = graph.get(dg.AssetKey("atari_ted")).partitions_def
+    keys = atari.get_partition_keys()
+    assert len(keys) == 300 == len(GAMES) * 5
+    assert "Pong/5" in keys and "Zaxxon/1" in keys
+    openx = graph.get(dg.AssetKey("openx_ted")).partitions_def
+    assert isinstance(openx, dg.DynamicPartitionsDefinition) and openx.name == "openx_datasets"
+
+
+def test_every_asset_has_code_version_and_description():
+    graph = defs.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        assert node.code_version, key
+        assert node.description, key
+
+
+def test_resources():
+    assert set(defs.resources) >= {"warehouse", "atari_replay", "openx_source"}

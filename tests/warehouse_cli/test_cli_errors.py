@@ -1,0 +1,76 @@
+"""Bad input on the command line: one line on stderr naming the input and the fix, exit 2."""
+
+import pytest
+
+from episode_warehouse.fixtures.gcs_emulator import free_port
+from warehouse_cli.main import main
+
+
+def _run(capsys, *argv):
+    rc = main(list(argv))
+    err = capsys.readouterr().err.strip().splitlines()
+    return rc, err
+
+
+def test_unknown_partition_key(warehouse_env, capsys):
+    rc, err = _run(capsys, "materialize", "atari", "Pongg/5")
+    assert rc == 2 and len(err) == 1
+    assert "'Pongg/5': not an Atari partition" in err[0] and "Fix:" in err[0]
+    rc, err = _run(capsys, "materialize", "atari", "pong/5")
+    assert rc == 2 and "did you mean 'Pong/5'" in err[0]
+    rc, err = _run(capsys, "materialize", "openx", "../etc")
+    assert rc == 2 and "not an OpenX dataset id" in err[0]
+
+
+def test_unreachable_source_url(warehouse_env, capsys, monkeypatch):
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("ATARI_TIMEOUT_S", "2")
+    rc, err = _run(capsys, "materialize", "atari", "Pong/5", "--through", "raw")
+    assert rc == 2 and len(err) == 1
+    assert "gs://demo-atari-replay/dqn" in err[0] and "cannot list" in err[0]
+    assert "STORAGE_EMULATOR_HOST" in err[0]
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("gs://", "malformed gs:// URL"),
+        ("s3://bucket/dqn", "unsupported URL scheme 's3'"),
+        ("/does/not/exist", "local mirror folder does not exist"),
+    ],
+)
+def test_malformed_or_missing_url(warehouse_env, capsys, monkeypatch, url, expected):
+    monkeypatch.setenv("ATARI_REPLAY_URL", url)
+    rc, err = _run(capsys, "materialize", "atari", "Pong/5")
+    assert rc == 2 and len(err) == 1 and expected in err[0]
+    assert "Fix:" in err[0]
+
+
+def test_sql_is_read_only_and_errors_are_one_line(warehouse_env, capsys):
+    assert main(["materialize", "openx", "bridge"]) == 0
+    capsys.readouterr()
+    rc, err = _run(capsys, "sql", "DROP VIEW episodes")
+    assert rc == 2 and "DROP statements are refused" in err[0]
+    rc, err = _run(capsys, "sql", "COPY (SELECT 1) TO '/tmp/x.csv'")
+    assert rc == 2 and "COPY statements are refused" in err[0]
+    rc, err = _run(capsys, "sql", "SELECT nope FROM episodes")
+    assert rc == 2 and len(err) == 1 and "nope" in err[0]
+    assert main(["sql", "SELECT count(*) AS n FROM episodes"]) == 0
+    out = capsys.readouterr().out
+    assert "n" in out and "4" in out
+
+
+def test_unwritable_root(warehouse_env, capsys, monkeypatch, tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", str(locked / "wh"))
+    rc, err = _run(capsys, "materialize", "openx", "bridge")
+    import os
+
+    if os.geteuid() == 0:  # root writes anywhere; the check still runs on a file path
+        (tmp_path / "file").write_text("x")
+        monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", str(tmp_path / "file"))
+        rc, err = _run(capsys, "materialize", "openx", "bridge")
+        assert rc == 2 and "is a file, not a folder" in err[0]
+    else:
+        assert rc == 2 and "not writable" in err[0] or "cannot create" in err[0]

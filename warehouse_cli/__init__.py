@@ -1,0 +1,1 @@
+"""The ``warehouse`` command line (Dagster-aware, so it lives outside the domain package)."""

@@ -1,0 +1,141 @@
+"""``warehouse``: demo, materialize, sql, ui, fixtures. Errors print one line and exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from episode_warehouse.errors import WarehouseError
+from warehouse_cli.environment import PROJECT_ROOT, default_dagster_home
+
+log = logging.getLogger("warehouse")
+
+
+def _print_table(columns: list[str], rows: list[tuple], limit: int = 50) -> None:
+    shown = [[("" if v is None else str(v)) for v in row] for row in rows[:limit]]
+    widths = [max([len(c)] + [len(r[i]) for r in shown]) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for r in shown:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
+    if len(rows) > limit:
+        print(f"... {len(rows) - limit} more rows")
+    print(f"({len(rows)} rows)")
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    from episode_warehouse.catalog import run_query
+    from episode_warehouse.paths import WarehouseLayout
+
+    columns, rows = run_query(WarehouseLayout.from_root(args.root).catalog_dir, args.query)
+    _print_table(columns, rows, args.limit)
+    return 0
+
+
+def cmd_materialize(args: argparse.Namespace) -> int:
+    from warehouse_cli.runner import materialize_partition
+
+    if args.root:
+        os.environ["EPISODE_WAREHOUSE_ROOT"] = str(Path(args.root).resolve())
+    default_dagster_home()
+    started = time.perf_counter()
+    result = materialize_partition(args.source, args.partition, args.through)
+    print(
+        f"materialized {args.source} {args.partition} in {time.perf_counter() - started:.1f} s "
+        f"(run {result.run_id})"
+    )
+    return 0
+
+
+def cmd_fixtures(args: argparse.Namespace) -> int:
+    from episode_warehouse.fixtures.demo import write_demo_fixtures
+
+    summary = write_demo_fixtures(Path(args.folder))
+    print(
+        f"wrote fixtures to {args.folder}: Atari runs {sorted(summary['atari'])}, "
+        f"OpenX datasets {sorted(summary['openx'])}"
+    )
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from warehouse_cli.demo import run_demo
+
+    return run_demo(Path(args.folder).resolve())
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    from warehouse_cli.ui import run_ui
+
+    return run_ui(args.port, Path(args.demo).resolve() if args.demo else None)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="warehouse", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("demo", help="build every asset of the embedded fixtures, headless")
+    p.add_argument(
+        "--folder",
+        default=str(PROJECT_ROOT / "demo-data"),
+        help="where fixtures and the warehouse go (default: ./demo-data)",
+    )
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("materialize", help="materialize one partition through the asset graph")
+    p.add_argument("source", choices=["atari", "openx"])
+    p.add_argument("partition", help="e.g. Pong/5 or cmu_stretch")
+    p.add_argument(
+        "--through",
+        choices=["raw", "decoded", "ted", "catalog"],
+        default=None,
+        help="last stage to build (default: all)",
+    )
+    p.add_argument("--root", help="warehouse root (default: $EPISODE_WAREHOUSE_ROOT)")
+    p.set_defaults(func=cmd_materialize)
+
+    p = sub.add_parser("sql", help="read-only SQL over the episode catalog")
+    p.add_argument("query")
+    p.add_argument("--root", help="warehouse root (default: $EPISODE_WAREHOUSE_ROOT)")
+    p.add_argument("--limit", type=int, default=50, help="rows to print")
+    p.set_defaults(func=cmd_sql)
+
+    p = sub.add_parser("ui", help="start the Dagster UI on the workspace")
+    p.add_argument("--port", type=int, default=3000)
+    p.add_argument(
+        "--demo",
+        nargs="?",
+        const=str(PROJECT_ROOT / "demo-data"),
+        default=None,
+        help="serve the demo fixtures (GCS emulator) and use the demo warehouse",
+    )
+    p.set_defaults(func=cmd_ui)
+
+    p = sub.add_parser("fixtures", help="write the demo fixtures (Atari bucket, OpenX mirror)")
+    p.add_argument("folder")
+    p.set_defaults(func=cmd_fixtures)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S"
+    )
+    for noisy in ("alembic", "dagster", "gcp_storage_emulator", "httpx", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        return args.func(args)
+    except WarehouseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
