@@ -82,3 +82,8 @@ PARTITIONS = Table(
 )
 
 TABLES = (EPISODES, PARTITIONS)
+
+
+def schema_markdown() -> str:
+    """The tables as Markdown (docs/catalog.md embeds this; a test keeps them in sync)."""
+    return "\n\n".join(t.markdown() for t in TABLES)
