@@ -1,0 +1,64 @@
+"""Run a benchmark step in a child process and measure wall time and peak memory.
+
+Peak memory is sampled from /proc/<pid>/status every 20 ms, split as the performance notes
+advise: RssAnon (heap: the real memory budget) and RssFile+RssShmem (mapped file pages, which
+the kernel can drop), plus VmHWM (the kernel's own peak of both).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Measurement:
+    seconds: float
+    peak_anon_mb: float
+    peak_file_mb: float
+    vm_hwm_mb: float
+    result: dict
+
+
+def _status(pid: int) -> dict[str, int]:
+    out = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("RssAnon", "RssFile", "RssShmem", "VmHWM"):
+                out[key] = int(value.split()[0])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def run_child(module: str, args: list[str]) -> Measurement:
+    """``python -m module *args``; the child prints one JSON line last. Memory is summed over
+    the child and its direct children (worker processes)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.PIPE,
+                            text=True)
+    anon = file = hwm = 0
+    while proc.poll() is None:
+        pids = [proc.pid, *_children(proc.pid)]
+        stats = [_status(p) for p in pids]
+        anon = max(anon, sum(s.get("RssAnon", 0) for s in stats))
+        file = max(file, sum(s.get("RssFile", 0) + s.get("RssShmem", 0) for s in stats))
+        hwm = max(hwm, _status(proc.pid).get("VmHWM", 0))
+        time.sleep(0.02)
+    seconds = time.perf_counter() - started
+    out = proc.stdout.read().strip().splitlines()
+    if proc.returncode != 0 or not out:
+        raise RuntimeError(f"{module} {args} failed with {proc.returncode}")
+    return Measurement(seconds, anon / 1024, file / 1024, hwm / 1024, json.loads(out[-1]))
