@@ -2,6 +2,7 @@
 
 from assets.atari import atari_episodes, atari_replay_files
 from assets.catalog import catalog_rows_asset, episode_catalog
+from assets.lerobot import partition_export_asset, selection_lerobot_export
 from assets.openx import openx_episodes, openx_shards
 from assets.partitions import atari_runs, openx_datasets
 from assets.ted import ted_asset
@@ -11,16 +12,26 @@ openx_ted = ted_asset("openx", openx_datasets, openx_episodes)
 atari_catalog_rows = catalog_rows_asset("atari", atari_runs, atari_ted)
 openx_catalog_rows = catalog_rows_asset("openx", openx_datasets, openx_ted)
 
+atari_lerobot_export = partition_export_asset("atari", atari_runs, atari_catalog_rows)
+openx_lerobot_export = partition_export_asset("openx", openx_datasets, openx_catalog_rows)
+
 ATARI_STAGES = {
     "raw": atari_replay_files,
     "decoded": atari_episodes,
     "ted": atari_ted,
     "catalog": atari_catalog_rows,
+    "lerobot": atari_lerobot_export,
 }
 OPENX_STAGES = {
     "raw": openx_shards,
     "decoded": openx_episodes,
     "ted": openx_ted,
     "catalog": openx_catalog_rows,
+    "lerobot": openx_lerobot_export,
 }
-ALL_ASSETS = [*ATARI_STAGES.values(), *OPENX_STAGES.values(), episode_catalog]
+ALL_ASSETS = [
+    *ATARI_STAGES.values(),
+    *OPENX_STAGES.values(),
+    episode_catalog,
+    selection_lerobot_export,
+]

@@ -6,3 +6,4 @@ from episode_warehouse.atari.games import PARTITION_KEYS
 
 atari_runs = dg.StaticPartitionsDefinition(list(PARTITION_KEYS))
 openx_datasets = dg.DynamicPartitionsDefinition(name="openx_datasets")
+lerobot_selections = dg.DynamicPartitionsDefinition(name="lerobot_selections")

@@ -47,8 +47,9 @@ def run_child(module: str, args: list[str]) -> Measurement:
     """``python -m module *args``; the child prints one JSON line last. Memory is summed over
     the child and its direct children (worker processes)."""
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, *args], stdout=subprocess.PIPE, text=True
+    )
     anon = file = hwm = 0
     while proc.poll() is None:
         pids = [proc.pid, *_children(proc.pid)]

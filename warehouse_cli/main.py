@@ -43,11 +43,37 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         os.environ["EPISODE_WAREHOUSE_ROOT"] = str(Path(args.root).resolve())
     default_dagster_home()
     started = time.perf_counter()
-    result = materialize_partition(args.source, args.partition, args.through)
+    result = materialize_partition(args.source, args.partition, args.through, video=args.video)
     print(
         f"materialized {args.source} {args.partition} in {time.perf_counter() - started:.1f} s "
         f"(run {result.run_id})"
     )
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from episode_warehouse.catalog.query import check_read_only
+    from episode_warehouse.export.lerobot import check_export_name
+    from episode_warehouse.paths import WarehouseLayout
+    from warehouse_cli.runner import materialize_partition
+
+    if args.root:
+        os.environ["EPISODE_WAREHOUSE_ROOT"] = str(Path(args.root).resolve())
+    default_dagster_home()
+    check_export_name(args.name)
+    check_read_only(args.query)
+    layout = WarehouseLayout.from_root(None)
+    sql_file = layout.root / "selections" / f"{args.name}.sql"
+    if sql_file.exists() and sql_file.read_text() != args.query:
+        raise WarehouseError(
+            "a selection of this name exists with another query",
+            subject=str(sql_file),
+            fix="choose another name or delete the file",
+        )
+    sql_file.parent.mkdir(parents=True, exist_ok=True)
+    sql_file.write_text(args.query)
+    materialize_partition("selection", args.name, video=args.video)
+    print(f"exported {args.name} to {layout.lerobot_dir(args.name)}")
     return 0
 
 
@@ -97,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--root", help="warehouse root (default: $EPISODE_WAREHOUSE_ROOT)")
     p.set_defaults(func=cmd_materialize)
+
+    p = sub.add_parser("export", help="export a SQL selection of episodes as a LeRobot dataset")
+    p.add_argument("name", help="the export's name (a folder under <root>/lerobot/)")
+    p.add_argument("query", help="SELECT source, partition, episode, start, length FROM ...")
+    p.add_argument("--video", action="store_true", help="AV1 video instead of PNG (lossy)")
+    p.add_argument("--root", help="warehouse root (default: $EPISODE_WAREHOUSE_ROOT)")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("sql", help="read-only SQL over the episode catalog")
     p.add_argument("query")

@@ -8,7 +8,7 @@ from episode_warehouse.atari.games import parse_partition_key
 from episode_warehouse.errors import PartitionKeyError, WarehouseError
 from episode_warehouse.openx.datasets import check_dataset_id
 
-STAGES = ("raw", "decoded", "ted", "catalog")
+STAGES = ("raw", "decoded", "ted", "catalog", "lerobot")
 
 
 def stages_through(stages: dict, through: str | None) -> list:
@@ -57,6 +57,14 @@ def materialize_partition(
     if source == "atari":
         parse_partition_key(partition)
         stages = ATARI_STAGES
+    elif source == "selection":
+        from assets.partitions import lerobot_selections
+
+        if not instance.has_dynamic_partition(lerobot_selections.name, partition):
+            instance.add_dynamic_partitions(lerobot_selections.name, [partition])
+        from assets.graph import selection_lerobot_export
+
+        stages = {"lerobot": selection_lerobot_export}
     elif source == "openx":
         check_dataset_id(partition)
         if not instance.has_dynamic_partition(openx_datasets.name, partition):
@@ -66,16 +74,21 @@ def materialize_partition(
         raise PartitionKeyError(
             "unknown source (expected 'atari' or 'openx')", subject=repr(source)
         )
+    selected = stages_through(stages, through)
+    exports = [a for a in selected if a.key.to_user_string().endswith("lerobot_export")]
+    run_config: dict = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    if exports:
+        run_config["ops"] = {a.key.to_user_string(): {"config": {"video": video}} for a in exports}
     result = dg.materialize(
         ALL_ASSETS,
-        selection=stages_through(stages, through),
+        selection=selected,
         partition_key=partition,
         instance=instance,
         resources=build_resources(),
         raise_on_error=False,
         tags={"warehouse/source": source},
         # the CLI prints the failing step's error itself; full logs are in the run history
-        run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
+        run_config=run_config,
     )
     if not result.success:
         for event in result.all_events:

@@ -8,6 +8,7 @@ so no ``__main__`` re-import or fork-with-threads hazards in Dagster's run worke
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -19,36 +20,50 @@ from episode_warehouse.errors import CorruptInputError
 CHUNK_ROWS = 2048  # 14 MB of 84x84 frames per read
 
 
+def _data_offset(path: Path) -> tuple[int, int]:
+    """(byte offset of row 0, bytes per row) of an .npy file."""
+    with open(path, "rb") as fh:
+        version = np.lib.format.read_magic(fh)
+        shape, _, dtype = np.lib.format._read_array_header(fh, version)
+        return fh.tell(), int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
+
+
 def copy_frames(
     src: Path, runs: list[tuple[int, int, int]], dst: Path, chunk_rows: int = CHUNK_ROWS
 ) -> int:
     """Copy slot runs ``(slot, row, length)`` of ``src`` into rows of the .npy at ``dst``.
 
-    Returns the number of rows copied. Reads the file once, in order, and stops after the
-    last slot it needs.
+    Returns the number of rows copied. Reads the file once, in order, stops after the last
+    slot it needs, and writes with ``pwrite`` (no page faults of a writable memory map).
     """
     if not runs:
         return 0
-    out = np.load(dst, mmap_mode="r+")
+    base, row_bytes = _data_offset(dst)
     runs = sorted(runs)
     last_slot = max(s + n for s, _, n in runs)
     copied = 0
     i = 0
-    for first, chunk in stream_rows(src, chunk_rows):
-        end = first + len(chunk)
-        while i < len(runs) and runs[i][0] + runs[i][2] <= first:
-            i += 1
-        j = i
-        while j < len(runs) and runs[j][0] < end:
-            slot, row, n = runs[j]
-            a, b = max(slot, first), min(slot + n, end)
-            out[row + (a - slot) : row + (b - slot)] = chunk[a - first : b - first]
-            copied += b - a
-            j += 1
-        if end >= last_slot:
-            break
-    out.flush()
-    del out
+    fd = os.open(dst, os.O_WRONLY)
+    try:
+        for first, chunk in stream_rows(src, chunk_rows):
+            end = first + len(chunk)
+            while i < len(runs) and runs[i][0] + runs[i][2] <= first:
+                i += 1
+            j = i
+            while j < len(runs) and runs[j][0] < end:
+                slot, row, n = runs[j]
+                a, b = max(slot, first), min(slot + n, end)
+                data = memoryview(chunk[a - first : b - first]).cast("B")
+                offset = base + (row + a - slot) * row_bytes
+                while data:
+                    written = os.pwrite(fd, data, offset)
+                    data, offset = data[written:], offset + written
+                copied += b - a
+                j += 1
+            if end >= last_slot:
+                break
+    finally:
+        os.close(fd)
     return copied
 
 

@@ -14,8 +14,15 @@ from episode_warehouse.loading.torch_datasets import (
     ted_collate,
 )
 
-__all__ = ["EpisodeSliceDataset", "EpisodeStream", "Selection", "no_collate", "replay_buffer",
-           "select_episodes", "ted_collate"]
+__all__ = [
+    "EpisodeSliceDataset",
+    "EpisodeStream",
+    "Selection",
+    "no_collate",
+    "replay_buffer",
+    "select_episodes",
+    "ted_collate",
+]
 
 
 def __getattr__(name: str):

@@ -7,8 +7,13 @@ import os
 from episode_warehouse.ted.reader import open_ted
 
 
-def replay_buffer(partitions: list[tuple[str, str]], *, slice_len: int = 64,
-                  batch_size: int = 256 * 64, root: str | os.PathLike | None = None):
+def replay_buffer(
+    partitions: list[tuple[str, str]],
+    *,
+    slice_len: int = 64,
+    batch_size: int = 256 * 64,
+    root: str | os.PathLike | None = None,
+):
     """A TorchRL replay buffer sampling ``batch_size // slice_len`` slices of ``slice_len`` steps
     that never cross an episode boundary (trajectories from the ``episode`` key).
 
@@ -29,8 +34,13 @@ def replay_buffer(partitions: list[tuple[str, str]], *, slice_len: int = 64,
         td = open_ted(source, partition, root)
         sampler = SliceSampler(slice_len=slice_len, traj_key="episode", strict_length=True)
         # a mixture passes its own batch sizes to sample(); a single buffer keeps its own
-        buffers.append(ReplayBuffer(storage=TensorStorage(td), sampler=sampler,
-                                    batch_size=batch_size if len(partitions) == 1 else None))
+        buffers.append(
+            ReplayBuffer(
+                storage=TensorStorage(td),
+                sampler=sampler,
+                batch_size=batch_size if len(partitions) == 1 else None,
+            )
+        )
     if len(buffers) == 1:
         return buffers[0]
     return PartitionMixture(buffers, slice_len, batch_size)
@@ -43,8 +53,9 @@ class PartitionMixture:
     partition (multinomial), samples them from that partition's buffer and concatenates them.
     """
 
-    def __init__(self, buffers: list, slice_len: int, batch_size: int, seed: int | None = None
-                 ) -> None:
+    def __init__(
+        self, buffers: list, slice_len: int, batch_size: int, seed: int | None = None
+    ) -> None:
         import torch
 
         self.buffers, self.slice_len, self.batch_size = buffers, slice_len, batch_size
@@ -61,9 +72,9 @@ class PartitionMixture:
         import torch
 
         slices = self.batch_size // self.slice_len
-        picks = torch.multinomial(self.weights, slices, replacement=True,
-                                  generator=self.generator)
+        picks = torch.multinomial(self.weights, slices, replacement=True, generator=self.generator)
         counts = torch.bincount(picks, minlength=len(self.buffers)).tolist()
-        parts = [b.sample(n * self.slice_len) for b, n in zip(self.buffers, counts, strict=True)
-                 if n]
+        parts = [
+            b.sample(n * self.slice_len) for b, n in zip(self.buffers, counts, strict=True) if n
+        ]
         return torch.cat(parts)

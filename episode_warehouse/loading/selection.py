@@ -42,8 +42,9 @@ class Selection:
             NotMaterializedError: a row names a partition without a TED (lists them all).
         """
         layout = WarehouseLayout.from_root(root)
-        missing = sorted({(r[0], r[1]) for r in rows
-                          if not (layout.ted_dir(r[0], r[1]) / META).is_file()})
+        missing = sorted(
+            {(r[0], r[1]) for r in rows if not (layout.ted_dir(r[0], r[1]) / META).is_file()}
+        )
         if missing:
             raise NotMaterializedError(
                 f"no TED for {', '.join(f'{s}:{p}' for s, p in missing[:5])}"
@@ -52,14 +53,19 @@ class Selection:
                 fix="materialize those partitions (warehouse materialize SOURCE PARTITION) or "
                 "drop them from the query",
             )
-        return cls(layout.root, tuple(r[0] for r in rows), tuple(r[1] for r in rows),
-                   np.array([r[2] for r in rows], dtype=np.int64),
-                   np.array([r[3] for r in rows], dtype=np.int64),
-                   np.array([r[4] for r in rows], dtype=np.int64))
+        return cls(
+            layout.root,
+            tuple(r[0] for r in rows),
+            tuple(r[1] for r in rows),
+            np.array([r[2] for r in rows], dtype=np.int64),
+            np.array([r[3] for r in rows], dtype=np.int64),
+            np.array([r[4] for r in rows], dtype=np.int64),
+        )
 
 
-def select_episodes(sql: str, root: str | os.PathLike | None = None,
-                    params: list | None = None) -> Selection:
+def select_episodes(
+    sql: str, root: str | os.PathLike | None = None, params: list | None = None
+) -> Selection:
     """Run ``sql`` over the catalog; its rows must start with source, partition, episode,
     start, length (``SELECT source, partition, episode, start, length FROM episodes WHERE ...``).
 
@@ -72,9 +78,11 @@ def select_episodes(sql: str, root: str | os.PathLike | None = None,
     if tuple(columns[:5]) != REQUIRED:
         raise CatalogQueryError(
             f"the query returns {columns[:5]}, a selection needs {list(REQUIRED)} first",
-            subject="query", fix="SELECT source, partition, episode, start, length FROM episodes",
+            subject="query",
+            fix="SELECT source, partition, episode, start, length FROM episodes",
         )
     if not rows:
-        raise CatalogQueryError("the query selects no episode", subject="query",
-                                fix="loosen the WHERE clause")
+        raise CatalogQueryError(
+            "the query selects no episode", subject="query", fix="loosen the WHERE clause"
+        )
     return Selection.from_rows(rows, layout.root)

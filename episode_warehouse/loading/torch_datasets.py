@@ -75,8 +75,11 @@ class EpisodeSliceDataset(Dataset):
         self.slice_len = slice_len
         counts = selection.length // slice_len
         self._episode = np.repeat(np.arange(len(selection)), counts)
-        self._offset = np.concatenate([np.arange(c) * slice_len for c in counts]
-                                      ) if len(counts) else np.zeros(0, dtype=np.int64)
+        self._offset = (
+            np.concatenate([np.arange(c) * slice_len for c in counts])
+            if len(counts)
+            else np.zeros(0, dtype=np.int64)
+        )
 
     def __len__(self) -> int:
         return len(self._episode)
@@ -101,16 +104,32 @@ class EpisodeStream(IterableDataset):
         rank, world_size: default to torch.distributed's when it is initialized, else 0 and 1.
     """
 
-    def __init__(self, selection: Selection, slice_len: int | None = None, *, seed: int = 0,
-                 shuffle: bool = True, drop_last: bool = False, rank: int | None = None,
-                 world_size: int | None = None) -> None:
+    def __init__(
+        self,
+        selection: Selection,
+        slice_len: int | None = None,
+        *,
+        seed: int = 0,
+        shuffle: bool = True,
+        drop_last: bool = False,
+        rank: int | None = None,
+        world_size: int | None = None,
+    ) -> None:
         super().__init__()
         self.cache = _TedCache(selection)
-        self.slice_len, self.seed, self.shuffle, self.drop_last = slice_len, seed, shuffle, drop_last
+        self.slice_len, self.seed, self.shuffle, self.drop_last = (
+            slice_len,
+            seed,
+            shuffle,
+            drop_last,
+        )
         dist = torch.distributed.is_available() and torch.distributed.is_initialized()
         self.rank = rank if rank is not None else (torch.distributed.get_rank() if dist else 0)
-        self.world_size = world_size if world_size is not None else (
-            torch.distributed.get_world_size() if dist else 1)
+        self.world_size = (
+            world_size
+            if world_size is not None
+            else (torch.distributed.get_world_size() if dist else 1)
+        )
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -119,8 +138,11 @@ class EpisodeStream(IterableDataset):
     def episode_order(self) -> np.ndarray:
         """The episodes this process (rank, worker) delivers this epoch, in order."""
         n = len(self.cache.selection)
-        order = (np.random.default_rng(self.seed + self.epoch).permutation(n) if self.shuffle
-                 else np.arange(n))
+        order = (
+            np.random.default_rng(self.seed + self.epoch).permutation(n)
+            if self.shuffle
+            else np.arange(n)
+        )
         mine = order[self.rank :: self.world_size]
         info = get_worker_info()
         if info is not None:

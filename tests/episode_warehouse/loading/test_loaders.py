@@ -10,8 +10,8 @@ from episode_warehouse.loading import (
     EpisodeSliceDataset,
     EpisodeStream,
     Selection,
-    replay_buffer,
     no_collate,
+    replay_buffer,
     select_episodes,
     ted_collate,
 )
@@ -28,7 +28,9 @@ def _check_slices_inside_episodes(batch, slice_len):
     assert not done[:, :-1].any()
 
 
-@pytest.mark.parametrize("parts", [[("atari", "Pong/1")], [("atari", "Pong/1"), ("atari", "Pong/2")]])
+@pytest.mark.parametrize(
+    "parts", [[("atari", "Pong/1")], [("atari", "Pong/1"), ("atari", "Pong/2")]]
+)
 def test_replay_buffer_slices_stay_inside_episodes(warehouse_root, parts):
     rb = replay_buffer(parts, slice_len=16, batch_size=32 * 16, root=warehouse_root)
     for _ in range(5):
@@ -65,8 +67,13 @@ def _deliveries(sel, slice_len, world_size=2, workers=2, seed=5, epoch=0):
         stream.set_epoch(epoch)
         loader = DataLoader(stream, batch_size=None, num_workers=workers, collate_fn=no_collate)
         for item in loader:
-            seen.append((int(item["selection_index"][0]), int(item.batch_size[0]),
-                         int(item["observation"].sum())))
+            seen.append(
+                (
+                    int(item["selection_index"][0]),
+                    int(item.batch_size[0]),
+                    int(item["observation"].sum()),
+                )
+            )
     return seen
 
 
@@ -92,8 +99,9 @@ def test_stream_is_deterministic_per_seed_and_epoch(warehouse_root):
 
 def test_unknown_partitions_and_empty_selections_fail_clearly(warehouse_root):
     with pytest.raises(NotMaterializedError, match="atari:Pong/3, atari:Pong/4"):
-        Selection.from_rows([("atari", "Pong/3", 0, 0, 5), ("atari", "Pong/4", 0, 0, 5)],
-                            root=warehouse_root)
+        Selection.from_rows(
+            [("atari", "Pong/3", 0, 0, 5), ("atari", "Pong/4", 0, 0, 5)], root=warehouse_root
+        )
     with pytest.raises(CatalogQueryError, match="selects no episode"):
         select_episodes(ALL.replace("ORDER", "WHERE length < 0 ORDER"), root=warehouse_root)
     with pytest.raises(CatalogQueryError, match="needs"):

@@ -1,0 +1,125 @@
+"""LeRobot v3 exports: one per partition (factory, per source) and one per named SQL selection."""
+
+import json
+
+import dagster as dg
+
+from assets import versions
+from assets.partitions import lerobot_selections
+from episode_warehouse.catalog import run_query
+from episode_warehouse.errors import ConfigError, NotMaterializedError
+from episode_warehouse.export import ExportRequest, export_lerobot
+from episode_warehouse.loading.selection import REQUIRED, Selection
+from episode_warehouse.ted.layout import META
+from resources import WarehouseStorage
+
+
+class ExportConfig(dg.Config):
+    """``video``: AV1 video instead of lossless PNG images (smaller, lossy)."""
+
+    video: bool = False
+
+
+def _result(meta: dict, path, rows) -> dg.MaterializeResult:
+    return dg.MaterializeResult(
+        metadata={
+            "episodes": meta["episodes"],
+            "frames": meta["frames"],
+            "video": meta["request"]["video"],
+            "path": dg.MetadataValue.path(str(path)),
+            "query": meta["request"].get("query") or "",
+            "episode_list": dg.MetadataValue.json(meta["episode_list"][:200]),
+            "load_with": dg.MetadataValue.md(
+                "```python\nfrom lerobot.datasets.lerobot_dataset import LeRobotDataset\n"
+                f"ds = LeRobotDataset({json.dumps('episode-warehouse/' + path.name)}, "
+                f"root={json.dumps(str(path))})\n```"
+            ),
+        }
+    )
+
+
+def partition_export_asset(
+    source: str, partitions_def: dg.PartitionsDefinition, rows_asset: dg.AssetsDefinition
+) -> dg.AssetsDefinition:
+    @dg.asset(
+        name=f"{source}_lerobot_export",
+        partitions_def=partitions_def,
+        deps=[rows_asset],
+        group_name="lerobot",
+        kinds={"lerobot", "parquet"},
+        code_version=versions.LEROBOT_EXPORT,
+        owners=["team:data-platform"],
+        description=f"One {source} partition as a LeRobot v3 dataset (lossless PNG by default), "
+        "written with lerobot's own writer; loads offline with LeRobotDataset(repo_id, root).",
+    )
+    def _export(
+        context: dg.AssetExecutionContext, config: ExportConfig, warehouse: WarehouseStorage
+    ) -> dg.MaterializeResult:
+        # Idempotent: an existing export of the same episodes and mode is kept as it is.
+        key = context.partition_key
+        layout = warehouse.layout()
+        episodes = (
+            json.loads((layout.ted_dir(source, key) / META).read_text())
+            if (layout.ted_dir(source, key) / META).is_file()
+            else None
+        )
+        if episodes is None:
+            raise NotMaterializedError(
+                "the partition has no TED",
+                subject=f"{source} {key}",
+                fix=f"materialize {source}_ted for {key} first",
+            )
+        _, rows = run_query(
+            layout.catalog_dir,
+            "SELECT source, partition, episode, start, length FROM episodes "
+            "WHERE source = ? AND partition = ? ORDER BY episode",
+            [source, key],
+        )
+        name = f"{source}-{key.replace('/', '-')}" + ("-video" if config.video else "")
+        request = ExportRequest(
+            name, str(layout.root), [tuple(r) for r in rows], video=config.video
+        )
+        target = layout.lerobot_dir(name)
+        meta = export_lerobot(request, target, workers=warehouse.workers)
+        return _result(meta, target, rows)
+
+    return _export
+
+
+@dg.asset(
+    partitions_def=lerobot_selections,
+    group_name="lerobot",
+    kinds={"lerobot", "sql"},
+    code_version=versions.LEROBOT_EXPORT,
+    owners=["team:data-platform"],
+)
+def selection_lerobot_export(
+    context: dg.AssetExecutionContext, config: ExportConfig, warehouse: WarehouseStorage
+) -> dg.MaterializeResult:
+    """A LeRobot v3 dataset of the episodes a named SQL selection picks (query kept in metadata)."""
+    # Idempotent: the same query over the same catalog gives the same episode list and export.
+    name = context.partition_key
+    layout = warehouse.layout()
+    sql_file = layout.root / "selections" / f"{name}.sql"
+    if not sql_file.is_file():
+        raise ConfigError(
+            "no query registered for this selection",
+            subject=str(sql_file),
+            fix=f'warehouse export {name} "SELECT source, partition, episode, '
+            'start, length FROM episodes WHERE ..."',
+        )
+    sql = sql_file.read_text()
+    columns, rows = run_query(layout.catalog_dir, sql)
+    if tuple(columns[:5]) != REQUIRED:
+        raise ConfigError(
+            f"the query returns {columns[:5]}",
+            subject=str(sql_file),
+            fix=f"select {', '.join(REQUIRED)} first",
+        )
+    Selection.from_rows(rows, layout.root)  # every partition it names must have a TED
+    request = ExportRequest(
+        name, str(layout.root), [tuple(r[:5]) for r in rows], video=config.video, query=sql
+    )
+    target = layout.lerobot_dir(name)
+    meta = export_lerobot(request, target, workers=warehouse.workers)
+    return _result(meta, target, rows)

@@ -1,0 +1,125 @@
+"""LeRobot exports read back through LeRobotDataset equal the TED, frame by frame."""
+
+import numpy as np
+import pytest
+import torch
+
+from episode_warehouse import open_ted
+from episode_warehouse.errors import ExportError, NotMaterializedError, PartitionKeyError
+from episode_warehouse.export import ExportRequest, export_lerobot
+from episode_warehouse.fixtures.openx_writer import DatasetSpec
+from episode_warehouse.loading import Selection, select_episodes
+from tests.helpers import build_atari, build_openx
+
+ROWS = "SELECT source, partition, episode, start, length FROM episodes"
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("export") / "wh"
+    build_atari(root, "Pong/3", 3, capacity=300, episodes=8, lengths=(20, 70))
+    build_openx(root, DatasetSpec("cmu_stretch", image_size=32), [[6, 9], [5]])
+    return root
+
+
+def _rows(sel):
+    return [
+        (s, p, int(e), int(a), int(n))
+        for s, p, e, a, n in zip(
+            sel.source, sel.partition, sel.episode, sel.start, sel.length, strict=True
+        )
+    ]
+
+
+def _load(request, target):
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    return LeRobotDataset(request.repo_id, root=target)
+
+
+def test_atari_lossless_round_trip_in_two_workers(root, tmp_path):
+    sel = select_episodes(ROWS + " WHERE source = 'atari' ORDER BY episode", root=root)
+    request = ExportRequest("pong3", str(root), _rows(sel))
+    meta = export_lerobot(request, tmp_path / "pong3", workers=2)
+    ds = _load(request, tmp_path / "pong3")
+    td = open_ted("atari", "Pong/3", root)
+    assert ds.meta.total_episodes == len(sel) == meta["episodes"]
+    assert ds.meta.total_frames == int(sel.length.sum()) == meta["frames"]
+    k = 0
+    for e, (start, length) in enumerate(zip(sel.start, sel.length, strict=True)):
+        for t in range(length):
+            item = ds[k]
+            image = (item["observation.image"] * 255).round().to(torch.uint8)
+            assert torch.equal(image[0], td["observation"][start + t]), (e, t)
+            assert torch.equal(image[1], image[0])
+            assert int(item["action"]) == int(td["action"][start + t])
+            assert float(item["next.reward"]) == float(td["next", "reward"][start + t])
+            assert bool(item["next.done"]) == bool(td["next", "done"][start + t])
+            assert int(item["episode_index"]) == e and item["task"] == "Pong"
+            k += 1
+
+
+def test_openx_round_trip_tasks_and_cameras(root, tmp_path):
+    sel = select_episodes(ROWS + " WHERE source = 'openx' ORDER BY episode", root=root)
+    request = ExportRequest("stretch", str(root), _rows(sel))
+    export_lerobot(request, tmp_path / "stretch", workers=1)
+    ds = _load(request, tmp_path / "stretch")
+    td = open_ted("openx", "cmu_stretch", root)
+    from episode_warehouse.catalog import run_query
+
+    _, instructions = run_query(
+        root / "catalog",
+        "SELECT language_instruction FROM episodes WHERE source = 'openx' ORDER BY episode",
+    )
+    for i in range(len(ds)):
+        item = ds[i]
+        image = (item["observation.images.image"] * 255).round().to(torch.uint8)
+        assert torch.equal(image, td["observation", "image"][i])
+        np.testing.assert_allclose(
+            item["observation.state"].numpy(),
+            td["observation", "state"][i].numpy().astype(np.float32),
+        )
+        assert item["task"] == instructions[int(item["episode_index"])][0]
+
+
+def test_video_mode_is_within_tolerance(root, tmp_path):
+    sel = select_episodes(ROWS + " WHERE source = 'atari' AND episode < 2 ORDER BY 3", root=root)
+    request = ExportRequest("pong3-video", str(root), _rows(sel), video=True)
+    export_lerobot(request, tmp_path / "v", workers=1)
+    ds = _load(request, tmp_path / "v")
+    td = open_ted("atari", "Pong/3", root)
+    errors = [
+        ((ds[i]["observation.image"][0] * 255) - td["observation"][i].float()).abs().mean()
+        for i in range(0, len(ds), 7)
+    ]
+    assert max(errors) < 12.0  # AV1 at crf 30 is lossy: mean abs error per pixel (of 255)
+
+
+def test_bad_input_writes_nothing(root, tmp_path):
+    with pytest.raises(NotMaterializedError, match="atari:Pong/4"):
+        Selection.from_rows([("atari", "Pong/4", 0, 0, 3)], root=root)
+    with pytest.raises(ExportError, match="no episode"):
+        export_lerobot(ExportRequest("empty", str(root), []), tmp_path / "empty")
+    with pytest.raises(PartitionKeyError, match="export name"):
+        export_lerobot(
+            ExportRequest("../x", str(root), [("atari", "Pong/3", 0, 0, 3)]), tmp_path / "x"
+        )
+    other = tmp_path / "taken"
+    other.mkdir()
+    (other / "something.txt").write_text("not ours")
+    with pytest.raises(ExportError, match="did not write"):
+        export_lerobot(ExportRequest("taken", str(root), [("atari", "Pong/3", 0, 0, 3)]), other)
+    # nothing but the (hidden, empty) writer lock file next to the destination
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".lock-")) == [
+        "taken"
+    ]
+    assert sorted(p.name for p in other.iterdir()) == ["something.txt"]
+
+
+def test_reexport_of_same_selection_is_kept_and_a_different_one_refused(root, tmp_path):
+    rows = [("atari", "Pong/3", 0, 0, 3)]
+    first = export_lerobot(ExportRequest("same", str(root), rows), tmp_path / "same", workers=1)
+    mtime = (tmp_path / "same" / "meta" / "info.json").stat().st_mtime_ns
+    again = export_lerobot(ExportRequest("same", str(root), rows), tmp_path / "same", workers=1)
+    assert again == first
+    assert (tmp_path / "same" / "meta" / "info.json").stat().st_mtime_ns == mtime
