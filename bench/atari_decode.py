@@ -1,4 +1,4 @@
-"""Benchmark: local Dopamine gz checkpoints -> ready TED, ours against TorchRL, same files, same run.
+"""Benchmark: local Dopamine gz checkpoints -> ready TED, ours against TorchRL on the same files.
 
 Baseline: TorchRL's ``AtariDQNExperienceReplay._preproc_run`` (what its dataset class runs on
 each downloaded run). Physical limit: plain gzip inflate of the same observation files, with

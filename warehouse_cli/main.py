@@ -117,10 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("partition", help="e.g. Pong/5 or cmu_stretch")
     p.add_argument(
         "--through",
-        choices=["raw", "decoded", "ted", "catalog"],
+        choices=["raw", "decoded", "ted", "catalog", "lerobot"],
         default=None,
         help="last stage to build (default: all)",
     )
+    p.add_argument("--video", action="store_true", help="LeRobot export as AV1 video (lossy)")
     p.add_argument("--root", help="warehouse root (default: $EPISODE_WAREHOUSE_ROOT)")
     p.set_defaults(func=cmd_materialize)
 

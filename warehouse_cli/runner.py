@@ -42,6 +42,7 @@ def materialize_partition(
     partition: str,
     through: str | None = None,
     instance: dg.DagsterInstance | None = None,
+    video: bool = False,
 ) -> dg.ExecuteInProcessResult:
     """Run the stages of ``source`` for one partition.
 

@@ -40,7 +40,7 @@ def features_for(td: TensorDictBase, source: str, video: bool) -> dict:
         }
         feats["action"] = {"dtype": "int64", "shape": (1,), "names": None}
         return feats
-    for name in td["observation"].keys():
+    for name in td["observation"].keys():  # noqa: SIM118 - TensorDict needs keys()
         value = td["observation", name]
         if value.dtype.is_floating_point or value.ndim < 4:
             feats["observation.state" if name == "state" else f"observation.{name}"] = {

@@ -106,7 +106,8 @@ def _write_part(request: ExportRequest, rows: list, out: Path) -> int:
             )
         ted, meta = opened[(src, part)]
         episode = ted[start : start + length]
-        task_index = int(episode["task_index"][0]) if "task_index" in episode.keys() else None
+        has_task = "task_index" in episode.keys()  # noqa: SIM118 - TensorDict needs keys()
+        task_index = int(episode["task_index"][0]) if has_task else None
         task = _task(src, part, meta.get("tasks", []), task_index)
         for frame in frames_of(episode, src, feats):
             frame["task"] = task

@@ -1,0 +1,66 @@
+"""LeRobot exports through the asset graph: a partition, and a named SQL selection."""
+
+import json
+
+import dagster as dg
+import pytest
+
+from episode_warehouse.errors import WarehouseError
+from episode_warehouse.paths import WarehouseLayout
+from warehouse_cli.main import main
+from warehouse_cli.runner import materialize_partition
+
+
+@pytest.fixture
+def instance(warehouse_env):
+    with dg.instance_for_test() as inst:
+        yield inst
+
+
+def test_partition_export_loads_with_lerobot(warehouse_env, instance):
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    materialize_partition("openx", "bridge", through="lerobot", instance=instance)
+    target = WarehouseLayout.from_root(warehouse_env).lerobot_dir("openx-bridge")
+    ds = LeRobotDataset("episode-warehouse/openx-bridge", root=target)
+    assert ds.meta.total_episodes == 4 and ds.meta.total_frames == 130
+    assert {"observation.images.image", "observation.images.wrist_image"} <= set(ds.features)
+
+
+def test_selection_export_records_query_and_episodes(warehouse_env, capsys):
+    assert main(["materialize", "atari", "Pong/5", "--through", "catalog"]) == 0
+    assert main(["materialize", "atari", "Pong/1", "--through", "catalog"]) == 0
+    query = (
+        "SELECT source, partition, episode, start, length FROM episodes WHERE source = "
+        "'atari' ORDER BY \"return\" DESC LIMIT 3"
+    )
+    assert main(["export", "top3", query]) == 0
+    meta = json.loads(
+        (warehouse_env / "lerobot" / "top3" / "meta" / "warehouse_export.json").read_text()
+    )
+    assert meta["request"]["query"] == query and len(meta["episode_list"]) == 3
+    capsys.readouterr()
+    assert main(["export", "top3", query.replace("3", "4")]) == 2
+    assert "exists with another query" in capsys.readouterr().err
+    assert main(["export", "none", query.replace("'atari'", "'nope'")]) == 2
+    assert "no episode" in capsys.readouterr().err
+    assert not (warehouse_env / "lerobot" / "none").exists()
+
+
+def test_export_of_unmaterialized_partition_is_refused(warehouse_env, instance):
+    import assets.graph as graph
+    from resources import build_resources
+    from warehouse_cli.runner import _our_error
+
+    result = dg.materialize(
+        graph.ALL_ASSETS,
+        selection=[graph.atari_lerobot_export],
+        partition_key="Pong/1",
+        instance=instance,
+        resources=build_resources(),
+        raise_on_error=False,
+    )
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert "has no TED" in _our_error(failure.step_failure_data.error).message
+    assert not (warehouse_env / "lerobot").exists()
