@@ -64,6 +64,7 @@ def atari_replay_files(
     group_name="atari",
     kinds={"numpy"},
     code_version=versions.ATARI_EPISODES,
+    automation_condition=dg.AutomationCondition.eager(),
     owners=["team:data-platform"],
 )
 def atari_episodes(

@@ -24,6 +24,7 @@ def catalog_rows_asset(
         group_name="catalog",
         kinds={"duckdb", "parquet"},
         code_version=versions.CATALOG_ROWS,
+        automation_condition=dg.AutomationCondition.eager(),
         owners=["team:data-platform"],
         pool="catalog_writer",
         description=f"One catalog row per episode of a {source} partition (episodes and "

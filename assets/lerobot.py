@@ -48,6 +48,7 @@ def partition_export_asset(
         group_name="lerobot",
         kinds={"lerobot", "parquet"},
         code_version=versions.LEROBOT_EXPORT,
+        automation_condition=dg.AutomationCondition.eager(),
         owners=["team:data-platform"],
         description=f"One {source} partition as a LeRobot v3 dataset (lossless PNG by default), "
         "written with lerobot's own writer; loads offline with LeRobotDataset(repo_id, root).",

@@ -70,6 +70,7 @@ def openx_shards(
     group_name="openx",
     kinds={"numpy"},
     code_version=versions.OPENX_EPISODES,
+    automation_condition=dg.AutomationCondition.eager(),
     owners=["team:data-platform"],
 )
 def openx_episodes(

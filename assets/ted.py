@@ -20,6 +20,7 @@ def ted_asset(
         group_name=source,
         kinds={"torch", "numpy"},
         code_version=versions.TED,
+        automation_condition=dg.AutomationCondition.eager(),
         owners=["team:data-platform"],
         description=f"TorchRL TED memmap of one {source} partition: frames stored once, "
         "('next', 'observation') a shifted view; load with episode_warehouse.open_ted.",

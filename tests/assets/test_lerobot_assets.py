@@ -5,7 +5,6 @@ import json
 import dagster as dg
 import pytest
 
-from episode_warehouse.errors import WarehouseError
 from episode_warehouse.paths import WarehouseLayout
 from warehouse_cli.main import main
 from warehouse_cli.runner import materialize_partition

@@ -1,0 +1,82 @@
+"""What the sources hold now: a fingerprint per partition, for sensors to compare with the last.
+
+A fingerprint changes when a file of the partition is added, removed or rewritten (GCS
+generation/crc32c; size and mtime for a local mirror; LFS hash on the hub), and only then.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+
+from episode_warehouse.atari.games import parse_partition_key
+from episode_warehouse.blobstore import BlobStore
+from episode_warehouse.errors import PartitionKeyError
+from episode_warehouse.openx.datasets import check_dataset_id
+
+log = logging.getLogger(__name__)
+
+
+def _digest(items: list) -> str:
+    return hashlib.sha256(json.dumps(sorted(items)).encode()).hexdigest()[:16]
+
+
+def atari_fingerprints(store: BlobStore) -> dict[str, str]:
+    """``{"Pong/5": fingerprint}`` for every valid game/run folder with replay files."""
+    groups: dict[str, list] = {}
+    for blob in store.list(""):
+        parts = blob.name.split("/")
+        if len(parts) != 4 or parts[2] != "replay_logs":
+            continue
+        key = f"{parts[0]}/{parts[1]}"
+        groups.setdefault(key, []).append([parts[3], blob.generation, blob.crc32c, blob.size])
+    out = {}
+    for key, files in groups.items():
+        try:
+            parse_partition_key(key)
+        except PartitionKeyError:
+            log.warning("ignoring %r in the Atari source: not one of the 300 game/run keys", key)
+            continue
+        out[key] = _digest(files)
+    return out
+
+
+def openx_fingerprints(url: str) -> dict[str, str]:
+    """``{"cmu_stretch": fingerprint}`` for every dataset folder holding tar shards."""
+    groups: dict[str, list] = {}
+    if url.startswith("hf://"):
+        from huggingface_hub import HfApi
+
+        from episode_warehouse.openx.shards import _HF_RE
+
+        match = _HF_RE.match(url)
+        if not match:
+            return {}
+        for f in HfApi().list_repo_tree(
+            match.group(1), repo_type="dataset", recursive=True, revision=match.group(2)
+        ):
+            if getattr(f, "size", None) is not None and f.path.endswith(".tar") and "/" in f.path:
+                groups.setdefault(f.path.split("/")[0], []).append(
+                    [f.path, f.size, f.lfs.sha256 if f.lfs else f.blob_id]
+                )
+    else:
+        root = Path(url.removeprefix("file://")).expanduser()
+        for tar in sorted(root.glob("*/*.tar")):
+            st = tar.stat()
+            groups.setdefault(tar.parent.name, []).append([tar.name, st.st_size, st.st_mtime_ns])
+    out = {}
+    for name, files in groups.items():
+        try:
+            check_dataset_id(name)
+        except PartitionKeyError:
+            log.warning("ignoring folder %r in the OpenX source: not a dataset id", name)
+            continue
+        out[name] = _digest(files)
+    return out
+
+
+def changed(previous: dict[str, str], current: dict[str, str]) -> list[str]:
+    """Keys that are new or whose fingerprint differs (removed keys are not reported)."""
+    return sorted(k for k, fp in current.items() if previous.get(k) != fp)

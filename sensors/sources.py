@@ -1,0 +1,64 @@
+"""Source sensors (cursor = last fingerprint per partition; idempotent via run keys)."""
+
+import json
+
+import dagster as dg
+
+from assets.graph import atari_replay_files, openx_shards
+from assets.partitions import openx_datasets
+from episode_warehouse.discovery import atari_fingerprints, changed, openx_fingerprints
+from resources import AtariReplaySource, OpenXSource
+
+MAX_ADDS_PER_TICK = 10_000  # Dagster adds dynamic partitions in one SQL IN (...): keep it small
+
+
+@dg.sensor(
+    target=[atari_replay_files],
+    minimum_interval_seconds=300,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Lists ATARI_REPLAY_URL; requests atari_replay_files for each game/run whose "
+    "files appeared or changed (generation/crc32c). Automation then rebuilds downstream.",
+)
+def atari_source_sensor(context: dg.SensorEvaluationContext, atari_replay: AtariReplaySource):
+    previous = json.loads(context.cursor or "{}")
+    current = atari_fingerprints(atari_replay.store())
+    keys = changed(previous, current)
+    if not keys:
+        return dg.SkipReason(f"no change in {len(current)} Atari partitions")
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(partition_key=k, run_key=f"{k}@{current[k]}") for k in keys],
+        cursor=json.dumps(current, sort_keys=True),
+    )
+
+
+@dg.sensor(
+    target=[openx_shards],
+    minimum_interval_seconds=300,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Lists OPENX_URL; adds new dataset folders as partitions and requests "
+    "openx_shards for each dataset whose shards appeared or changed.",
+)
+def openx_source_sensor(context: dg.SensorEvaluationContext, openx_source: OpenXSource):
+    previous = json.loads(context.cursor or "{}")
+    current = openx_fingerprints(openx_source.url)
+    keys = changed(previous, current)[:MAX_ADDS_PER_TICK]
+    if not keys:
+        return dg.SkipReason(f"no change in {len(current)} OpenX datasets")
+    new = [k for k in keys if not context.instance.has_dynamic_partition(openx_datasets.name, k)]
+    handled = {k: current[k] for k in keys}
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(partition_key=k, run_key=f"{k}@{current[k]}") for k in keys],
+        dynamic_partitions_requests=[openx_datasets.build_add_request(new)] if new else [],
+        cursor=json.dumps({**previous, **handled}, sort_keys=True),
+    )
+
+
+automation_sensor = dg.AutomationConditionSensorDefinition(
+    "warehouse_automation",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Evaluates the assets' automation conditions: decoded episodes, TEDs, catalog "
+    "rows and exports follow their upstream partition by partition.",
+)
+
+SENSORS = [atari_source_sensor, openx_source_sensor, automation_sensor]
