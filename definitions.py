@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from assets.graph import ALL_ASSETS
+from assets.graph import ALL_ASSETS, ALL_CHECKS
 from resources import build_resources
 
 # One process per run, steps in order: a partition's stages are sequential anyway, and a

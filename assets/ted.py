@@ -10,6 +10,32 @@ from episode_warehouse.ted import build_ted
 from resources import WarehouseStorage
 
 
+def picture_metadata(target) -> dict:
+    """Return/length histograms and first frames of a few episodes, as inline PNGs."""
+    import pyarrow.parquet as pq
+
+    from episode_warehouse.report.plots import distributions_png, markdown_image, thumbnails_png
+    from episode_warehouse.ted.reader import open_ted_folder
+
+    episodes = pq.read_table(target / "episodes.parquet")
+    if not episodes.num_rows:
+        return {}
+    td = open_ted_folder(target)
+    obs = td["observation"]
+    if not isinstance(obs, __import__("torch").Tensor):  # OpenX: the first camera
+        name = next(k for k in obs.keys() if obs[k].ndim == 4)  # noqa: SIM118 - TensorDict
+        obs = obs[name]
+    starts = episodes.column("start").to_numpy()[:6]
+    return {
+        "distributions": dg.MetadataValue.md(
+            markdown_image(distributions_png(episodes), "return and length")
+        ),
+        "first_frames": dg.MetadataValue.md(
+            markdown_image(thumbnails_png([obs[int(s)].numpy() for s in starts]), "first frames")
+        ),
+    }
+
+
 def ted_asset(
     source: str, partitions_def: dg.PartitionsDefinition, decoded: dg.AssetsDefinition
 ) -> dg.AssetsDefinition:
@@ -42,6 +68,7 @@ def ted_asset(
         on_disk = folder_bytes(target)
         return dg.MaterializeResult(
             metadata={
+                **picture_metadata(target),
                 "frames": meta["rows"],
                 "episodes": meta["episodes"],
                 "bytes_on_disk": on_disk,

@@ -19,6 +19,9 @@ def default_dagster_home() -> Path:
             "concurrency:\n  pools:\n    default_limit: 1\n"
             "  runs:\n    max_concurrent_runs: 4\n"
             "telemetry:\n  enabled: false\n"
+            "# progress of long steps (files downloaded, checkpoints decoded, ...) in run logs\n"
+            "python_logs:\n  managed_python_loggers: [episode_warehouse]\n"
+            "  python_log_level: INFO\n"
         )
     os.environ["DAGSTER_HOME"] = str(home)
     return home

@@ -50,7 +50,7 @@ def materialize_partition(
         PartitionKeyError: unknown source, stage or partition key.
         WarehouseError: the run failed; the message is the failing step's error.
     """
-    from assets.graph import ALL_ASSETS, ATARI_STAGES, OPENX_STAGES
+    from assets.graph import ALL_ASSETS, ALL_CHECKS, ATARI_STAGES, OPENX_STAGES
     from assets.partitions import openx_datasets
     from resources import build_resources
 
@@ -81,7 +81,7 @@ def materialize_partition(
     if exports:
         run_config["ops"] = {a.key.to_user_string(): {"config": {"video": video}} for a in exports}
     result = dg.materialize(
-        ALL_ASSETS,
+        [*ALL_ASSETS, *ALL_CHECKS],
         selection=selected,
         partition_key=partition,
         instance=instance,

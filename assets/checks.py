@@ -1,0 +1,97 @@
+"""Asset checks: TED consistency (blocking), catalog rows vs TED, LeRobot export loads."""
+
+import json
+
+import dagster as dg
+
+from episode_warehouse.catalog import run_query
+from episode_warehouse.ted.validate import check_ted
+from resources import WarehouseStorage
+
+
+def ted_check(source: str, ted: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset=ted,
+        name="ted_consistency",
+        blocking=True,
+        description="Shapes and dtypes, episode boundaries, finite rewards, and "
+        "row/episode counts equal episodes.parquet. Blocks downstream on failure.",
+    )
+    def _check(
+        context: dg.AssetCheckExecutionContext, warehouse: WarehouseStorage
+    ) -> dg.AssetCheckResult:
+        key = context.op_execution_context.partition_key
+        report = check_ted(warehouse.layout().ted_dir(source, key))
+        return dg.AssetCheckResult(
+            passed=report.ok,
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata={
+                "partition": key,
+                "rows": report.rows,
+                "episodes": report.episodes,
+                "problems": dg.MetadataValue.json(report.problems),
+            },
+        )
+
+    return _check
+
+
+def rows_check(source: str, rows_asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset=rows_asset,
+        name="rows_match_ted",
+        description="The catalog holds one row per TED episode and their lengths "
+        "add up to the TED's rows.",
+    )
+    def _check(
+        context: dg.AssetCheckExecutionContext, warehouse: WarehouseStorage
+    ) -> dg.AssetCheckResult:
+        key = context.op_execution_context.partition_key
+        layout = warehouse.layout()
+        meta = json.loads((layout.ted_dir(source, key) / "meta.json").read_text())
+        _, rows = run_query(
+            layout.catalog_dir,
+            "SELECT count(*), coalesce(sum(length), 0) "
+            "FROM episodes WHERE source = ? AND partition = ?",
+            [source, key],
+        )
+        episodes, frames = rows[0]
+        return dg.AssetCheckResult(
+            passed=episodes == meta["episodes"] and frames == meta["rows"],
+            metadata={
+                "catalog_episodes": episodes,
+                "ted_episodes": meta["episodes"],
+                "catalog_frames": int(frames),
+                "ted_frames": meta["rows"],
+            },
+        )
+
+    return _check
+
+
+def export_check(export: dg.AssetsDefinition, name_of) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset=export,
+        name="loads_with_lerobot",
+        description="LeRobotDataset(repo_id, root) opens the export offline and "
+        "its episode and frame counts are those exported.",
+    )
+    def _check(
+        context: dg.AssetCheckExecutionContext, warehouse: WarehouseStorage
+    ) -> dg.AssetCheckResult:
+        from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+        target = warehouse.layout().lerobot_dir(name_of(context.op_execution_context))
+        meta = json.loads((target / "meta" / "warehouse_export.json").read_text())
+        ds = LeRobotDataset(f"episode-warehouse/{target.name}", root=target)
+        return dg.AssetCheckResult(
+            passed=ds.meta.total_episodes == meta["episodes"]
+            and ds.meta.total_frames == meta["frames"],
+            metadata={
+                "episodes": ds.meta.total_episodes,
+                "frames": ds.meta.total_frames,
+                "codebase_version": ds.meta.info["codebase_version"],
+            },
+        )
+
+    return _check

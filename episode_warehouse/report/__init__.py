@@ -1,0 +1,1 @@
+"""Small pictures and checks for people looking at a partition (the Dagster UI shows them)."""

@@ -1,0 +1,73 @@
+"""Consistency checks of a published TED folder (used by the Dagster asset checks)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from episode_warehouse.ted.layout import EPISODES
+
+
+@dataclass
+class TedReport:
+    """Problems found (empty = consistent) and the figures that were compared."""
+
+    problems: list[str] = field(default_factory=list)
+    rows: int = 0
+    episodes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_ted(folder: Path) -> TedReport:
+    """Shapes and dtypes, episode boundaries, finite rewards, and counts vs episodes.parquet."""
+    from episode_warehouse.ted.reader import open_ted_folder
+
+    td = open_ted_folder(folder)
+    episodes = pq.read_table(Path(folder) / EPISODES)
+    n = td.batch_size[0]
+    report = TedReport(rows=n, episodes=episodes.num_rows)
+    p = report.problems
+    for key in td.keys(True, True):
+        if td.get(key).shape[0] != n:
+            p.append(f"{key}: {td.get(key).shape[0]} rows, expected {n}")
+    for key in (
+        ("next", "reward"),
+        ("next", "done"),
+        ("next", "terminated"),
+        ("next", "truncated"),
+        "done",
+        "terminated",
+        "truncated",
+    ):
+        if tuple(td.get(key).shape[1:]) != (1,):
+            p.append(f"{key}: trailing dim {tuple(td.get(key).shape[1:])}, expected (1,)")
+    if td.get(("next", "reward")).dtype != __import__("torch").float32:
+        p.append("next/reward is not float32")
+    reward = td["next", "reward"].numpy()
+    if not np.isfinite(reward).all():
+        p.append(f"{int((~np.isfinite(reward)).sum())} rewards are NaN or infinite")
+    start = episodes.column("start").to_numpy()
+    length = episodes.column("length").to_numpy()
+    if int(length.sum()) != n or (
+        len(start) and (start[0] != 0 or (start[1:] != (start + length)[:-1]).any())
+    ):
+        p.append("episodes.parquet does not tile the TED rows")
+        return report
+    episode = td["episode"].numpy()
+    if len(start) and (
+        int(episode.max()) + 1 != len(start)
+        or not np.array_equal(np.flatnonzero(td["is_init"].numpy()), start)
+    ):
+        p.append("is_init / episode ids disagree with episodes.parquet")
+    done = np.flatnonzero(td["next", "done"].numpy()[:, 0])
+    if not np.array_equal(done, start + length - 1):
+        p.append("('next','done') is not set exactly on each episode's last step")
+    if td["done"].any() or td["terminated"].any() or td["truncated"].any():
+        p.append("root done/terminated/truncated must all be False")
+    return report

@@ -1,0 +1,89 @@
+"""Materialization metadata and asset checks are computed from the data they describe."""
+
+import base64
+import io
+import re
+import shutil
+
+import dagster as dg
+import numpy as np
+import pytest
+from PIL import Image
+
+from episode_warehouse import open_ted
+from episode_warehouse.catalog.rows import folder_bytes
+from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.ted.validate import check_ted
+from warehouse_cli.runner import materialize_partition
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, demo_fixtures, gcs_endpoint):
+    mp = pytest.MonkeyPatch()
+    root = tmp_path_factory.mktemp("meta") / "wh"
+    mp.setenv("EPISODE_WAREHOUSE_ROOT", str(root))
+    mp.setenv("ATARI_REPLAY_URL", "gs://demo-atari-replay/dqn")
+    mp.setenv("STORAGE_EMULATOR_HOST", gcs_endpoint)
+    mp.setenv("OPENX_URL", str(demo_fixtures / "openx"))
+    with dg.instance_for_test() as instance:
+        result = materialize_partition("atari", "Pong/5", instance=instance)
+        yield root, result
+    mp.undo()
+
+
+def _materialization(result, name):
+    return result.asset_materializations_for_node(name)[0].metadata
+
+
+def _png(md: str) -> Image.Image:
+    data = re.search(r"data:image/png;base64,([A-Za-z0-9+/=]+)", md).group(1)
+    raw = base64.b64decode(data)
+    assert len(raw) < 60_000  # kept small: it lives in the event log
+    return Image.open(io.BytesIO(raw))
+
+
+def test_checks_ran_and_passed(built):
+    _, result = built
+    evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert {"ted_consistency", "rows_match_ted", "loads_with_lerobot"} <= set(evaluations)
+    assert all(e.passed for e in evaluations.values())
+    assert evaluations["rows_match_ted"].metadata["catalog_episodes"].value == 12
+
+
+def test_metadata_values_match_the_data(built):
+    root, result = built
+    layout = WarehouseLayout.from_root(root)
+    td = open_ted("atari", "Pong/5", root)
+    ted_meta = _materialization(result, "atari_ted")
+    assert ted_meta["frames"].value == td.batch_size[0]
+    assert ted_meta["episodes"].value == int(td["episode"].max()) + 1
+    assert ted_meta["bytes_on_disk"].value == folder_bytes(layout.ted_dir("atari", "Pong/5"))
+    assert ted_meta["path"].value == str(layout.ted_dir("atari", "Pong/5"))
+    strip = _png(ted_meta["first_frames"].value)
+    assert strip.size == (6 * 64 + 5 * 2, 64)
+    first = np.asarray(strip.convert("L"))[:, :64]
+    expected = np.asarray(Image.fromarray(td["observation"][0].numpy()).resize((64, 64)))
+    assert np.abs(first.astype(int) - expected.astype(int)).max() <= 1
+    assert _png(ted_meta["distributions"].value).size[0] > 300
+    raw_meta = _materialization(result, "atari_replay_files")
+    assert raw_meta["files"].value == len(
+        list((layout.raw_dir("atari", "Pong/5") / "replay_logs").glob("*.gz"))
+    )
+    export_meta = _materialization(result, "atari_lerobot_export")
+    assert export_meta["frames"].value == td.batch_size[0]
+
+
+def test_ted_check_finds_nan_rewards_and_broken_boundaries(built, tmp_path):
+    root, _ = built
+    copy = tmp_path / "ted"
+    shutil.copytree(WarehouseLayout.from_root(root).ted_dir("atari", "Pong/5"), copy)
+    assert check_ted(copy).ok
+    reward = np.load(copy / "next" / "reward.npy", mmap_mode="r+")
+    reward[5] = np.nan
+    reward.flush()
+    done = np.load(copy / "next" / "done.npy", mmap_mode="r+")
+    done[3] = True
+    done.flush()
+    problems = check_ted(copy).problems
+    assert any("NaN" in p for p in problems)
+    assert any("last step" in p for p in problems)
