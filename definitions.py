@@ -4,10 +4,15 @@ import dagster as dg
 
 from assets.graph import ALL_ASSETS, ALL_CHECKS
 from resources import build_resources
+from sensors.sources import SENSORS
 
 # One process per run, steps in order: a partition's stages are sequential anyway, and a
 # subprocess per step would pay the torch import (seconds) four times. Runs of different
 # partitions still execute in parallel (DAGSTER_HOME's run queue).
 defs = dg.Definitions(
-    assets=ALL_ASSETS, resources=build_resources(), executor=dg.in_process_executor
+    assets=ALL_ASSETS,
+    asset_checks=ALL_CHECKS,
+    sensors=SENSORS,
+    resources=build_resources(),
+    executor=dg.in_process_executor,
 )
