@@ -15,12 +15,13 @@ from typing import BinaryIO
 
 import numpy as np
 from isal import igzip
+from isal.igzip_lib import IsalError
 
 from episode_warehouse.atari.dopamine_files import STORE_ELEMENTS, file_name
 from episode_warehouse.errors import CorruptInputError
 
 _REFETCH = "delete the file and materialize the raw stage again (it is re-downloaded)"
-_GZIP_ERRORS = (EOFError, OSError, zlib.error, ValueError)
+_GZIP_ERRORS = (EOFError, OSError, zlib.error, ValueError, IsalError)
 
 
 @dataclass(frozen=True)

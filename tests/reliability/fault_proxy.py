@@ -1,0 +1,108 @@
+"""A small fault-injecting HTTP proxy for loopback tests: sits in front of the GCS emulator.
+
+Object downloads (``alt=media``) take their fault from a schedule, in order: ``503``, ``reset``
+(connection dropped before any answer), ``timeout`` (no answer for ``stall_s``), ``truncate``
+(half the body, then the connection closes), ``corrupt`` (the full body with bytes flipped),
+``None`` (pass through). Everything else passes through. Bounded: it serves until stopped.
+"""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import struct
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlparse
+
+
+class FaultProxy:
+    def __init__(self, upstream: str, schedule: list[str | None], stall_s: float = 4.0,
+                 repeat_last: bool = False) -> None:
+        self.upstream = urlparse(upstream)
+        self.schedule = list(schedule)
+        self.repeat_last = repeat_last
+        self.stall_s = stall_s
+        self.injected: Counter = Counter()
+        self.media_requests = 0
+        self._lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _handle(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                fault = proxy._next_fault(self.path)
+                if fault == "reset":
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                               struct.pack("ii", 1, 0))
+                    self.close_connection = True
+                    return
+                if fault == "timeout":
+                    time.sleep(proxy.stall_s)
+                    self.close_connection = True
+                    return
+                if fault == "503":
+                    payload = b'{"error": {"code": 503, "message": "injected"}}'
+                    self.send_response(503)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                conn = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port,
+                                                  timeout=30)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                conn.request(self.command, self.path, body=body or None, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                conn.close()
+                if fault == "corrupt" and data:
+                    data = bytes(b ^ 0x5A if i % 97 == 0 else b for i, b in enumerate(data))
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if fault == "truncate":
+                    self.wfile.write(data[: len(data) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def _next_fault(self, path: str) -> str | None:
+        if "alt=media" not in path:
+            return None
+        with self._lock:
+            self.media_requests += 1
+            if self.schedule:
+                fault = self.schedule[0] if (self.repeat_last and len(self.schedule) == 1) \
+                    else self.schedule.pop(0)
+            else:
+                fault = None
+            if fault:
+                self.injected[fault] += 1
+            return fault
+
+    def __enter__(self) -> FaultProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,115 @@
+"""Malformed Dopamine checkpoints: one clear error naming the file; nothing published."""
+
+import gzip
+import io
+import shutil
+
+import numpy as np
+import pytest
+
+from episode_warehouse.atari.decode import decode_run
+from episode_warehouse.atari.dopamine_files import file_name
+from episode_warehouse.atomic import staged, write_lock
+from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.fixtures.atari_game import play_episode
+from episode_warehouse.fixtures.dopamine_writer import write_run
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "replay_logs"
+    write_run(folder, [play_episode(rng, int(n)) for n in rng.integers(20, 60, 12)], 150,
+              final_log=False, compresslevel=1)
+    return folder
+
+
+def _rewrite(path, array):
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        np.save(gz, array, allow_pickle=False)
+
+
+def _load(path):
+    with gzip.open(path) as fh:
+        return np.load(io.BytesIO(fh.read()))
+
+
+def _decode_published(run_dir, tmp_path):
+    """Decode into <tmp>/published the way assets do (lock, stage, rename)."""
+    target = tmp_path / "published"
+    with write_lock(target), staged(target) as tmp:
+        decode_run(run_dir, [0, 1], tmp, workers=2)
+    return target
+
+
+def _assert_nothing_published(tmp_path):
+    assert not (tmp_path / "published").exists()
+    assert not list(tmp_path.glob(".staging-*"))
+
+
+@pytest.mark.parametrize("cut", [0.5, 0.99])
+def test_truncated_observation_gzip(run_dir, tmp_path, cut):
+    path = run_dir / file_name("observation", 1)
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * cut)])
+    with pytest.raises(CorruptInputError, match=r"observation_ckpt\.1\.gz.*(corrupt|truncated)"):
+        _decode_published(run_dir, tmp_path)
+    _assert_nothing_published(tmp_path)
+
+
+def test_corrupt_gzip_bytes(run_dir, tmp_path):
+    path = run_dir / file_name("reward", 0)
+    data = bytearray(path.read_bytes())
+    data[30:60] = b"\xff" * 30
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptInputError, match=r"reward_ckpt\.0\.gz"):
+        _decode_published(run_dir, tmp_path)
+    _assert_nothing_published(tmp_path)
+
+
+def test_array_lengths_disagree(run_dir, tmp_path):
+    path = run_dir / file_name("action", 1)
+    _rewrite(path, _load(path)[:-5])
+    with pytest.raises(CorruptInputError, match=r"action_ckpt\.1\.gz: action has shape \(145,\)"):
+        _decode_published(run_dir, tmp_path)
+    _assert_nothing_published(tmp_path)
+
+
+def test_missing_element_file(run_dir, tmp_path):
+    (run_dir / file_name("terminal", 0)).unlink()
+    with pytest.raises(CorruptInputError, match=r"checkpoint 0 lacks its terminal file"):
+        _decode_published(run_dir, tmp_path)
+    _assert_nothing_published(tmp_path)
+
+
+def test_add_count_inconsistent_with_arrays(run_dir, tmp_path):
+    path = run_dir / file_name("add_count", 1)
+    _rewrite(path, np.array(int(_load(path)) + 7))
+    with pytest.raises(CorruptInputError, match=r"add_count .* is inconsistent with the arrays"):
+        _decode_published(run_dir, tmp_path)
+    _assert_nothing_published(tmp_path)
+
+
+def test_final_log_overlap_mismatch(tmp_path):
+    rng = np.random.default_rng(1)
+    folder = tmp_path / "replay_logs"
+    truth = write_run(folder, [play_episode(rng, int(n)) for n in rng.integers(20, 40, 10)], 150,
+                      compresslevel=1)
+    final = truth.final_suffix
+    path = folder / file_name("reward", final)
+    _rewrite(path, _load(path) + 1.0)
+    with pytest.raises(CorruptInputError, match=r"final log disagrees .* leave checkpoint"):
+        decode_run(folder, list(range(final + 1)), tmp_path / "x", workers=1)
+
+
+def test_a_failing_partition_leaves_the_others_alone(run_dir, tmp_path):
+    good = tmp_path / "good"
+    shutil.copytree(run_dir, good)
+    other = tmp_path / "other-published"
+    with write_lock(other), staged(other) as tmp:
+        decode_run(good, [0, 1], tmp, workers=1)
+    before = {p: p.read_bytes() for p in other.rglob("*") if p.is_file()}
+    (run_dir / file_name("terminal", 0)).unlink()
+    with pytest.raises(CorruptInputError):
+        _decode_published(run_dir, tmp_path)
+    assert {p: p.read_bytes() for p in other.rglob("*") if p.is_file()} == before
