@@ -27,11 +27,11 @@ from episode_warehouse.fixtures.openx_writer import INSTRUCTIONS
 
 QUERIES = {
     "filter_aggregate": 'SELECT partition, count(*), avg("return") FROM episodes '
-                        "WHERE length > 500 AND complete GROUP BY 1",
+    "WHERE length > 500 AND complete GROUP BY 1",
     "top_k_return": 'SELECT source, partition, episode, "return" FROM episodes '
-                    'ORDER BY "return" DESC LIMIT 100',
+    'ORDER BY "return" DESC LIMIT 100',
     "instruction_search": "SELECT partition, episode FROM episodes "
-                          "WHERE language_instruction ILIKE '%drawer%'",
+    "WHERE language_instruction ILIKE '%drawer%'",
     "count": "SELECT count(*) FROM episodes",
 }
 
@@ -43,20 +43,43 @@ def partition_rows(i: int, n: int, rng: np.random.Generator) -> tuple[str, str, 
     start = np.concatenate([[0], np.cumsum(length)[:-1]])
     terminated = rng.random(n) < 0.9
     now = datetime.now(UTC)
-    table = pa.table({
-        "source": [source] * n, "partition": [key] * n,
-        "episode": np.arange(n), "start": start, "length": length,
-        "return": rng.normal(0, 10, n), "terminated": terminated, "truncated": ~terminated,
-        "true_start": np.ones(n, bool), "complete": terminated,
-        "language_instruction": (None if source == "atari" else
-                                 [INSTRUCTIONS[j % len(INSTRUCTIONS)] for j in range(n)]),
-        "source_files": [[f"{key}/file_{j // 100}"] for j in range(n)],
-        "source_version": ["v1"] * n, "code_version": ["ted=1,rows=1"] * n,
-        "run_id": ["r"] * n, "materialized_at": [now] * n,
-    }, schema=EPISODES.arrow_schema)
-    part = {"source": source, "partition": key, "frames": int(length.sum()), "episodes": n,
-            "bytes_on_disk": 0, "data_version": "d", "code_version": "c", "run_id": "r",
-            "materialized_at": now, "source_url": "bench"}
+    table = pa.table(
+        {
+            "source": [source] * n,
+            "partition": [key] * n,
+            "episode": np.arange(n),
+            "start": start,
+            "length": length,
+            "return": rng.normal(0, 10, n),
+            "terminated": terminated,
+            "truncated": ~terminated,
+            "true_start": np.ones(n, bool),
+            "complete": terminated,
+            "language_instruction": (
+                None
+                if source == "atari"
+                else [INSTRUCTIONS[j % len(INSTRUCTIONS)] for j in range(n)]
+            ),
+            "source_files": [[f"{key}/file_{j // 100}"] for j in range(n)],
+            "source_version": ["v1"] * n,
+            "code_version": ["ted=1,rows=1"] * n,
+            "run_id": ["r"] * n,
+            "materialized_at": [now] * n,
+        },
+        schema=EPISODES.arrow_schema,
+    )
+    part = {
+        "source": source,
+        "partition": key,
+        "frames": int(length.sum()),
+        "episodes": n,
+        "bytes_on_disk": 0,
+        "data_version": "d",
+        "code_version": "c",
+        "run_id": "r",
+        "materialized_at": now,
+        "source_url": "bench",
+    }
     return source, key, table, part
 
 
@@ -95,8 +118,9 @@ def main() -> None:
             else:
                 native.register("incoming", table)
                 native.execute("BEGIN")
-                native.execute("DELETE FROM episodes WHERE source = ? AND partition = ?",
-                               [source, key])
+                native.execute(
+                    "DELETE FROM episodes WHERE source = ? AND partition = ?", [source, key]
+                )
                 native.execute("INSERT INTO episodes SELECT * FROM incoming")
                 native.execute("COMMIT")
             native_s = time.perf_counter() - t
@@ -109,14 +133,17 @@ def main() -> None:
                 t = time.perf_counter()
                 native.register("incoming", table)
                 native.execute("BEGIN")
-                native.execute("DELETE FROM episodes WHERE source = ? AND partition = ?",
-                               [source, key])
+                native.execute(
+                    "DELETE FROM episodes WHERE source = ? AND partition = ?", [source, key]
+                )
                 native.execute("INSERT INTO episodes SELECT * FROM incoming")
                 native.execute("COMMIT")
-                refresh[i + 1] = {"ours_add_ms": round(ours_s * 1000, 1),
-                                  "ours_replace_ms": round(ours_replace * 1000, 1),
-                                  "native_add_ms": round(native_s * 1000, 1),
-                                  "native_replace_ms": round((time.perf_counter() - t) * 1000, 1)}
+                refresh[i + 1] = {
+                    "ours_add_ms": round(ours_s * 1000, 1),
+                    "ours_replace_ms": round(ours_replace * 1000, 1),
+                    "native_add_ms": round(native_s * 1000, 1),
+                    "native_replace_ms": round((time.perf_counter() - t) * 1000, 1),
+                }
         native.close()
         report["partition_refresh_by_catalog_size"] = refresh
         ours = duckdb.connect(str(store.db_path), read_only=True)

@@ -50,15 +50,17 @@ def main() -> None:
         build_ted(open_decoded(work / "dec"), ted_dir)
     ours_td = open_ted_folder(ted_dir)
     if not (twice_dir / "meta.json").exists():
-        full = TensorDict({k: ours_td.get(k)[:] for k in ours_td.keys(True, True)},
-                          batch_size=ours_td.batch_size)  # next/observation materialized
+        full = TensorDict(
+            {k: ours_td.get(k)[:] for k in ours_td.keys(True, True)}, batch_size=ours_td.batch_size
+        )  # next/observation materialized
         full.memmap_(twice_dir)
     twice_td = TensorDict.load_memmap(twice_dir)
 
     def buffer(td):
         sampler = SliceSampler(slice_len=SLICE_LEN, traj_key="episode", strict_length=True)
-        return ReplayBuffer(storage=TensorStorage(td), sampler=sampler,
-                            batch_size=SLICES * SLICE_LEN)
+        return ReplayBuffer(
+            storage=TensorStorage(td), sampler=sampler, batch_size=SLICES * SLICE_LEN
+        )
 
     base_rate = _rate(buffer(twice_td))
     ours_rate = _rate(buffer(ours_td))
@@ -81,9 +83,15 @@ def main() -> None:
     if not target.exists():
         target.parent.mkdir(parents=True)
         target.symlink_to(ted_dir.resolve())
-    rows = [("atari", "Pong/1", e, s, n) for e, s, n in zip(
-        eps.column("episode").to_pylist(), eps.column("start").to_pylist(),
-        eps.column("length").to_pylist(), strict=True)]
+    rows = [
+        ("atari", "Pong/1", e, s, n)
+        for e, s, n in zip(
+            eps.column("episode").to_pylist(),
+            eps.column("start").to_pylist(),
+            eps.column("length").to_pylist(),
+            strict=True,
+        )
+    ]
     selection = Selection.from_rows(rows, layout_root)
     for workers in (0, 1, 2):
         stream = EpisodeStream(selection, SLICE_LEN, drop_last=True)

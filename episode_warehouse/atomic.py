@@ -162,10 +162,16 @@ def staged(target: Path, *, is_dir: bool = True) -> Iterator[Path]:
         tmp.parent.mkdir(parents=True, exist_ok=True)
     try:
         yield tmp
-    except BaseException:
+    except BaseException as exc:
         if tmp.is_dir():
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise ConfigError(
+                "the disk is full (nothing was published; the previous version is intact)",
+                subject=str(target),
+                fix="free space, or point EPISODE_WAREHOUSE_ROOT at a larger disk",
+            ) from exc
         raise
     publish(tmp, target)

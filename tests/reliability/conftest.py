@@ -21,8 +21,13 @@ class Runner:
         self.count += 1
         env = {**self.env, "EPISODE_WAREHOUSE_ROOT": str(root)}
         log = open(self.logs / f"run-{self.count}.log", "wb")  # noqa: SIM115 - closed by GC
-        return subprocess.Popen([sys.executable, "-m", "warehouse_cli.main", *args], env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "warehouse_cli.main", *args],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def run(self, *args: str, root: Path, timeout: float = 300) -> int:
         return self.start(*args, root=root).wait(timeout)
@@ -43,9 +48,13 @@ def runner(demo_fixtures, gcs_endpoint, tmp_path_factory) -> Runner:
 
     logs = tmp_path_factory.mktemp("logs")
     home = tmp_path_factory.mktemp("dagster_home")
-    env = {**os.environ, "ATARI_REPLAY_URL": f"gs://{DEMO_BUCKET}/dqn",
-           "OPENX_URL": str(demo_fixtures / "openx"), "STORAGE_EMULATOR_HOST": gcs_endpoint,
-           "DAGSTER_HOME": str(home)}
+    env = {
+        **os.environ,
+        "ATARI_REPLAY_URL": f"gs://{DEMO_BUCKET}/dqn",
+        "OPENX_URL": str(demo_fixtures / "openx"),
+        "STORAGE_EMULATOR_HOST": gcs_endpoint,
+        "DAGSTER_HOME": str(home),
+    }
     env.pop("ATARI_CHECKPOINTS", None)
     return Runner(env, logs)
 
@@ -72,5 +81,8 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def debris(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
-                  if p.name.startswith(".staging-") or p.name.endswith(".part"))
+    return sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.name.startswith(".staging-") or p.name.endswith(".part")
+    )

@@ -19,8 +19,13 @@ from urllib.parse import urlparse
 
 
 class FaultProxy:
-    def __init__(self, upstream: str, schedule: list[str | None], stall_s: float = 4.0,
-                 repeat_last: bool = False) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        schedule: list[str | None],
+        stall_s: float = 4.0,
+        repeat_last: bool = False,
+    ) -> None:
         self.upstream = urlparse(upstream)
         self.schedule = list(schedule)
         self.repeat_last = repeat_last
@@ -40,8 +45,9 @@ class FaultProxy:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 fault = proxy._next_fault(self.path)
                 if fault == "reset":
-                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                               struct.pack("ii", 1, 0))
+                    self.connection.setsockopt(
+                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                    )
                     self.close_connection = True
                     return
                 if fault == "timeout":
@@ -56,8 +62,9 @@ class FaultProxy:
                     self.end_headers()
                     self.wfile.write(payload)
                     return
-                conn = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port,
-                                                  timeout=30)
+                conn = http.client.HTTPConnection(
+                    proxy.upstream.hostname, proxy.upstream.port, timeout=30
+                )
                 headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
                 conn.request(self.command, self.path, body=body or None, headers=headers)
                 resp = conn.getresponse()
@@ -91,8 +98,11 @@ class FaultProxy:
         with self._lock:
             self.media_requests += 1
             if self.schedule:
-                fault = self.schedule[0] if (self.repeat_last and len(self.schedule) == 1) \
+                fault = (
+                    self.schedule[0]
+                    if (self.repeat_last and len(self.schedule) == 1)
                     else self.schedule.pop(0)
+                )
             else:
                 fault = None
             if fault:

@@ -19,8 +19,13 @@ from episode_warehouse.fixtures.dopamine_writer import write_run
 def run_dir(tmp_path):
     rng = np.random.default_rng(0)
     folder = tmp_path / "replay_logs"
-    write_run(folder, [play_episode(rng, int(n)) for n in rng.integers(20, 60, 12)], 150,
-              final_log=False, compresslevel=1)
+    write_run(
+        folder,
+        [play_episode(rng, int(n)) for n in rng.integers(20, 60, 12)],
+        150,
+        final_log=False,
+        compresslevel=1,
+    )
     return folder
 
 
@@ -93,8 +98,9 @@ def test_add_count_inconsistent_with_arrays(run_dir, tmp_path):
 def test_final_log_overlap_mismatch(tmp_path):
     rng = np.random.default_rng(1)
     folder = tmp_path / "replay_logs"
-    truth = write_run(folder, [play_episode(rng, int(n)) for n in rng.integers(20, 40, 10)], 150,
-                      compresslevel=1)
+    truth = write_run(
+        folder, [play_episode(rng, int(n)) for n in rng.integers(20, 40, 10)], 150, compresslevel=1
+    )
     final = truth.final_suffix
     path = folder / file_name("reward", final)
     _rewrite(path, _load(path) + 1.0)

@@ -75,9 +75,11 @@ def test_two_partitions_at_once_while_another_process_queries(runner, tmp_path):
 
     root = tmp_path / "busy"
     assert runner.run("materialize", "openx", "bridge", root=root) == 0  # creates the catalog
-    queries = subprocess.Popen([sys.executable, "-c", QUERY_LOOP,
-                                str(root / "catalog" / "catalog.duckdb"), "25"],
-                               stdout=subprocess.PIPE, text=True)
+    queries = subprocess.Popen(
+        [sys.executable, "-c", QUERY_LOOP, str(root / "catalog" / "catalog.duckdb"), "25"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     a = runner.start("materialize", "atari", "Pong/1", "--through", "catalog", root=root)
     b = runner.start("materialize", "atari", "Breakout/2", "--through", "catalog", root=root)
     assert a.wait(300) == 0 and b.wait(300) == 0
@@ -86,8 +88,12 @@ def test_two_partitions_at_once_while_another_process_queries(runner, tmp_path):
     import duckdb
 
     con = duckdb.connect(str(root / "catalog" / "catalog.duckdb"), read_only=True)
-    final = {p: (n, s) for p, n, s in con.execute(
-        "SELECT partition, count(*), sum(length) FROM episodes GROUP BY 1").fetchall()}
+    final = {
+        p: (n, s)
+        for p, n, s in con.execute(
+            "SELECT partition, count(*), sum(length) FROM episodes GROUP BY 1"
+        ).fetchall()
+    }
     assert set(final) == {"bridge", "Pong/1", "Breakout/2"}
     for rows in out["seen"]:  # every observation holds whole partitions only
         for partition, n, total in rows:

@@ -12,19 +12,31 @@ from episode_warehouse.fixtures.demo import DEMO_BUCKET
 from episode_warehouse.fixtures.gcs_emulator import emulator_env
 from tests.reliability.fault_proxy import FaultProxy
 
-FAULTS = ["503", "reset", "truncate", "corrupt", "timeout", "503", None, "truncate", "corrupt",
-          None, "reset", "503"]
+FAULTS = [
+    "503",
+    "reset",
+    "truncate",
+    "corrupt",
+    "timeout",
+    "503",
+    None,
+    "truncate",
+    "corrupt",
+    None,
+    "reset",
+    "503",
+]
 
 
 def _mirror(proxy_url, dest, attempts=6):
     with emulator_env(proxy_url):
-        store = open_blob_store(f"gs://{DEMO_BUCKET}/dqn",
-                                RetryPolicy(attempts=attempts, base_s=0.05, timeout_s=2))
+        store = open_blob_store(
+            f"gs://{DEMO_BUCKET}/dqn", RetryPolicy(attempts=attempts, base_s=0.05, timeout_s=2)
+        )
         return mirror_run(store, "Pong", 5, dest, CheckpointSubset("all"), workers=2)
 
 
-def test_faults_are_retried_and_no_corrupt_file_is_accepted(gcs_endpoint, demo_fixtures,
-                                                            tmp_path):
+def test_faults_are_retried_and_no_corrupt_file_is_accepted(gcs_endpoint, demo_fixtures, tmp_path):
     source = demo_fixtures / "atari-bucket" / "dqn" / "Pong" / "5" / "replay_logs"
     with FaultProxy(gcs_endpoint, FAULTS, stall_s=4) as proxy:
         report = _mirror(proxy.url, tmp_path / "raw")
@@ -32,15 +44,20 @@ def test_faults_are_retried_and_no_corrupt_file_is_accepted(gcs_endpoint, demo_f
     assert injected == len([f for f in FAULTS if f])
     files = sorted(p.name for p in source.iterdir())
     mirrored = tmp_path / "raw" / "replay_logs"
-    accepted_corrupt = [n for n in files if (mirrored / n).read_bytes() != (source / n).read_bytes()]
+    accepted_corrupt = [
+        n for n in files if (mirrored / n).read_bytes() != (source / n).read_bytes()
+    ]
     assert accepted_corrupt == []
     assert sorted(p.name for p in mirrored.iterdir()) == files  # no .part left
     assert report.stats.retries >= injected - 1
     assert report.stats.rejected_corrupt >= 2
-    figures = {"faults_injected": dict(proxy.injected), "retries": report.stats.retries,
-               "rejected_corrupt": report.stats.rejected_corrupt,
-               "resumed_bytes": report.stats.resumed_bytes,
-               "files_accepted_corrupted": len(accepted_corrupt)}
+    figures = {
+        "faults_injected": dict(proxy.injected),
+        "retries": report.stats.retries,
+        "rejected_corrupt": report.stats.rejected_corrupt,
+        "resumed_bytes": report.stats.resumed_bytes,
+        "files_accepted_corrupted": len(accepted_corrupt),
+    }
     (tmp_path / "figures.json").write_text(json.dumps(figures))
     print("fault figures:", figures)
 

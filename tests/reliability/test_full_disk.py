@@ -1,0 +1,58 @@
+"""A full disk while writing: a clear error, the staging folder gone, the old version intact."""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from episode_warehouse.atari.decode import decode_run
+from episode_warehouse.atomic import staged, write_lock
+from episode_warehouse.errors import ConfigError
+from episode_warehouse.fixtures.atari_game import play_episode
+from episode_warehouse.fixtures.dopamine_writer import write_run
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mount = tmp_path / "small"
+    mount.mkdir()
+    rc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount)],
+        capture_output=True,
+        check=False,
+    ).returncode
+    if rc != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root); see docs/reliability.md")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_disk_full_while_decoding(small_disk, tmp_path):
+    rng = np.random.default_rng(0)
+    small = tmp_path / "small-run"
+    write_run(
+        small, [play_episode(rng, 40) for _ in range(6)], 100, final_log=False, compresslevel=1
+    )
+    big = tmp_path / "big-run"
+    write_run(
+        big,
+        [play_episode(rng, int(n)) for n in rng.integers(100, 300, 20)],
+        1000,
+        final_log=False,
+        compresslevel=1,
+    )
+    target = small_disk / "decoded"
+    with write_lock(target), staged(target) as tmp:  # a first version that fits
+        decode_run(small, [0, 1], tmp, workers=1)
+    before = {p.name: p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    n = len(list(big.glob("add_count_ckpt.*")))
+    with (
+        pytest.raises(ConfigError, match="disk is full"),
+        write_lock(target),
+        staged(target) as tmp,
+    ):
+        decode_run(big, list(range(n)), tmp, workers=1)
+    assert {p.name: p.read_bytes() for p in target.rglob("*") if p.is_file()} == before
+    assert [p.name for p in small_disk.iterdir() if p.name.startswith(".staging-")] == []
+    assert os.statvfs(small_disk).f_bfree > 0
