@@ -12,8 +12,6 @@ import shutil
 import time
 from pathlib import Path
 
-import torch
-
 from bench.atari_decode import DATA, make_files
 
 SLICES, SLICE_LEN, BATCHES = 256, 64, 20

@@ -1,5 +1,6 @@
 """Helpers for tests that run the CLI as separate processes and kill or race them."""
 
+import contextlib
 import json
 import os
 import signal
@@ -34,10 +35,8 @@ class Runner:
 
     @staticmethod
     def kill(proc: subprocess.Popen) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its worker processes
-        except ProcessLookupError:
-            pass
         proc.wait()
 
 

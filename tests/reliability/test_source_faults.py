@@ -63,9 +63,11 @@ def test_faults_are_retried_and_no_corrupt_file_is_accepted(gcs_endpoint, demo_f
 
 
 def test_a_blob_that_never_matches_its_crc32c_is_refused(gcs_endpoint, tmp_path):
-    with FaultProxy(gcs_endpoint, ["corrupt"], repeat_last=True) as proxy:
-        with pytest.raises(SourceUnavailableError, match="download failed after 3 attempts"):
-            _mirror(proxy.url, tmp_path / "raw", attempts=3)
+    with (
+        FaultProxy(gcs_endpoint, ["corrupt"], repeat_last=True) as proxy,
+        pytest.raises(SourceUnavailableError, match="download failed after 3 attempts"),
+    ):
+        _mirror(proxy.url, tmp_path / "raw", attempts=3)
     folder = tmp_path / "raw" / "replay_logs"
     published = [p for p in folder.iterdir() if not p.name.endswith(".part")]
     assert published == [] and not (tmp_path / "raw" / "manifest.json").exists()
