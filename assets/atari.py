@@ -6,12 +6,11 @@ import dagster as dg
 
 from assets import versions
 from assets.partitions import atari_runs
-from assets.stage import build_stage
+from assets.stage import build_stage, raw_inputs
 from episode_warehouse.atari.decode import decode_run
 from episode_warehouse.atari.games import parse_partition_key
 from episode_warehouse.atari.mirror import mirror_run, read_manifest
 from episode_warehouse.atomic import write_lock
-from episode_warehouse.errors import NotMaterializedError
 from resources import AtariReplaySource, WarehouseStorage
 
 
@@ -74,35 +73,20 @@ def atari_episodes(
     # Idempotent: rebuilt only when the mirrored files or this code version changed.
     key = context.partition_key
     layout = warehouse.layout()
-    raw = layout.raw_dir("atari", key)
-    manifest = read_manifest(raw)
-    if not manifest:
-        raise NotMaterializedError(
-            "the replay files are not mirrored",
-            subject=str(raw),
-            fix=f"materialize atari_replay_files for {key} first",
-        )
-    built_from = {
-        "source_version": manifest["source_version"],
-        "code_version": versions.ATARI_EPISODES,
-    }
-    lineage = {
-        "source": "atari",
-        "partition": key,
-        "source_url": manifest["source_url"],
-        "source_version": manifest["source_version"],
-    }
+    raw = raw_inputs(
+        layout, "atari", key, read_manifest, versions.ATARI_EPISODES, "atari_replay_files"
+    )
     started = time.perf_counter()
     meta, rebuilt = build_stage(
         layout.decoded_dir("atari", key),
-        built_from,
+        raw.built_from,
         lambda tmp: decode_run(
-            raw / "replay_logs",
-            manifest["suffixes"],
+            raw.folder / "replay_logs",
+            raw.manifest["suffixes"],
             tmp,
             workers=warehouse.workers,
             file_prefix=f"{key}/replay_logs/",
-            lineage=lineage,
+            lineage=raw.lineage,
         ),
     )
     seconds = time.perf_counter() - started

@@ -6,9 +6,9 @@ import dagster as dg
 
 from assets import versions
 from assets.partitions import openx_datasets
-from assets.stage import build_stage
+from assets.stage import build_stage, raw_inputs
 from episode_warehouse.atomic import write_lock
-from episode_warehouse.errors import ConfigError, NotMaterializedError
+from episode_warehouse.errors import ConfigError
 from episode_warehouse.openx.datasets import check_dataset_id
 from episode_warehouse.openx.decode import decode_shards
 from episode_warehouse.openx.mirror import (
@@ -80,29 +80,16 @@ def openx_episodes(
     # Idempotent: rebuilt only when the shards or this code version changed.
     dataset = check_dataset_id(context.partition_key)
     layout = warehouse.layout()
-    raw = layout.raw_dir("openx", dataset)
-    manifest = read_manifest(raw)
-    if not manifest:
-        raise NotMaterializedError(
-            "the shards are not listed yet",
-            subject=str(raw),
-            fix=f"materialize openx_shards for {dataset} first",
-        )
-    built_from = {
-        "source_version": manifest["source_version"],
-        "code_version": versions.OPENX_EPISODES,
-    }
-    lineage = {
-        "source": "openx",
-        "partition": dataset,
-        "source_url": manifest["source_url"],
-        "source_version": manifest["source_version"],
-    }
+    raw = raw_inputs(
+        layout, "openx", dataset, read_manifest, versions.OPENX_EPISODES, "openx_shards"
+    )
     started = time.perf_counter()
     meta, rebuilt = build_stage(
         layout.decoded_dir("openx", dataset),
-        built_from,
-        lambda tmp: decode_shards(manifest_shards(raw, manifest), tmp, lineage=lineage),
+        raw.built_from,
+        lambda tmp: decode_shards(
+            manifest_shards(raw.folder, raw.manifest), tmp, lineage=raw.lineage
+        ),
     )
     seconds = time.perf_counter() - started
     return dg.MaterializeResult(

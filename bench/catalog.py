@@ -83,6 +83,15 @@ def partition_rows(i: int, n: int, rng: np.random.Generator) -> tuple[str, str, 
     return source, key, table, part
 
 
+def native_replace(con, source: str, key: str, table: pa.Table) -> None:
+    """The single-table design's partition refresh: DELETE + INSERT in one transaction."""
+    con.register("incoming", table)
+    con.execute("BEGIN")
+    con.execute("DELETE FROM episodes WHERE source = ? AND partition = ?", [source, key])
+    con.execute("INSERT INTO episodes SELECT * FROM incoming")
+    con.execute("COMMIT")
+
+
 def median_ms(con, sql: str, repeats: int = 7) -> float:
     times = []
     for _ in range(repeats):
