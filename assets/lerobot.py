@@ -81,7 +81,7 @@ def partition_export_asset(
             name, str(layout.root), [tuple(r) for r in rows], video=config.video
         )
         target = layout.lerobot_dir(name)
-        meta = export_lerobot(request, target, workers=warehouse.workers)
+        meta = export_lerobot(request, target, workers=warehouse.export_workers)
         return _result(meta, target, rows)
 
     return _export
@@ -122,5 +122,5 @@ def selection_lerobot_export(
         name, str(layout.root), [tuple(r[:5]) for r in rows], video=config.video, query=sql
     )
     target = layout.lerobot_dir(name)
-    meta = export_lerobot(request, target, workers=warehouse.workers)
+    meta = export_lerobot(request, target, workers=warehouse.export_workers)
     return _result(meta, target, rows)

@@ -12,28 +12,22 @@ from resources import WarehouseStorage
 
 def picture_metadata(target) -> dict:
     """Return/length histograms and first frames of a few episodes, as inline PNGs."""
-    import pyarrow.parquet as pq
+    from episode_warehouse.report.plots import markdown_image
+    from episode_warehouse.report.ted_report import read_ted_report
 
-    from episode_warehouse.report.plots import distributions_png, markdown_image, thumbnails_png
-    from episode_warehouse.ted.reader import open_ted_folder
-
-    episodes = pq.read_table(target / "episodes.parquet")
-    if not episodes.num_rows:
-        return {}
-    td = open_ted_folder(target)
-    obs = td["observation"]
-    if not isinstance(obs, __import__("torch").Tensor):  # OpenX: the first camera
-        name = next(k for k in obs.keys() if obs[k].ndim == 4)  # noqa: SIM118 - TensorDict
-        obs = obs[name]
-    starts = episodes.column("start").to_numpy()[:6]
+    alt = {"distributions": "return and length", "first_frames": "first frames"}
     return {
-        "distributions": dg.MetadataValue.md(
-            markdown_image(distributions_png(episodes), "return and length")
-        ),
-        "first_frames": dg.MetadataValue.md(
-            markdown_image(thumbnails_png([obs[int(s)].numpy() for s in starts]), "first frames")
-        ),
+        name: dg.MetadataValue.md(markdown_image(png, alt[name]))
+        for name, png in read_ted_report(target).items()
     }
+
+
+def _build_with_report(episodes, tmp) -> dict:
+    from episode_warehouse.report.ted_report import write_ted_report
+
+    meta = build_ted(episodes, tmp)
+    write_ted_report(tmp)
+    return meta
 
 
 def ted_asset(
@@ -64,7 +58,9 @@ def ted_asset(
             "code_version": versions.TED,
         }
         target = layout.ted_dir(source, key)
-        meta, rebuilt = build_stage(target, built_from, lambda tmp: build_ted(episodes, tmp))
+        meta, rebuilt = build_stage(
+            target, built_from, lambda tmp: _build_with_report(episodes, tmp)
+        )
         on_disk = folder_bytes(target)
         return dg.MaterializeResult(
             metadata={

@@ -1,4 +1,5 @@
-"""Benchmark: TED -> LeRobot v3 (lossless PNG), ours (two worker processes + aggregate) against
+"""Benchmark: TED -> LeRobot v3 (lossless PNG), ours (one process; and two worker processes
+joined by lerobot's aggregate_datasets) against
 the single-process per-frame path (add_frame for every frame, save_episode per episode, as
 TorchRL's LeRobot adapter does), on the same episodes in the same run.
 

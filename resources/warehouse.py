@@ -10,10 +10,13 @@ from episode_warehouse.paths import WarehouseLayout
 
 
 class WarehouseStorage(dg.ConfigurableResource):
-    """Where artifacts live (``EPISODE_WAREHOUSE_ROOT``) and how many cores decoding may use."""
+    """Where artifacts live (``EPISODE_WAREHOUSE_ROOT``) and how many processes stages use."""
 
     root: str
     workers: int = 2
+    # LeRobot exports: 1 process. Two processes joined by lerobot's aggregate_datasets measured
+    # 0.47x of one at 12k frames (docs/benchmarks.md): aggregation costs as much as writing.
+    export_workers: int = 1
 
     def layout(self) -> WarehouseLayout:
         layout = WarehouseLayout.from_root(self.root)

@@ -55,6 +55,14 @@ class CatalogStore:
         )
         log.info("catalog: published %d episodes of %s/%s", episodes.num_rows, source, partition)
 
+    def partition_row(self, source: str, partition: str) -> dict | None:
+        """The published ``partitions`` row of one partition, or None."""
+        path = self._file(PARTITIONS, source, partition)
+        if not path.is_file():
+            return None
+        rows = pq.read_table(path).to_pylist()
+        return rows[0] if rows else None
+
     def remove_partition(self, source: str, partition: str) -> bool:
         """Remove a partition's rows; True if there were any."""
         removed = unpublish(self._file(PARTITIONS, source, partition))

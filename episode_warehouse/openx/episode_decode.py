@@ -6,6 +6,7 @@ camera images (``{"bytes": ..., "path": ...}``) are decoded to uint8 CHW with to
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,15 +55,21 @@ def _decode_image(value: dict, subject: str) -> np.ndarray:
     return tensor.numpy()
 
 
+# Python scalars get the dtypes torch.as_tensor gives them (as TorchRL's make_tensordict does).
+_PY_DTYPES = {bool: np.bool_, int: np.int64, float: np.float32}
+
+
 def _leaf(value, subject: str) -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    if type(value) in _PY_DTYPES:
+        return np.asarray(value, dtype=_PY_DTYPES[type(value)])
     import torch
 
-    if isinstance(value, dict) and "bytes" in value:
-        return _decode_image(value, subject)
     try:
-        return torch.as_tensor(
-            np.asarray(value) if isinstance(value, np.generic) else value
-        ).numpy()
+        return torch.as_tensor(value).numpy()
     except (TypeError, ValueError, RuntimeError) as exc:
         raise CorruptInputError(
             f"unsupported value of type {type(value).__name__}", subject=subject
@@ -84,6 +91,7 @@ def decode_episode(obj: object, subject: str) -> DecodedEpisode:
     if not steps:
         raise CorruptInputError("the episode has no steps", subject=subject)
     columns: dict[str, list[np.ndarray]] = {}
+    images: list[tuple[str, int, dict, str]] = []
     instruction = None
     first_keys: list[str] | None = None
     for t, step in enumerate(steps):
@@ -105,6 +113,12 @@ def decode_episode(obj: object, subject: str) -> DecodedEpisode:
                 text = value.decode() if isinstance(value, bytes) else str(value)
                 instruction = instruction if instruction is not None else text
                 continue
+            if isinstance(value, dict) and "bytes" in value:
+                images.append(
+                    (key, len(columns.setdefault(key, [])), value, f"{subject} step {t} {key}")
+                )
+                columns[key].append(None)
+                continue
             arr = _leaf(value, f"{subject} step {t} {key}")
             col = columns.setdefault(key, [])
             if col and (arr.shape != col[0].shape or arr.dtype != col[0].dtype):
@@ -115,5 +129,30 @@ def decode_episode(obj: object, subject: str) -> DecodedEpisode:
                     fix="the episode is malformed; remove it from the shard",
                 )
             col.append(arr)
+    decoded = _image_pool().map(lambda job: _decode_image(job[2], job[3]), images)
+    for (key, t, _, subject_t), arr in zip(images, decoded, strict=True):
+        first = columns[key][0]
+        if first is not None and (arr.shape != first.shape or arr.dtype != first.dtype):
+            raise CorruptInputError(
+                f"{subject_t}: image of shape {arr.shape}, step 0 had {first.shape}",
+                subject=subject,
+                fix="the episode is malformed; remove it from the shard",
+            )
+        columns[key][t] = arr
     arrays = {key: np.stack(col) for key, col in columns.items()}
     return DecodedEpisode(arrays, instruction, len(steps))
+
+
+_POOL = None
+
+
+def _image_pool():
+    """Threads for image decoding (the decoders release the GIL): both cores on one stream."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(
+            max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="image-decode"
+        )
+    return _POOL

@@ -45,11 +45,15 @@ class NextObservation(torch.Tensor):
                 full[self._last_step] = 0
                 return torch.Tensor.__getitem__(full, index)
             mask = self._last_step[first]
+            shares_memory = out.untyped_storage().data_ptr() == self.untyped_storage().data_ptr()
             if mask.ndim == 0:
-                return torch.zeros_like(out) if bool(mask) else torch.Tensor.clone(out)
+                if bool(mask):
+                    return torch.zeros_like(out)
+                return torch.Tensor.clone(out) if shares_memory else out
             if bool(mask.any()):
-                out = torch.Tensor.clone(out)
-                out[mask] = 0
+                if shares_memory:  # a view of the file (basic slicing): copy before zeroing
+                    out = torch.Tensor.clone(out)
+                out[mask] = 0  # advanced indexing already returned a fresh copy
             return out
 
     def __reduce_ex__(self, protocol):
