@@ -56,7 +56,7 @@ def partition_rows(i: int, n: int, rng: np.random.Generator) -> tuple[str, str, 
             "true_start": np.ones(n, bool),
             "complete": terminated,
             "language_instruction": (
-                None
+                [None] * n
                 if source == "atari"
                 else [INSTRUCTIONS[j % len(INSTRUCTIONS)] for j in range(n)]
             ),

@@ -34,7 +34,7 @@ def main() -> None:
     from episode_warehouse.atari.decode import decode_run
     from episode_warehouse.catalog.rows import folder_bytes
     from episode_warehouse.decoded import open_decoded
-    from episode_warehouse.loading import EpisodeStream, Selection, no_collate
+    from episode_warehouse.loading import EpisodeStream, Selection, ted_collate
     from episode_warehouse.ted import build_ted, open_ted_folder
 
     replay = make_files(100_000, 3)
@@ -91,11 +91,11 @@ def main() -> None:
         )
     ]
     selection = Selection.from_rows(rows, layout_root)
-    for workers in (0, 1, 2):
+    for workers in (0, 1, 2):  # batches of 32 slices, stacked (copied) in the workers
         stream = EpisodeStream(selection, SLICE_LEN, drop_last=True)
-        loader = DataLoader(stream, batch_size=None, num_workers=workers, collate_fn=no_collate)
+        loader = DataLoader(stream, batch_size=32, num_workers=workers, collate_fn=ted_collate)
         t = time.perf_counter()
-        count = sum(1 for _ in loader)
+        count = sum(batch.batch_size[0] for batch in loader)
         report[f"stream_slices_per_s_{workers}_workers"] = round(count / (time.perf_counter() - t))
     print(json.dumps(report, indent=1))
     out = Path(__file__).parent / "results"
