@@ -19,6 +19,9 @@ def test_asset_keys_and_groups():
         "atari_catalog_rows": "catalog",
         "openx_catalog_rows": "catalog",
         "episode_catalog": "catalog",
+        "atari_lerobot_export": "lerobot",
+        "openx_lerobot_export": "lerobot",
+        "selection_lerobot_export": "lerobot",
     }
 
 

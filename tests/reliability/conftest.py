@@ -71,6 +71,10 @@ def snapshot(root: Path) -> dict[str, bytes]:
             out[rel] = repr(table.select(keep).to_pylist()).encode()
         elif rel.startswith("lerobot/") and rel.endswith("warehouse_export.json"):
             continue
+        elif rel.startswith("lerobot/") and path.suffix == ".parquet":
+            # lerobot orders some columns by set iteration (PYTHONHASHSEED): compare content
+            table = pq.read_table(path)
+            out[rel] = repr(table.select(sorted(table.column_names)).to_pydict()).encode()
         elif rel.startswith("lerobot/") and rel.endswith(".json"):
             # lerobot writes stats.json keys in set order (PYTHONHASHSEED): compare content
             out[rel] = json.dumps(json.loads(path.read_text()), sort_keys=True).encode()
