@@ -93,3 +93,19 @@ def test_failures_surface_as_one_line(warehouse_env, instance, monkeypatch):
     monkeypatch.setenv("ATARI_CHECKPOINTS", "7,8")
     with pytest.raises(WarehouseError, match=r"suffixes \[7, 8\] are not in the source"):
         materialize_partition("atari", "Pong/5", instance=instance)
+
+
+def test_openx_streaming_mode_keeps_no_raw_copy_and_gives_the_same_ted(
+    warehouse_env, instance, monkeypatch, tmp_path
+):
+    materialize_partition("openx", "cmu_stretch", through="ted", instance=instance)
+    downloaded = _ted_arrays(open_ted("openx", "cmu_stretch"))
+    monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", str(tmp_path / "streamed"))
+    monkeypatch.setenv("OPENX_MODE", "streaming")
+    materialize_partition("openx", "cmu_stretch", through="ted", instance=instance)
+    raw = WarehouseLayout.from_root(tmp_path / "streamed").raw_dir("openx", "cmu_stretch")
+    assert (raw / "manifest.json").is_file() and not list(raw.glob("*.tar"))
+    streamed = _ted_arrays(open_ted("openx", "cmu_stretch"))
+    assert streamed.keys() == downloaded.keys()
+    for key in streamed:
+        np.testing.assert_array_equal(streamed[key], downloaded[key], err_msg=str(key))
