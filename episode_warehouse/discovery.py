@@ -23,6 +23,19 @@ def _digest(items: list) -> str:
     return hashlib.sha256(json.dumps(sorted(items)).encode()).hexdigest()[:16]
 
 
+def _fingerprints(groups: dict[str, list], validate, where: str) -> dict[str, str]:
+    """Digest each group whose key is a valid partition key; warn about the others."""
+    out = {}
+    for key, files in groups.items():
+        try:
+            validate(key)
+        except PartitionKeyError:
+            log.warning("ignoring %r in the %s: not a valid partition key", key, where)
+            continue
+        out[key] = _digest(files)
+    return out
+
+
 def atari_fingerprints(store: BlobStore) -> dict[str, str]:
     """``{"Pong/5": fingerprint}`` for every valid game/run folder with replay files."""
     groups: dict[str, list] = {}
@@ -32,15 +45,7 @@ def atari_fingerprints(store: BlobStore) -> dict[str, str]:
             continue
         key = f"{parts[0]}/{parts[1]}"
         groups.setdefault(key, []).append([parts[3], blob.generation, blob.crc32c, blob.size])
-    out = {}
-    for key, files in groups.items():
-        try:
-            parse_partition_key(key)
-        except PartitionKeyError:
-            log.warning("ignoring %r in the Atari source: not one of the 300 game/run keys", key)
-            continue
-        out[key] = _digest(files)
-    return out
+    return _fingerprints(groups, parse_partition_key, "Atari source")
 
 
 def openx_fingerprints(url: str) -> dict[str, str]:
@@ -66,15 +71,7 @@ def openx_fingerprints(url: str) -> dict[str, str]:
         for tar in sorted(root.glob("*/*.tar")):
             st = tar.stat()
             groups.setdefault(tar.parent.name, []).append([tar.name, st.st_size, st.st_mtime_ns])
-    out = {}
-    for name, files in groups.items():
-        try:
-            check_dataset_id(name)
-        except PartitionKeyError:
-            log.warning("ignoring folder %r in the OpenX source: not a dataset id", name)
-            continue
-        out[name] = _digest(files)
-    return out
+    return _fingerprints(groups, check_dataset_id, "OpenX source")
 
 
 def changed(previous: dict[str, str], current: dict[str, str]) -> list[str]:
