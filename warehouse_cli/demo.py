@@ -47,18 +47,18 @@ def run_demo(folder: Path) -> int:
             print(f"openx {spec.name}: done in {time.perf_counter() - t:.1f} s")
     layout = WarehouseLayout.from_root(folder / "warehouse")
     print(f"\nDemo finished in {time.perf_counter() - started:.0f} s.")
-    print(f"  warehouse:  {layout.root}  (raw/, decoded/, ted/, catalog/)")
+    print(f"  warehouse:  {layout.root}  (raw/, decoded/, ted/, catalog/, lerobot/)")
     print(f"  catalog:    {layout.catalog_dir / 'catalog.duckdb'}")
     print(f"  dagster:    DAGSTER_HOME={home}\n")
     _print_table(*run_query(layout.catalog_dir, QUERY))
     print("\nNext:")
     print(
-        f'  warehouse sql --root {layout.root} \'SELECT * FROM episodes ORDER BY "return" '
+        f'  ./warehouse sql --root {layout.root} \'SELECT * FROM episodes ORDER BY "return" '
         "DESC LIMIT 5'"
     )
     print(
-        '  python -c "from episode_warehouse import open_ted; '
+        '  .venv/bin/python -c "from episode_warehouse import open_ted; '
         f"print(open_ted('atari', 'Pong/5', root='{layout.root}'))\""
     )
-    print("  warehouse ui --demo        # then open http://127.0.0.1:3000")
+    print(f"  ./warehouse ui --demo {folder}    # then open http://127.0.0.1:3000")
     return 0
