@@ -113,15 +113,16 @@ def read_slots(src: Path, slots: list[int], chunk_rows: int = CHUNK_ROWS) -> np.
 def main(argv: list[str]) -> int:
     """Worker entry point: ``python -m episode_warehouse.atari.frame_copy '<json job>'``.
 
-    Prints ``{"copied": N}`` or ``{"error": ..., "subject": ..., "fix": ...}`` on stdout.
+    Answers on stdout (the worker protocol): ``{"copied": N}`` or
+    ``{"error": ..., "subject": ..., "fix": ...}``.
     """
     job = json.loads(argv[0])
     try:
         copied = copy_frames(Path(job["src"]), [tuple(r) for r in job["runs"]], Path(job["dst"]))
     except CorruptInputError as exc:
-        print(json.dumps({"error": exc.what, "subject": exc.subject, "fix": exc.fix}))
+        sys.stdout.write(json.dumps({"error": exc.what, "subject": exc.subject, "fix": exc.fix}))
         return 1
-    print(json.dumps({"copied": copied}))
+    sys.stdout.write(json.dumps({"copied": copied}) + "\n")
     return 0
 
 

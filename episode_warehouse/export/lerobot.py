@@ -228,4 +228,5 @@ if __name__ == "__main__":
     _req = ExportRequest(
         **{**_job["request"], "episodes": [tuple(e) for e in _job["request"]["episodes"]]}
     )
-    print(_write_part(_req, [tuple(r) for r in _job["rows"]], Path(_job["out"])))
+    # the worker protocol: the frame count, last line of stdout
+    sys.stdout.write(f"{_write_part(_req, [tuple(r) for r in _job['rows']], Path(_job['out']))}\n")
