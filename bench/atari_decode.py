@@ -16,14 +16,13 @@ import gzip
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from bench.measure import run_child
+from bench.measure import dispatch, run_child, save_report
 
 DATA = Path(__file__).parent / "data"
 FRAME = 84 * 84
@@ -156,15 +155,8 @@ def main() -> None:
             )
     for key, value in report.items():
         print(f"{key:32s} {value}")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / f"atari_decode_C{args.capacity}.json").write_text(json.dumps(report, indent=1))
+    save_report(f"atari_decode_C{args.capacity}", report)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "_ours":
-        child_ours(*sys.argv[2:])
-    elif len(sys.argv) > 1 and sys.argv[1] == "_torchrl":
-        child_torchrl(*sys.argv[2:])
-    else:
-        main()
+    dispatch({"_ours": child_ours, "_torchrl": child_torchrl}, main)

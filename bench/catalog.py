@@ -22,6 +22,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from bench.measure import save_report
 from episode_warehouse.catalog import EPISODES, CatalogStore
 from episode_warehouse.fixtures.openx_writer import INSTRUCTIONS
 
@@ -164,9 +165,7 @@ def main() -> None:
             latency[name] = {"ours_ms": a, "native_table_ms": b, "ratio": round(a / b, 2)}
         report["query_latency"] = latency
     print(json.dumps(report, indent=1))
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "catalog.json").write_text(json.dumps(report, indent=1))
+    save_report("catalog", report)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from bench.atari_decode import DATA, make_files
+from bench.measure import save_report
 
 
 def main() -> None:
@@ -58,9 +59,7 @@ def main() -> None:
         "noop_rebuilt": {k: v.value if v is not None else None for k, v in rebuilt.items()},
     }
     print(json.dumps(report, indent=1))
-    res = Path(__file__).parent / "results"
-    res.mkdir(exist_ok=True)
-    (res / "incremental.json").write_text(json.dumps(report, indent=1))
+    save_report("incremental", report)
     shutil.rmtree(DATA / "incremental", ignore_errors=True)
 
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from bench.atari_decode import DATA
+from bench.measure import save_report
 
 
 def per_frame_baseline(root: Path, rows: list, out: Path) -> float:
@@ -77,9 +78,7 @@ def main() -> None:
         report[f"speedup_{workers}_workers"] = round(base_s / ours_s, 2)
     shutil.rmtree(out, ignore_errors=True)
     print(json.dumps(report, indent=1))
-    res = Path(__file__).parent / "results"
-    res.mkdir(exist_ok=True)
-    (res / "lerobot_export.json").write_text(json.dumps(report, indent=1))
+    save_report("lerobot_export", report)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from pathlib import Path
 
 from bench.atari_decode import DATA, make_files
+from bench.measure import save_report
 
 SLICES, SLICE_LEN, BATCHES = 256, 64, 20
 
@@ -98,9 +98,7 @@ def main() -> None:
         count = sum(batch.batch_size[0] for batch in loader)
         report[f"stream_slices_per_s_{workers}_workers"] = round(count / (time.perf_counter() - t))
     print(json.dumps(report, indent=1))
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "loading.json").write_text(json.dumps(report, indent=1))
+    save_report("loading", report)
 
 
 if __name__ == "__main__":

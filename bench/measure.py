@@ -63,3 +63,18 @@ def run_child(module: str, args: list[str]) -> Measurement:
     if proc.returncode != 0 or not out:
         raise RuntimeError(f"{module} {args} failed with {proc.returncode}")
     return Measurement(seconds, anon / 1024, file / 1024, hwm / 1024, json.loads(out[-1]))
+
+
+def save_report(name: str, report: dict) -> None:
+    """Write ``bench/results/<name>.json`` (not committed)."""
+    out = Path(__file__).parent / "results"
+    out.mkdir(exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(report, indent=1))
+
+
+def dispatch(children: dict, main) -> None:
+    """Run ``children[argv[1]](*argv[2:])`` in a measured child process, else ``main()``."""
+    if len(sys.argv) > 1 and sys.argv[1] in children:
+        children[sys.argv[1]](*sys.argv[2:])
+    else:
+        main()

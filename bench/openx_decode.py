@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.measure import run_child
+from bench.measure import dispatch, run_child, save_report
 
 DATA = Path(__file__).parent / "data"
 
@@ -146,15 +145,8 @@ def main() -> None:
         print(size)
         for key, value in figures.items():
             print(f"  {key:24s} {value}")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "openx_decode.json").write_text(json.dumps(report, indent=1))
+    save_report("openx_decode", report)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "_ours":
-        child_ours(*sys.argv[2:])
-    elif len(sys.argv) > 1 and sys.argv[1] == "_torchrl":
-        child_torchrl(*sys.argv[2:])
-    else:
-        main()
+    dispatch({"_ours": child_ours, "_torchrl": child_torchrl}, main)

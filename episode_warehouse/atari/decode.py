@@ -144,11 +144,12 @@ def _episode_table(plan: StreamPlan, file_prefix: str) -> pa.Table:
         np.add.reduceat(plan.reward.astype(np.float64), starts) if len(starts) else np.zeros(0)
     )
     terminated = plan.fragment_ends_terminal
+    chosen = {p.suffix for p in plan.placements}
     files = [
         [
             file_prefix + file_name("observation", s)
             for s in range(int(a), int(b) + 1)
-            if s in {p.suffix for p in plan.placements}
+            if s in chosen
         ]
         for a, b in zip(plan.fragment_first_suffix, plan.fragment_last_suffix, strict=True)
     ]

@@ -42,9 +42,8 @@ class Selection:
             NotMaterializedError: a row names a partition without a TED (lists them all).
         """
         layout = WarehouseLayout.from_root(root)
-        missing = sorted(
-            {(r[0], r[1]) for r in rows if not (layout.ted_dir(r[0], r[1]) / META).is_file()}
-        )
+        partitions = {(r[0], r[1]) for r in rows}  # one file check per partition, not per row
+        missing = sorted(p for p in partitions if not (layout.ted_dir(*p) / META).is_file())
         if missing:
             raise NotMaterializedError(
                 f"no TED for {', '.join(f'{s}:{p}' for s, p in missing[:5])}"
