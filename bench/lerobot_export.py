@@ -1,7 +1,7 @@
-"""Benchmark: TED -> LeRobot v3 (lossless PNG), ours (one process; and two worker processes
-joined by lerobot's aggregate_datasets) against
-the single-process per-frame path (add_frame for every frame, save_episode per episode, as
-TorchRL's LeRobot adapter does), on the same episodes in the same run.
+"""Benchmark: TED -> LeRobot v3 (lossless PNG): our export against the single-process per-frame
+path (``add_frame`` for every frame, ``save_episode`` per episode, as TorchRL's LeRobot adapter
+does), on the same episodes in the same run. Each writer runs in a child process of its own and
+is timed after its imports; the datasets are compared byte for byte at the end.
 
     python -m bench.lerobot_export [--frames 12000]
 """
@@ -11,72 +11,96 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
+import sys
 import time
-from pathlib import Path
 
 from bench.atari_decode import DATA
 from bench.measure import save_report
 
-
-def per_frame_baseline(root: Path, rows: list, out: Path) -> float:
-    from lerobot.datasets.lerobot_dataset import LeRobotDataset
-
-    from episode_warehouse.export.features import features_for, frames_of
-    from episode_warehouse.ted.reader import open_ted_folder
-
-    td = open_ted_folder(root / "ted" / "atari" / "Pong" / "1")
-    feats = features_for(td, "atari", video=False)
-    t = time.perf_counter()
-    ds = LeRobotDataset.create(
-        "bench/per-frame", fps=15, features=feats, root=out, use_videos=False
-    )
-    for _, _, _, start, length in rows:
-        for frame in frames_of(td[start : start + length], "atari", feats):
-            frame["task"] = "Pong"
-            ds.add_frame(frame)
-        ds.save_episode()
-    ds.finalize()
-    return time.perf_counter() - t
+ROOT = DATA / "loading" / "root"  # written by bench.loading (a 300k-frame Atari TED)
+OUT = DATA / "export-bench"
+# variant -> (PNG worker processes, batched embedding); "per_frame" is the baseline
+VARIANTS = {"ours_1_worker": (1, True), "ours_2_workers": (2, True), "ours_rowwise": (1, False)}
 
 
-def main() -> None:
+def _rows(frames: int) -> list:
     import pyarrow.parquet as pq
 
-    from episode_warehouse.export import ExportRequest, export_lerobot
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--frames", type=int, default=12_000)
-    args = parser.parse_args()
-    root = DATA / "loading" / "root"  # written by bench.loading (a 300k-frame Atari TED)
-    if not (root / "ted" / "atari" / "Pong" / "1" / "meta.json").exists():
-        raise SystemExit("run `python -m bench.loading` first (it builds the TED used here)")
-    eps = pq.read_table(root / "ted" / "atari" / "Pong" / "1" / "episodes.parquet").to_pylist()
+    eps = pq.read_table(ROOT / "ted" / "atari" / "Pong" / "1" / "episodes.parquet").to_pylist()
     rows, total = [], 0
     for e in eps:
-        if total >= args.frames:
+        if total >= frames:
             break
         rows.append(("atari", "Pong/1", e["episode"], e["start"], e["length"]))
         total += e["length"]
-    out = DATA / "export-bench"
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir()
-    base_s = per_frame_baseline(root, rows, out / "baseline")
-    report = {
+    return rows
+
+
+def child(variant: str, frames: int) -> None:
+    """Write one dataset; the seconds it took (imports excluded) are the last stdout line."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset  # noqa: F401 - import untimed
+
+    from episode_warehouse.export import ExportRequest, export_lerobot
+    from episode_warehouse.export.per_frame import write_per_frame
+
+    rows = _rows(frames)
+    t = time.perf_counter()
+    if variant == "per_frame":
+        write_per_frame("bench/per-frame", ROOT, rows, OUT / variant)
+    else:
+        workers, batched = VARIANTS[variant]
+        export_lerobot(
+            ExportRequest(variant, str(ROOT), rows),
+            OUT / variant,
+            workers=workers,
+            batched_embedding=batched,
+        )
+    sys.stdout.write(f"{time.perf_counter() - t}\n")
+
+
+def run(variant: str, frames: int) -> float:
+    cmd = [sys.executable, "-m", "bench.lerobot_export", "--child", variant]
+    proc = subprocess.run(
+        [*cmd, "--frames", str(frames)], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{variant} failed:\n{proc.stderr[-3000:]}")
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--frames", type=int, default=12_000)
+    parser.add_argument("--child", choices=["per_frame", *VARIANTS])
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.frames)
+        return
+    if not (ROOT / "ted" / "atari" / "Pong" / "1" / "meta.json").exists():
+        raise SystemExit("run `python -m bench.loading` first (it builds the TED used here)")
+    rows = _rows(args.frames)
+    total = sum(r[4] for r in rows)
+    shutil.rmtree(OUT, ignore_errors=True)
+    OUT.mkdir(parents=True)
+    base_s = run("per_frame", args.frames)
+    report: dict = {
         "episodes": len(rows),
         "frames": total,
-        "per_frame_baseline_s": round(base_s, 1),
-        "baseline_fps": round(total / base_s),
+        "per_frame_baseline_s": round(base_s, 2),
+        "per_frame_baseline_fps": round(total / base_s),
     }
-    for workers in (1, 2):
-        t = time.perf_counter()
-        export_lerobot(
-            ExportRequest(f"bench{workers}", str(root), rows), out / f"w{workers}", workers=workers
-        )
-        ours_s = time.perf_counter() - t
-        report[f"ours_{workers}_workers_s"] = round(ours_s, 1)
-        report[f"ours_{workers}_workers_fps"] = round(total / ours_s)
-        report[f"speedup_{workers}_workers"] = round(base_s / ours_s, 2)
-    shutil.rmtree(out, ignore_errors=True)
+    for variant in VARIANTS:
+        s = run(variant, args.frames)
+        report[f"{variant}_s"] = round(s, 2)
+        report[f"{variant}_fps"] = round(total / s)
+        report[f"{variant}_vs_baseline"] = round(base_s / s, 2)
+    from episode_warehouse.export.compare import differing_files
+
+    report["files_differing_from_baseline"] = {
+        v: differing_files(OUT / "per_frame", OUT / v) for v in VARIANTS
+    }
+    shutil.rmtree(OUT, ignore_errors=True)
     print(json.dumps(report, indent=1))
     save_report("lerobot_export", report)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import dagster as dg
 
 from episode_warehouse.atomic import ensure_writable_dir
@@ -14,9 +16,9 @@ class WarehouseStorage(dg.ConfigurableResource):
 
     root: str
     workers: int = 2
-    # LeRobot exports: 1 process. Two processes joined by lerobot's aggregate_datasets measured
-    # 0.47x of one at 12k frames (docs/benchmarks.md): aggregation costs as much as writing.
-    export_workers: int = 1
+    # LeRobot exports: processes writing PNG frames while the run's process feeds lerobot's
+    # writer (one keeps up for 84x84 Atari frames; large multi-camera frames need more).
+    export_workers: int = max(2, min(8, (os.cpu_count() or 2) - 1))
 
     def layout(self) -> WarehouseLayout:
         layout = WarehouseLayout.from_root(self.root)

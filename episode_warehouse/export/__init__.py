@@ -1,5 +1,19 @@
 """LeRobot v3 exports of TED partitions and of catalog selections."""
 
-from episode_warehouse.export.lerobot import ExportRequest, export_lerobot
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from episode_warehouse.export.lerobot import ExportRequest, export_lerobot
 
 __all__ = ["ExportRequest", "export_lerobot"]
+
+
+def __getattr__(name: str):
+    # Lazy, so that `python -m episode_warehouse.export.png_writer` workers import only numpy.
+    if name in __all__:
+        from episode_warehouse.export import lerobot
+
+        return getattr(lerobot, name)
+    raise AttributeError(name)

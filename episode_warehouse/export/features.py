@@ -63,24 +63,54 @@ def features_for(td: TensorDictBase, source: str, video: bool) -> dict:
     return feats
 
 
-def frames_of(td: TensorDictBase, source: str, feats: dict) -> list[dict]:
-    """One LeRobot frame dict per step of ``td`` (one episode), without ``task``."""
+def image_sources(meta: dict, source: str, feats: dict) -> dict[str, tuple[str, str]]:
+    """Each image feature's TED file (relative to the TED folder) and its row layout."""
+    from episode_warehouse.export.png_writer import CHW, GRAY
+
+    out = {}
+    for key, ft in feats.items():
+        if ft["dtype"] not in ("image", "video"):
+            continue
+        if source == "atari":
+            out[key] = (meta["keys"]["observation"]["file"], GRAY)
+        else:
+            camera = key.removeprefix("observation.images.")
+            out[key] = (meta["keys"][f"observation/{camera}"]["file"], CHW)
+    return out
+
+
+def columns_of(td: TensorDictBase, source: str, feats: dict) -> dict[str, np.ndarray]:
+    """The non-image features of ``td`` (one episode) as (N, ...) arrays, keyed by feature."""
     n = td.batch_size[0]
     cols: dict[str, np.ndarray] = {
         "next.reward": td["next", "reward"].numpy().astype(np.float32).reshape(n, 1),
         "next.done": td["next", "done"].numpy().reshape(n, 1),
     }
     if source == "atari":
-        gray = td["observation"].numpy()
-        cols["observation.image"] = np.repeat(gray[..., None], 3, axis=-1)
         cols["action"] = td["action"].numpy().astype(np.int64).reshape(n, 1)
-    else:
-        for key in feats:
-            if key.startswith("observation.images."):
-                chw = td["observation", key.removeprefix("observation.images.")].numpy()
-                cols[key] = chw.transpose(0, 2, 3, 1)
-            elif key.startswith("observation."):
-                name = "state" if key == "observation.state" else key.removeprefix("observation.")
-                cols[key] = td["observation", name].numpy().astype(np.float32).reshape(n, -1)
-        cols["action"] = td["action"].numpy().astype(np.float32).reshape(n, -1)
-    return [{k: v[i] for k, v in cols.items()} for i in range(n)]
+        return cols
+    for key in feats:
+        if key.startswith("observation.") and not key.startswith("observation.images."):
+            name = "state" if key == "observation.state" else key.removeprefix("observation.")
+            cols[key] = td["observation", name].numpy().astype(np.float32).reshape(n, -1)
+    cols["action"] = td["action"].numpy().astype(np.float32).reshape(n, -1)
+    return cols
+
+
+def images_of(td: TensorDictBase, source: str, feats: dict) -> dict[str, np.ndarray]:
+    """The image features of ``td`` (one episode) as (N, H, W, 3) uint8 arrays."""
+    from episode_warehouse.export.png_writer import CHW, GRAY, to_hwc
+
+    if source == "atari":
+        return {"observation.image": to_hwc(td["observation"].numpy(), GRAY)}
+    return {
+        key: to_hwc(td["observation", key.removeprefix("observation.images.")].numpy(), CHW)
+        for key in feats
+        if key.startswith("observation.images.")
+    }
+
+
+def frames_of(td: TensorDictBase, source: str, feats: dict) -> list[dict]:
+    """One LeRobot frame dict per step of ``td`` (one episode), without ``task``."""
+    cols = {**columns_of(td, source, feats), **images_of(td, source, feats)}
+    return [{k: v[i] for k, v in cols.items()} for i in range(td.batch_size[0])]

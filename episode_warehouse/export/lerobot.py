@@ -1,25 +1,32 @@
-"""Write a LeRobot v3 dataset from TED episodes with lerobot's own writer, on both cores.
+"""Write a LeRobot v3 dataset from TED episodes with lerobot's own writer, on every core.
 
-The episodes are split into contiguous groups, one per worker process; each writes a LeRobot
-dataset of its own (``create``, ``add_frame``, ``save_episode``, ``finalize``) and lerobot's
-``aggregate_datasets`` joins them in order, so the layout is LeRobot's. Everything happens in a
-staging folder that is renamed into place at the end: a failure leaves nothing behind.
+lerobot's writer (``LeRobotDataset.create``, ``save_episode``, ``finalize``) writes the parquet
+files, the statistics and the metadata, one episode after the other. For each episode we hand it
+the buffer ``add_frame`` would have built (lerobot's ``save_episode(episode_data=...)``), whose
+PNG files worker processes (:mod:`png_writer`) have written a few episodes ahead; lerobot embeds
+them in batches (:mod:`embedding`). The dataset is the per-frame path's (:mod:`per_frame`) byte
+for byte. Everything is written in a staging folder renamed into place at the end: a failure
+leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shutil
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
+import tempfile
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from episode_warehouse.atomic import publish, remove_debris, staging_path, write_lock
 from episode_warehouse.errors import ExportError, PartitionKeyError
+from episode_warehouse.export.embedding import batched_image_embedding
+from episode_warehouse.export.episode_buffer import episode_buffer
+from episode_warehouse.export.episodes import ExportEpisode, create_dataset, export_episodes
+from episode_warehouse.export.png_writer import PngWriters
 
 log = logging.getLogger(__name__)
 EXPORT_META = "meta/warehouse_export.json"
@@ -66,98 +73,137 @@ class ExportRequest:
         }
 
 
-def _task(source: str, partition: str, tasks: list[str], task_index: int | None) -> str:
-    if source == "atari":
-        return partition.split("/")[0]
-    return tasks[task_index] if task_index is not None and tasks else ""
+_SCRATCH_PREFIX = "episode-warehouse-frames-"
 
 
-def _write_part(request: ExportRequest, rows: list, out: Path) -> int:
-    """One worker: a LeRobot dataset of ``rows`` at ``out``; returns frames written."""
-    import json as _json
-
-    from lerobot.datasets.lerobot_dataset import LeRobotDataset
-
-    from episode_warehouse.export.features import features_for, fps_for, frames_of
-    from episode_warehouse.paths import WarehouseLayout
-    from episode_warehouse.ted.reader import open_ted_folder
-
-    layout = WarehouseLayout(Path(request.root))
-    source, partition = rows[0][0], rows[0][1]
-    ted_dir = layout.ted_dir(source, partition)
-    td = open_ted_folder(ted_dir)
-    feats = features_for(td, source, request.video)
-    dataset = LeRobotDataset.create(
-        request.repo_id,
-        fps=fps_for(source, partition),
-        features=feats,
-        root=out,
-        use_videos=request.video,
-        robot_type=source,
-    )
-    frames = 0
-    opened = {(source, partition): (td, _json.loads((ted_dir / "meta.json").read_text()))}
-    for src, part, _, start, length in rows:
-        if (src, part) not in opened:
-            folder = layout.ted_dir(src, part)
-            opened[(src, part)] = (
-                open_ted_folder(folder),
-                _json.loads((folder / "meta.json").read_text()),
-            )
-        ted, meta = opened[(src, part)]
-        episode = ted[start : start + length]
-        has_task = "task_index" in episode.keys()  # noqa: SIM118 - TensorDict needs keys()
-        task_index = int(episode["task_index"][0]) if has_task else None
-        task = _task(src, part, meta.get("tasks", []), task_index)
-        for frame in frames_of(episode, src, feats):
-            frame["task"] = task
-            dataset.add_frame(frame)
-        dataset.save_episode()
-        frames += length
-    dataset.finalize()
-    return frames
+def _scratch_root(staging: Path, video: bool) -> Path:
+    """Where the workers write PNG files: lerobot encodes videos from ``<root>/images`` (and
+    deletes the frames); lossless frames only live until lerobot has embedded them, so they go
+    to memory (``/dev/shm``) where there is one: creating a file there costs ~10x less.
+    """
+    shm = Path("/dev/shm")
+    if video or not (shm.is_dir() and os.access(shm, os.W_OK)):
+        return staging
+    for stale in shm.glob(_SCRATCH_PREFIX + "*"):
+        pid = stale.name.removeprefix(_SCRATCH_PREFIX).split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(stale, ignore_errors=True)  # left by a killed export
+    return Path(tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-", dir=shm))
 
 
-def _run_part(request: ExportRequest, rows: list, out: Path) -> int:
-    """Run :func:`_write_part` in a plain worker process (robust inside any host process)."""
-    job = out.with_name(out.name + ".json")
-    job.write_text(json.dumps({"request": asdict(request), "rows": rows, "out": str(out)}))
-    proc = subprocess.run(
-        [sys.executable, "-m", "episode_warehouse.export.lerobot", str(job)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise ExportError(
-            f"an export worker failed: {proc.stderr.strip()[-800:]}", subject=request.name
+_CHUNK_FRAMES = 256  # frames per PNG job: episodes are split so that workers share them
+
+
+def _png_jobs(episode: ExportEpisode, index: int, scratch: Path, features: dict) -> list[dict]:
+    """The PNG jobs of episode ``index`` of the export, in lerobot's image layout."""
+    from lerobot.datasets.utils import DEFAULT_IMAGE_PATH
+
+    from episode_warehouse.export.features import image_sources
+
+    jobs = []
+    for key, (file, layout) in image_sources(episode.meta, episode.source, features).items():
+        first = scratch / DEFAULT_IMAGE_PATH.format(
+            image_key=key, episode_index=index, frame_index=0
         )
-    return int(proc.stdout.strip().splitlines()[-1])
+        for offset in range(0, episode.length, _CHUNK_FRAMES):
+            jobs.append(
+                {
+                    "key": key,
+                    "file": str(episode.ted_dir / file),
+                    "start": episode.start + offset,
+                    "length": min(_CHUNK_FRAMES, episode.length - offset),
+                    "first_frame": offset,
+                    "layout": layout,
+                    "dir": str(first.parent),
+                    "pattern": first.name.replace("000000", "{frame_index:06d}"),
+                    # what add_frame uses: 6 for lossless images, 1 for frames that become video
+                    "compress_level": 1 if features[key]["dtype"] == "video" else 6,
+                }
+            )
+    return jobs
 
 
-def _split(episodes: list, parts: int) -> list[list]:
-    """Contiguous groups of roughly equal frame counts, in order."""
-    total = sum(e[4] for e in episodes)
-    groups: list[list] = [[]]
-    acc = 0
-    for e in episodes:
-        if acc >= total * len(groups) / parts and len(groups) < parts:
-            groups.append([])
-        groups[-1].append(e)
-        acc += e[4]
-    return [g for g in groups if g]
+def _frame_paths(jobs: list[dict], length: int) -> dict[str, list[str]]:
+    """Image feature -> the episode's PNG paths, frame by frame."""
+    folders = {job["key"]: (Path(job["dir"]), job["pattern"]) for job in jobs}
+    return {
+        key: [str(folder / pattern.format(frame_index=i)) for i in range(length)]
+        for key, (folder, pattern) in folders.items()
+    }
 
 
-def export_lerobot(request: ExportRequest, target: Path, *, workers: int = 2) -> dict:
+def _check_first_frame(episode: ExportEpisode, dataset, columns: dict) -> None:
+    """lerobot's own check of a frame against the features, on the episode's first frame."""
+    from lerobot.datasets.feature_utils import validate_frame
+
+    from episode_warehouse.export.features import images_of
+
+    first = images_of(episode.steps()[:1], episode.source, dataset.meta.features)
+    frame = {k: v[0] for k, v in {**columns, **first}.items()}
+    validate_frame({**frame, "task": episode.task}, dataset.meta.features)
+
+
+def _write_dataset(request: ExportRequest, out: Path, writers: PngWriters) -> int:
+    """Write ``request``'s episodes as a LeRobot dataset at ``out``; return frames written."""
+    from episode_warehouse.export.features import columns_of
+
+    episodes = export_episodes(Path(request.root), list(request.episodes))
+    dataset = create_dataset(request.repo_id, episodes, out, request.video)
+    features = dataset.meta.features
+    scratch = _scratch_root(out, request.video)
+    pending: deque[tuple[list[dict], list]] = deque()
+
+    def submit(index: int) -> None:
+        jobs = _png_jobs(episodes[index], index, scratch, features)
+        pending.append((jobs, [writers.submit(job) for job in jobs]))
+
+    try:
+        ahead = writers.count + 1
+        for index in range(min(ahead, len(episodes))):
+            submit(index)
+        for index, episode in enumerate(episodes):
+            jobs, futures = pending.popleft()
+            if index + ahead < len(episodes):
+                submit(index + ahead)
+            columns = columns_of(episode.steps(), episode.source, features)
+            if index == 0:
+                _check_first_frame(episode, dataset, columns)
+            for future in futures:
+                future.result()
+            buffer = episode_buffer(
+                features,
+                episode_index=index,
+                fps=dataset.meta.fps,
+                task=episode.task,
+                columns=columns,
+                image_paths=_frame_paths(jobs, episode.length),
+            )
+            dataset.save_episode(episode_data=buffer)
+            if scratch != out:  # lerobot deletes frames that became video itself
+                for folder in {job["dir"] for job in jobs}:
+                    shutil.rmtree(folder, ignore_errors=True)
+            if (index + 1) % 100 == 0:
+                log.info("exported %d of %d episodes", index + 1, len(episodes))
+        dataset.finalize()
+    finally:
+        if scratch != out:
+            shutil.rmtree(scratch, ignore_errors=True)
+    shutil.rmtree(out / "images", ignore_errors=True)  # empty frame folders of video episodes
+    return sum(e.length for e in episodes)
+
+
+def export_lerobot(
+    request: ExportRequest, target: Path, *, workers: int = 1, batched_embedding: bool = True
+) -> dict:
     """Export ``request`` to ``target`` (a LeRobot dataset root); return the export metadata.
 
+    ``workers`` processes write the PNG frames while this one feeds lerobot's writer;
+    ``batched_embedding=False`` leaves lerobot's row-by-row embedding in place (to measure it).
     Idempotent: a target holding the same export (same episodes, mode and query) is kept.
 
     Raises:
         ExportError: no episode, mixed sources, or a target holding a different dataset.
     """
-    from lerobot.datasets.aggregate import aggregate_datasets
-
     check_export_name(request.name)
     if not request.episodes:
         raise ExportError(
@@ -191,22 +237,12 @@ def export_lerobot(request: ExportRequest, target: Path, *, workers: int = 2) ->
             )
         remove_debris(target)
         staging = staging_path(target)
-        parts_dir = staging_path(target.with_name(target.name + "-parts"))
         try:
-            groups = _split(list(request.episodes), max(1, workers))
-            roots = [parts_dir / f"part-{i}" for i in range(len(groups))]
-            if len(groups) == 1:
-                frames = [_write_part(request, groups[0], staging)]
-            else:
-                parts_dir.mkdir(parents=True)
-                with ThreadPoolExecutor(len(groups)) as pool:
-                    frames = list(pool.map(_run_part, [request] * len(groups), groups, roots))
-                aggregate_datasets(
-                    [request.repo_id] * len(groups), request.repo_id, roots=roots, aggr_root=staging
-                )
+            with PngWriters(workers) as writers, batched_image_embedding(batched_embedding):
+                frames = _write_dataset(request, staging, writers)
             meta = {
                 "name": request.name,
-                "frames": sum(frames),
+                "frames": frames,
                 "episodes": len(request.episodes),
                 "fingerprint": request.fingerprint(),
                 "request": {k: v for k, v in asdict(request).items() if k != "episodes"},
@@ -217,16 +253,5 @@ def export_lerobot(request: ExportRequest, target: Path, *, workers: int = 2) ->
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        finally:
-            shutil.rmtree(parts_dir, ignore_errors=True)
     log.info("exported %d episodes (%d frames) to %s", meta["episodes"], meta["frames"], target)
     return meta
-
-
-if __name__ == "__main__":
-    _job = json.loads(Path(sys.argv[1]).read_text())
-    _req = ExportRequest(
-        **{**_job["request"], "episodes": [tuple(e) for e in _job["request"]["episodes"]]}
-    )
-    # the worker protocol: the frame count, last line of stdout
-    sys.stdout.write(f"{_write_part(_req, [tuple(r) for r in _job['rows']], Path(_job['out']))}\n")

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from episode_warehouse.errors import NotMaterializedError
+from episode_warehouse.errors import CorruptInputError, NotMaterializedError
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.ted.layout import ARRAY, FORMAT, META, NEXT_OF, UNSQUEEZE, VERSION, ZEROS
 from episode_warehouse.ted.next_view import NextObservation
@@ -19,7 +19,14 @@ from episode_warehouse.ted.next_view import NextObservation
 
 def _map(path: Path) -> torch.Tensor:
     # mode "c": a private copy-on-write mapping; pages are read lazily, writes never reach disk.
-    array = np.load(path, mmap_mode="c")
+    try:
+        array = np.load(path, mmap_mode="c")
+    except (OSError, ValueError) as exc:
+        raise CorruptInputError(
+            f"a TED array cannot be read ({exc})",
+            subject=str(path),
+            fix="re-materialize the ted stage of this partition",
+        ) from exc
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return torch.from_numpy(array)

@@ -1,12 +1,24 @@
-"""LeRobot exports read back through LeRobotDataset equal the TED, frame by frame."""
+"""LeRobot exports read back through LeRobotDataset equal the TED, frame by frame, and equal
+what lerobot's per-frame path (add_frame for every frame) writes, file by file."""
+
+import os
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from episode_warehouse import open_ted
-from episode_warehouse.errors import ExportError, NotMaterializedError, PartitionKeyError
+from episode_warehouse.errors import (
+    CorruptInputError,
+    ExportError,
+    NotMaterializedError,
+    PartitionKeyError,
+)
 from episode_warehouse.export import ExportRequest, export_lerobot
+from episode_warehouse.export.compare import differing_files
+from episode_warehouse.export.per_frame import write_per_frame
 from episode_warehouse.fixtures.openx_writer import DatasetSpec
 from episode_warehouse.loading import Selection, select_episodes
 from tests.helpers import build_atari, build_openx
@@ -18,7 +30,9 @@ ROWS = "SELECT source, partition, episode, start, length FROM episodes"
 def root(tmp_path_factory):
     root = tmp_path_factory.mktemp("export") / "wh"
     build_atari(root, "Pong/3", 3, capacity=300, episodes=8, lengths=(20, 70))
-    build_openx(root, DatasetSpec("cmu_stretch", image_size=32), [[6, 9], [5]])
+    build_openx(
+        root, DatasetSpec("cmu_stretch", cameras=("image", "wrist"), image_size=32), [[6, 9], [5]]
+    )
     return root
 
 
@@ -73,8 +87,9 @@ def test_openx_round_trip_tasks_and_cameras(root, tmp_path):
     )
     for i in range(len(ds)):
         item = ds[i]
-        image = (item["observation.images.image"] * 255).round().to(torch.uint8)
-        assert torch.equal(image, td["observation", "image"][i])
+        for camera in ("image", "wrist"):
+            image = (item[f"observation.images.{camera}"] * 255).round().to(torch.uint8)
+            assert torch.equal(image, td["observation", camera][i]), (camera, i)
         np.testing.assert_allclose(
             item["observation.state"].numpy(),
             td["observation", "state"][i].numpy().astype(np.float32),
@@ -123,3 +138,72 @@ def test_reexport_of_same_selection_is_kept_and_a_different_one_refused(root, tm
     again = export_lerobot(ExportRequest("same", str(root), rows), tmp_path / "same", workers=1)
     assert again == first
     assert (tmp_path / "same" / "meta" / "info.json").stat().st_mtime_ns == mtime
+
+
+def _scratch_dirs() -> set[str]:
+    shm = Path("/dev/shm")
+    return {p.name for p in shm.glob("episode-warehouse-frames-*")} if shm.is_dir() else set()
+
+
+@pytest.mark.parametrize("source", ["atari", "openx"])
+def test_export_equals_lerobots_per_frame_path(root, tmp_path, source, monkeypatch):
+    """Same parquet tables, statistics and metadata as add_frame + save_episode per frame."""
+    from lerobot.datasets import dataset_writer, io_utils
+
+    from episode_warehouse.export import lerobot as export_module
+
+    # small PNG jobs, so that episodes (20-70 frames) are split across workers
+    monkeypatch.setattr(export_module, "_CHUNK_FRAMES", 16)
+    sel = select_episodes(ROWS + f" WHERE source = '{source}' ORDER BY episode", root=root)
+    rows = _rows(sel)
+    request = ExportRequest(f"same-{source}", str(root), rows)
+    before = _scratch_dirs()
+    export_lerobot(request, tmp_path / "ours", workers=2)
+    write_per_frame(request.repo_id, root, rows, tmp_path / "reference")
+    assert differing_files(tmp_path / "reference", tmp_path / "ours") == []
+    assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == ["data", "meta"]
+    assert _scratch_dirs() == before  # the PNG frames are gone
+    assert dataset_writer.embed_images is io_utils.embed_images  # lerobot restored
+
+
+def test_a_broken_ted_leaves_nothing(root, tmp_path):
+    """A TED frame file cut short: the error names it, and nothing is left behind."""
+    broken = tmp_path / "wh"
+    shutil.copytree(root, broken)
+    frames = broken / "ted" / "atari" / "Pong" / "3" / "observation.npy"
+    os.truncate(frames, frames.stat().st_size // 2)
+    sel = select_episodes(ROWS + " WHERE source = 'atari' ORDER BY episode", root=broken)
+    rows = _rows(sel)
+    before = _scratch_dirs()
+    with pytest.raises(CorruptInputError, match="observation.npy"):
+        export_lerobot(ExportRequest("broken", str(broken), rows), tmp_path / "out", workers=2)
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".lock-")] == ["wh"]
+    assert _scratch_dirs() == before
+
+
+def test_png_writers_report_a_failed_job_and_keep_working(root, tmp_path):
+    """A worker that cannot read its frames answers with the error; the next job still runs."""
+    from PIL import Image
+
+    from episode_warehouse.export.png_writer import GRAY, PngWriters
+
+    job = {
+        "file": str(tmp_path / "missing.npy"),
+        "start": 0,
+        "length": 2,
+        "first_frame": 0,
+        "layout": GRAY,
+        "dir": str(tmp_path / "frames"),
+        "pattern": "frame-{frame_index:06d}.png",
+        "compress_level": 6,
+    }
+    frames = root / "ted" / "atari" / "Pong" / "3" / "observation.npy"
+    with PngWriters(1) as writers:
+        with pytest.raises(ExportError, match="missing.npy.*FileNotFoundError"):
+            writers.submit(job).result()
+        writers.submit({**job, "file": str(frames), "start": 5}).result()
+    written = np.asarray(Image.open(tmp_path / "frames" / "frame-000001.png"))
+    expected = open_ted("atari", "Pong/3", root)["observation"][6].numpy()
+    assert written.shape == (*expected.shape, 3)
+    assert all(np.array_equal(written[..., c], expected) for c in range(3))

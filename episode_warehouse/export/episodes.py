@@ -1,0 +1,76 @@
+"""The episodes of an export: where each one's TED rows are, and its task string."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from tensordict import TensorDictBase
+
+from episode_warehouse.paths import WarehouseLayout
+
+
+@dataclass(frozen=True)
+class ExportEpisode:
+    """Rows ``[start, start + length)`` of the TED in ``ted_dir``, with the episode's task."""
+
+    source: str
+    partition: str
+    ted_dir: Path
+    meta: dict
+    ted: TensorDictBase
+    start: int
+    length: int
+    task: str
+
+    def steps(self) -> TensorDictBase:
+        return self.ted[self.start : self.start + self.length]
+
+
+def _task(source: str, partition: str, meta: dict, steps: TensorDictBase) -> str:
+    """Atari: the game. OpenX: the episode's language instruction (``task_index`` into tasks)."""
+    if source == "atari":
+        return partition.split("/")[0]
+    tasks = meta.get("tasks", [])
+    if "task_index" not in steps.keys() or not tasks:  # noqa: SIM118 - TensorDict needs keys()
+        return ""
+    return tasks[int(steps["task_index"][0])]
+
+
+def export_episodes(root: Path, rows: list[tuple[str, str, int, int, int]]) -> list[ExportEpisode]:
+    """``rows`` (source, partition, episode, start, length) with their TEDs opened once each."""
+    from episode_warehouse.ted.reader import open_ted_folder
+
+    layout = WarehouseLayout(Path(root))
+    opened: dict[tuple[str, str], tuple[Path, dict, TensorDictBase]] = {}
+    out = []
+    for source, partition, _, start, length in rows:
+        if (source, partition) not in opened:
+            folder = layout.ted_dir(source, partition)
+            opened[(source, partition)] = (
+                folder,
+                json.loads((folder / "meta.json").read_text()),
+                open_ted_folder(folder),
+            )
+        folder, meta, ted = opened[(source, partition)]
+        task = _task(source, partition, meta, ted[start : start + 1])
+        out.append(ExportEpisode(source, partition, folder, meta, ted, start, length, task))
+    return out
+
+
+def create_dataset(repo_id: str, episodes: list[ExportEpisode], out: Path, video: bool):
+    """A new, empty ``LeRobotDataset`` at ``out`` with the features of ``episodes``' source."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from episode_warehouse.export.features import features_for, fps_for
+
+    first = episodes[0]
+    return LeRobotDataset.create(
+        repo_id,
+        fps=fps_for(first.source, first.partition),
+        features=features_for(first.ted, first.source, video),
+        root=out,
+        use_videos=video,
+        robot_type=first.source,
+    )
