@@ -17,8 +17,9 @@ class WarehouseStorage(dg.ConfigurableResource):
     root: str
     workers: int = 2
     # LeRobot exports: processes writing PNG frames while the run's process feeds lerobot's
-    # writer (one keeps up for 84x84 Atari frames; large multi-camera frames need more).
-    export_workers: int = max(2, min(8, (os.cpu_count() or 2) - 1))
+    # writer: the cores it leaves free (one keeps up with 84x84 Atari frames; two on two cores
+    # measured 0.9x of one, docs/benchmarks.md), at most 8.
+    export_workers: int = max(1, min(8, (os.cpu_count() or 2) - 1))
 
     def layout(self) -> WarehouseLayout:
         layout = WarehouseLayout.from_root(self.root)
