@@ -168,8 +168,7 @@ def _write_dataset(request: ExportRequest, out: Path, writers: PngWriters) -> in
             columns = columns_of(episode.steps(), episode.source, features)
             if index == 0:
                 _check_first_frame(episode, dataset, columns)
-            for future in futures:
-                future.result()
+            writers.finish(jobs, futures)
             buffer = episode_buffer(
                 features,
                 episode_index=index,

@@ -62,6 +62,14 @@ def write_pngs(job: dict) -> None:
         )
 
 
+def _failed(job: dict, why: str) -> ExportError:
+    return ExportError(
+        f"writing PNG frames failed: {why}",
+        subject=job["file"],
+        fix="check that the TED folder is complete (re-materialize its partition)",
+    )
+
+
 class PngWriters:
     """``count`` worker processes writing PNG jobs; ``submit`` returns a future per job.
 
@@ -87,6 +95,20 @@ class PngWriters:
     def submit(self, job: dict) -> Future:
         return self._threads.submit(self._run, job)
 
+    def finish(self, jobs: list[dict], futures: list[Future]) -> None:
+        """Return once ``jobs`` are written: those no worker has started yet are written here,
+        last first, rather than waited for (the caller has nothing else to do meanwhile).
+        """
+        for job, future in reversed(list(zip(jobs, futures, strict=True))):
+            if future.cancel():
+                try:
+                    write_pngs(job)
+                except (OSError, ValueError) as exc:
+                    raise _failed(job, f"{type(exc).__name__}: {exc}") from exc
+        for future in futures:
+            if not future.cancelled():
+                future.result()
+
     def _run(self, job: dict) -> None:
         proc = self._idle.get()
         try:
@@ -98,11 +120,7 @@ class PngWriters:
         finally:
             self._idle.put(proc)
         if answer != "ok":
-            raise ExportError(
-                f"writing PNG frames failed: {answer or 'the worker process exited'}",
-                subject=job["file"],
-                fix="check that the TED folder is complete (re-materialize its partition)",
-            )
+            raise _failed(job, answer.removeprefix("error ") or "the worker process exited")
 
     def __enter__(self) -> PngWriters:
         return self

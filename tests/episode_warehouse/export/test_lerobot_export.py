@@ -202,7 +202,13 @@ def test_png_writers_report_a_failed_job_and_keep_working(root, tmp_path):
     with PngWriters(1) as writers:
         with pytest.raises(ExportError, match="missing.npy.*FileNotFoundError"):
             writers.submit(job).result()
-        writers.submit({**job, "file": str(frames), "start": 5}).result()
+        good = {**job, "file": str(frames), "start": 5}
+        writers.submit(good).result()
+        # finish: whichever side writes a job (worker, or this process for one not yet
+        # started), a failure is the same error
+        jobs = [{**good, "dir": str(tmp_path / "more")}, job]
+        with pytest.raises(ExportError, match="missing.npy.*FileNotFoundError"):
+            writers.finish(jobs, [writers.submit(j) for j in jobs])
     written = np.asarray(Image.open(tmp_path / "frames" / "frame-000001.png"))
     expected = open_ted("atari", "Pong/3", root)["observation"][6].numpy()
     assert written.shape == (*expected.shape, 3)
