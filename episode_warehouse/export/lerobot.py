@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import shutil
-import tempfile
 from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,6 +24,7 @@ from episode_warehouse.errors import ExportError, PartitionKeyError
 from episode_warehouse.export.embedding import batched_image_embedding
 from episode_warehouse.export.episode_buffer import episode_buffer
 from episode_warehouse.export.episodes import ExportEpisode, create_dataset, export_episodes
+from episode_warehouse.export.frames import frame_paths, png_jobs, scratch_root
 from episode_warehouse.export.png_writer import PngWriters
 
 log = logging.getLogger(__name__)
@@ -73,65 +72,6 @@ class ExportRequest:
         }
 
 
-_SCRATCH_PREFIX = "episode-warehouse-frames-"
-
-
-def _scratch_root(staging: Path, video: bool) -> Path:
-    """Where the workers write PNG files: lerobot encodes videos from ``<root>/images`` (and
-    deletes the frames); lossless frames only live until lerobot has embedded them, so they go
-    to memory (``/dev/shm``) where there is one: creating a file there costs ~10x less.
-    """
-    shm = Path("/dev/shm")
-    if video or not (shm.is_dir() and os.access(shm, os.W_OK)):
-        return staging
-    for stale in shm.glob(_SCRATCH_PREFIX + "*"):
-        pid = stale.name.removeprefix(_SCRATCH_PREFIX).split("-")[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(stale, ignore_errors=True)  # left by a killed export
-    return Path(tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-", dir=shm))
-
-
-_CHUNK_FRAMES = 256  # frames per PNG job: episodes are split so that workers share them
-
-
-def _png_jobs(episode: ExportEpisode, index: int, scratch: Path, features: dict) -> list[dict]:
-    """The PNG jobs of episode ``index`` of the export, in lerobot's image layout."""
-    from lerobot.datasets.utils import DEFAULT_IMAGE_PATH
-
-    from episode_warehouse.export.features import image_sources
-
-    jobs = []
-    for key, (file, layout) in image_sources(episode.meta, episode.source, features).items():
-        first = scratch / DEFAULT_IMAGE_PATH.format(
-            image_key=key, episode_index=index, frame_index=0
-        )
-        for offset in range(0, episode.length, _CHUNK_FRAMES):
-            jobs.append(
-                {
-                    "key": key,
-                    "file": str(episode.ted_dir / file),
-                    "start": episode.start + offset,
-                    "length": min(_CHUNK_FRAMES, episode.length - offset),
-                    "first_frame": offset,
-                    "layout": layout,
-                    "dir": str(first.parent),
-                    "pattern": first.name.replace("000000", "{frame_index:06d}"),
-                    # what add_frame uses: 6 for lossless images, 1 for frames that become video
-                    "compress_level": 1 if features[key]["dtype"] == "video" else 6,
-                }
-            )
-    return jobs
-
-
-def _frame_paths(jobs: list[dict], length: int) -> dict[str, list[str]]:
-    """Image feature -> the episode's PNG paths, frame by frame."""
-    folders = {job["key"]: (Path(job["dir"]), job["pattern"]) for job in jobs}
-    return {
-        key: [str(folder / pattern.format(frame_index=i)) for i in range(length)]
-        for key, (folder, pattern) in folders.items()
-    }
-
-
 def _check_first_frame(episode: ExportEpisode, dataset, columns: dict) -> None:
     """lerobot's own check of a frame against the features, on the episode's first frame."""
     from lerobot.datasets.feature_utils import validate_frame
@@ -150,11 +90,11 @@ def _write_dataset(request: ExportRequest, out: Path, writers: PngWriters) -> in
     episodes = export_episodes(Path(request.root), list(request.episodes))
     dataset = create_dataset(request.repo_id, episodes, out, request.video)
     features = dataset.meta.features
-    scratch = _scratch_root(out, request.video)
+    scratch = scratch_root(out, request.video)
     pending: deque[tuple[list[dict], list]] = deque()
 
     def submit(index: int) -> None:
-        jobs = _png_jobs(episodes[index], index, scratch, features)
+        jobs = png_jobs(episodes[index], index, scratch, features)
         pending.append((jobs, [writers.submit(job) for job in jobs]))
 
     try:
@@ -175,7 +115,7 @@ def _write_dataset(request: ExportRequest, out: Path, writers: PngWriters) -> in
                 fps=dataset.meta.fps,
                 task=episode.task,
                 columns=columns,
-                image_paths=_frame_paths(jobs, episode.length),
+                image_paths=frame_paths(jobs, episode.length),
             )
             dataset.save_episode(episode_data=buffer)
             if scratch != out:  # lerobot deletes frames that became video itself

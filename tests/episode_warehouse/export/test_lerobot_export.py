@@ -150,10 +150,10 @@ def test_export_equals_lerobots_per_frame_path(root, tmp_path, source, monkeypat
     """Same parquet tables, statistics and metadata as add_frame + save_episode per frame."""
     from lerobot.datasets import dataset_writer, io_utils
 
-    from episode_warehouse.export import lerobot as export_module
+    from episode_warehouse.export import frames as export_frames
 
     # small PNG jobs, so that episodes (20-70 frames) are split across workers
-    monkeypatch.setattr(export_module, "_CHUNK_FRAMES", 16)
+    monkeypatch.setattr(export_frames, "CHUNK_FRAMES", 16)
     sel = select_episodes(ROWS + f" WHERE source = '{source}' ORDER BY episode", root=root)
     rows = _rows(sel)
     request = ExportRequest(f"same-{source}", str(root), rows)
