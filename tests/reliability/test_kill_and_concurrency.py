@@ -60,6 +60,7 @@ seen, errors = [], []
 while time.time() < until:
     try:
         con = duckdb.connect(db, read_only=True)
+        con.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout after 2 s
         seen.append(con.execute("SELECT partition, count(*), sum(length) FROM episodes "
                                 "GROUP BY 1 ORDER BY 1").fetchall())
         con.close()
