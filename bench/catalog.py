@@ -126,13 +126,7 @@ def main() -> None:
                 native.execute("CREATE TABLE episodes AS SELECT * FROM incoming")
                 first = False
             else:
-                native.register("incoming", table)
-                native.execute("BEGIN")
-                native.execute(
-                    "DELETE FROM episodes WHERE source = ? AND partition = ?", [source, key]
-                )
-                native.execute("INSERT INTO episodes SELECT * FROM incoming")
-                native.execute("COMMIT")
+                native_replace(native, source, key, table)
             native_s = time.perf_counter() - t
             if i + 1 in (10, 100, args.partitions):
                 # replace one existing partition at this catalog size, both designs
@@ -141,13 +135,7 @@ def main() -> None:
                 store.publish_partition(source, key, table, part)
                 ours_replace = time.perf_counter() - t
                 t = time.perf_counter()
-                native.register("incoming", table)
-                native.execute("BEGIN")
-                native.execute(
-                    "DELETE FROM episodes WHERE source = ? AND partition = ?", [source, key]
-                )
-                native.execute("INSERT INTO episodes SELECT * FROM incoming")
-                native.execute("COMMIT")
+                native_replace(native, source, key, table)
                 refresh[i + 1] = {
                     "ours_add_ms": round(ours_s * 1000, 1),
                     "ours_replace_ms": round(ours_replace * 1000, 1),

@@ -63,19 +63,25 @@ def features_for(td: TensorDictBase, source: str, video: bool) -> dict:
     return feats
 
 
-def image_sources(meta: dict, source: str, feats: dict) -> dict[str, tuple[str, str]]:
-    """Each image feature's TED file (relative to the TED folder) and its row layout."""
+def _image_key(source: str, feature: str) -> tuple[str, str]:
+    """The TED key (``observation`` or ``observation/<camera>``) and row layout of an image."""
     from episode_warehouse.export.png_writer import CHW, GRAY
 
+    if source == "atari":
+        return "observation", GRAY
+    return f"observation/{feature.removeprefix('observation.images.')}", CHW
+
+
+def _image_features(feats: dict) -> list[str]:
+    return [k for k, ft in feats.items() if ft["dtype"] in ("image", "video")]
+
+
+def image_sources(meta: dict, source: str, feats: dict) -> dict[str, tuple[str, str]]:
+    """Each image feature's TED file (relative to the TED folder) and its row layout."""
     out = {}
-    for key, ft in feats.items():
-        if ft["dtype"] not in ("image", "video"):
-            continue
-        if source == "atari":
-            out[key] = (meta["keys"]["observation"]["file"], GRAY)
-        else:
-            camera = key.removeprefix("observation.images.")
-            out[key] = (meta["keys"][f"observation/{camera}"]["file"], CHW)
+    for key in _image_features(feats):
+        ted_key, layout = _image_key(source, key)
+        out[key] = (meta["keys"][ted_key]["file"], layout)
     return out
 
 
@@ -99,15 +105,13 @@ def columns_of(td: TensorDictBase, source: str, feats: dict) -> dict[str, np.nda
 
 def images_of(td: TensorDictBase, source: str, feats: dict) -> dict[str, np.ndarray]:
     """The image features of ``td`` (one episode) as (N, H, W, 3) uint8 arrays."""
-    from episode_warehouse.export.png_writer import CHW, GRAY, to_hwc
+    from episode_warehouse.export.png_writer import to_hwc
 
-    if source == "atari":
-        return {"observation.image": to_hwc(td["observation"].numpy(), GRAY)}
-    return {
-        key: to_hwc(td["observation", key.removeprefix("observation.images.")].numpy(), CHW)
-        for key in feats
-        if key.startswith("observation.images.")
-    }
+    out = {}
+    for key in _image_features(feats):
+        ted_key, layout = _image_key(source, key)
+        out[key] = to_hwc(td[tuple(ted_key.split("/"))].numpy(), layout)
+    return out
 
 
 def frames_of(td: TensorDictBase, source: str, feats: dict) -> list[dict]:

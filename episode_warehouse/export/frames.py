@@ -13,6 +13,7 @@ from pathlib import Path
 
 from episode_warehouse.export.episodes import ExportEpisode
 
+SHM = Path("/dev/shm")  # memory-backed scratch, where the system has one
 _SCRATCH_PREFIX = "episode-warehouse-frames-"
 
 
@@ -21,14 +22,13 @@ def scratch_root(staging: Path, video: bool) -> Path:
     deletes the frames); lossless frames only live until lerobot has embedded them, so they go
     to memory (``/dev/shm``) where there is one: creating a file there costs ~10x less.
     """
-    shm = Path("/dev/shm")
-    if video or not (shm.is_dir() and os.access(shm, os.W_OK)):
+    if video or not (SHM.is_dir() and os.access(SHM, os.W_OK)):
         return staging
-    for stale in shm.glob(_SCRATCH_PREFIX + "*"):
+    for stale in SHM.glob(_SCRATCH_PREFIX + "*"):
         pid = stale.name.removeprefix(_SCRATCH_PREFIX).split("-")[0]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             shutil.rmtree(stale, ignore_errors=True)  # left by a killed export
-    return Path(tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-", dir=shm))
+    return Path(tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-", dir=SHM))
 
 
 CHUNK_FRAMES = 256  # frames per PNG job: episodes are split so that workers share them

@@ -118,7 +118,7 @@ def _write_dataset(request: ExportRequest, out: Path, writers: PngWriters) -> in
                 image_paths=frame_paths(jobs, episode.length),
             )
             dataset.save_episode(episode_data=buffer)
-            if scratch != out:  # lerobot deletes frames that became video itself
+            if not request.video:  # lerobot deletes frames that became video itself
                 for folder in {job["dir"] for job in jobs}:
                     shutil.rmtree(folder, ignore_errors=True)
             if (index + 1) % 100 == 0:

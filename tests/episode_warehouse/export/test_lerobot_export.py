@@ -166,6 +166,18 @@ def test_export_equals_lerobots_per_frame_path(root, tmp_path, source, monkeypat
     assert dataset_writer.embed_images is io_utils.embed_images  # lerobot restored
 
 
+def test_without_dev_shm_frames_go_to_the_staging_folder(root, tmp_path, monkeypatch):
+    from episode_warehouse.export import frames as export_frames
+
+    monkeypatch.setattr(export_frames, "SHM", tmp_path / "no-shm")
+    rows = _rows(select_episodes(ROWS + " WHERE source = 'atari' ORDER BY episode", root=root))
+    request = ExportRequest("no-shm", str(root), rows)
+    export_lerobot(request, tmp_path / "ours", workers=1)
+    write_per_frame(request.repo_id, root, rows, tmp_path / "reference")
+    assert differing_files(tmp_path / "reference", tmp_path / "ours") == []
+    assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == ["data", "meta"]
+
+
 def test_a_broken_ted_leaves_nothing(root, tmp_path):
     """A TED frame file cut short: the error names it, and nothing is left behind."""
     broken = tmp_path / "wh"
