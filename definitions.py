@@ -6,7 +6,7 @@ from assets.graph import ALL_ASSETS, ALL_CHECKS
 from resources import build_resources
 from sensors.sources import SENSORS
 
-# One process per run, steps in order: a partition's stages are sequential anyway, and a
+# One process per run, steps in order: a partition's stages hand over local files, and a
 # subprocess per step would pay the torch import (seconds) four times. Runs of different
 # partitions still execute in parallel (DAGSTER_HOME's run queue).
 defs = dg.Definitions(

@@ -1,16 +1,12 @@
 """Catalog rows per partition (factory, one per source) and the DuckDB catalog itself."""
 
-import hashlib
-import json
-from datetime import UTC, datetime
-
 import dagster as dg
 
 from assets import versions
-from assets.stage import published_meta
-from episode_warehouse.catalog.rows import catalog_rows
+from episode_warehouse.catalog import CatalogStore
 from episode_warehouse.catalog.schema import EPISODES
-from episode_warehouse.ted.layout import META
+from episode_warehouse.incremental import published
+from episode_warehouse.stages import publish_catalog_rows
 from resources import WarehouseStorage
 
 
@@ -33,52 +29,29 @@ def catalog_rows_asset(
     def _rows(
         context: dg.AssetExecutionContext, warehouse: WarehouseStorage
     ) -> dg.MaterializeResult:
-        # Idempotent: a partition's rows are one Parquet file, replaced whole.
-        key = context.partition_key
+        # Idempotent: rows that describe the same TED are kept (with their lineage).
         layout = warehouse.layout()
-        ted_dir = layout.ted_dir(source, key)
-        built_from = published_meta(ted_dir).get("built_from")
-        code_version = f"ted={versions.TED},rows={versions.CATALOG_ROWS}"
-        data_version = hashlib.sha256(json.dumps(built_from, sort_keys=True).encode()).hexdigest()[
-            :16
-        ]
-        store = warehouse.catalog()
-        published = store.partition_row(source, key)
-        if published and (published["data_version"], published["code_version"]) == (
-            data_version,
-            code_version,
-        ):  # the rows describe this very TED already: keep them (and their lineage)
-            return dg.MaterializeResult(
-                metadata={
-                    "episodes": published["episodes"],
-                    "frames": published["frames"],
-                    "rebuilt": False,
-                    "catalog": dg.MetadataValue.path(str(store.db_path)),
-                }
-            )
-        episodes, partition_row = catalog_rows(
-            ted_dir,
+        built = publish_catalog_rows(
+            layout,
             source,
-            key,
-            code_version=code_version,
-            run_id=context.run_id,
-            data_version=data_version,
-            materialized_at=datetime.now(UTC),
+            context.partition_key,
+            code_version=versions.of(context),
+            run_id=context.run.run_id,
         )
-        store.publish_partition(source, key, episodes, partition_row)
         return dg.MaterializeResult(
             metadata={
-                "episodes": episodes.num_rows,
-                "frames": partition_row["frames"],
-                "rebuilt": True,
-                "catalog": dg.MetadataValue.path(str(store.db_path)),
-                "dagster/row_count": episodes.num_rows,
+                "episodes": built.meta["episodes"],
+                "frames": built.meta["frames"],
+                "rebuilt": built.rebuilt,
+                "catalog": dg.MetadataValue.path(str(CatalogStore(layout.catalog_dir).db_path)),
+                "dagster/row_count": built.meta["episodes"],
                 "dagster/column_schema": dg.TableSchema(
                     columns=[
                         dg.TableColumn(c.name, c.sql, description=c.doc) for c in EPISODES.columns
                     ]
                 ),
-            }
+            },
+            data_version=dg.DataVersion(built.version),
         )
 
     return _rows
@@ -99,11 +72,11 @@ def episode_catalog(
     """The DuckDB episode catalog: views over every partition's rows; drops rows of removed data."""
     # Idempotent: rebuilds the views file aside and prunes only rows whose TED is gone.
     layout = warehouse.layout()
-    store = warehouse.catalog()
+    store = CatalogStore(layout.catalog_dir)
     store.ensure_database(rebuild=True)
     pruned = []
     for source, partition in store.published():
-        if not (layout.ted_dir(source, partition) / META).is_file():
+        if not published(layout.ted_dir(source, partition)):
             store.remove_partition(source, partition)
             pruned.append(f"{source}/{partition}")
     if pruned:

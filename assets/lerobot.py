@@ -7,10 +7,11 @@ import dagster as dg
 from assets import versions
 from assets.partitions import lerobot_selections
 from episode_warehouse.catalog import run_query
-from episode_warehouse.errors import ConfigError, NotMaterializedError
+from episode_warehouse.errors import ConfigError
 from episode_warehouse.export import ExportRequest, export_lerobot
 from episode_warehouse.loading.selection import REQUIRED, Selection
-from episode_warehouse.ted.layout import META
+from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.stages import require
 from resources import WarehouseStorage
 
 
@@ -20,7 +21,24 @@ class ExportConfig(dg.Config):
     video: bool = False
 
 
-def _result(meta: dict, path, rows) -> dg.MaterializeResult:
+def _export(
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseStorage,
+    layout: WarehouseLayout,
+    request: ExportRequest,
+) -> dg.MaterializeResult:
+    target = layout.lerobot_dir(request.name)
+    meta = export_lerobot(
+        request,
+        target,
+        workers=warehouse.export_processes(),
+        scratch_dir=warehouse.scratch_dir(),
+        code_version=versions.of(context),
+    )
+    return _result(meta, target)
+
+
+def _result(meta: dict, path) -> dg.MaterializeResult:
     return dg.MaterializeResult(
         metadata={
             "episodes": meta["episodes"],
@@ -34,7 +52,8 @@ def _result(meta: dict, path, rows) -> dg.MaterializeResult:
                 f"ds = LeRobotDataset({json.dumps('episode-warehouse/' + path.name)}, "
                 f"root={json.dumps(str(path))})\n```"
             ),
-        }
+        },
+        data_version=dg.DataVersion(meta["version"]),
     )
 
 
@@ -53,23 +72,13 @@ def partition_export_asset(
         description=f"One {source} partition as a LeRobot v3 dataset (lossless PNG by default), "
         "written with lerobot's own writer; loads offline with LeRobotDataset(repo_id, root).",
     )
-    def _export(
+    def _partition_export(
         context: dg.AssetExecutionContext, config: ExportConfig, warehouse: WarehouseStorage
     ) -> dg.MaterializeResult:
         # Idempotent: an existing export of the same episodes and mode is kept as it is.
         key = context.partition_key
         layout = warehouse.layout()
-        episodes = (
-            json.loads((layout.ted_dir(source, key) / META).read_text())
-            if (layout.ted_dir(source, key) / META).is_file()
-            else None
-        )
-        if episodes is None:
-            raise NotMaterializedError(
-                "the partition has no TED",
-                subject=f"{source} {key}",
-                fix=f"materialize {source}_ted for {key} first",
-            )
+        require(layout.ted_dir(source, key), f"{source}_ted", key)
         _, rows = run_query(
             layout.catalog_dir,
             "SELECT source, partition, episode, start, length FROM episodes "
@@ -80,11 +89,9 @@ def partition_export_asset(
         request = ExportRequest(
             name, str(layout.root), [tuple(r) for r in rows], video=config.video
         )
-        target = layout.lerobot_dir(name)
-        meta = export_lerobot(request, target, workers=warehouse.export_workers)
-        return _result(meta, target, rows)
+        return _export(context, warehouse, layout, request)
 
-    return _export
+    return _partition_export
 
 
 @dg.asset(
@@ -121,6 +128,4 @@ def selection_lerobot_export(
     request = ExportRequest(
         name, str(layout.root), [tuple(r[:5]) for r in rows], video=config.video, query=sql
     )
-    target = layout.lerobot_dir(name)
-    meta = export_lerobot(request, target, workers=warehouse.export_workers)
-    return _result(meta, target, rows)
+    return _export(context, warehouse, layout, request)

@@ -3,10 +3,8 @@
 import dagster as dg
 
 from assets import versions
-from assets.stage import build_stage, published_meta
 from episode_warehouse.catalog.rows import folder_bytes
-from episode_warehouse.decoded import open_decoded
-from episode_warehouse.ted import build_ted
+from episode_warehouse.stages import build_ted_stage
 from resources import WarehouseStorage
 
 
@@ -20,14 +18,6 @@ def picture_metadata(target) -> dict:
         name: dg.MetadataValue.md(markdown_image(png, alt[name]))
         for name, png in read_ted_report(target).items()
     }
-
-
-def _build_with_report(episodes, tmp) -> dict:
-    from episode_warehouse.report.ted_report import write_ted_report
-
-    meta = build_ted(episodes, tmp)
-    write_ted_report(tmp)
-    return meta
 
 
 def ted_asset(
@@ -48,34 +38,27 @@ def ted_asset(
     def _ted(
         context: dg.AssetExecutionContext, warehouse: WarehouseStorage
     ) -> dg.MaterializeResult:
-        # Idempotent: rebuilt only when the decoded episodes or this code version changed.
+        # Idempotent: rebuilt only when the decoded episodes or this code version changed;
+        # validated in staging, so a TED that fails its checks is never published.
         key = context.partition_key
         layout = warehouse.layout()
-        decoded_dir = layout.decoded_dir(source, key)
-        episodes = open_decoded(decoded_dir)
-        built_from = {
-            "decoded": published_meta(decoded_dir).get("built_from"),
-            "code_version": versions.TED,
-        }
+        built = build_ted_stage(layout, source, key, code_version=versions.of(context))
         target = layout.ted_dir(source, key)
-        meta, rebuilt = build_stage(
-            target, built_from, lambda tmp: _build_with_report(episodes, tmp)
-        )
-        on_disk = folder_bytes(target)
         return dg.MaterializeResult(
             metadata={
                 **picture_metadata(target),
-                "frames": meta["rows"],
-                "episodes": meta["episodes"],
-                "bytes_on_disk": on_disk,
-                "keys": dg.MetadataValue.json(sorted(meta["keys"])),
-                "rebuilt": rebuilt,
+                "frames": built.meta["rows"],
+                "episodes": built.meta["episodes"],
+                "bytes_on_disk": folder_bytes(target),
+                "keys": dg.MetadataValue.json(sorted(built.meta["keys"])),
+                "rebuilt": built.rebuilt,
                 "path": dg.MetadataValue.path(str(target)),
                 "load_with": dg.MetadataValue.md(
                     f"```python\nfrom episode_warehouse import open_ted\n"
                     f"td = open_ted({source!r}, {key!r})\n```"
                 ),
-            }
+            },
+            data_version=dg.DataVersion(built.version),
         )
 
     return _ted

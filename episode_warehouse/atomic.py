@@ -1,8 +1,16 @@
 """Write aside, publish by rename: readers see the old artifact or the new one, never a mix.
 
 Staging folders are siblings of their target (same file system, so ``rename`` is atomic) named
-``.staging-<name>-<random>``; a lock file ``.lock-<name>`` serialises writers of one artifact.
-Debris of a killed writer is removed by the next writer that takes the lock.
+``.staging-<name>-<random>``. Two lock files sit beside each artifact:
+
+- ``.lock-<name>`` (exclusive) serialises the *writers* of one artifact;
+- ``.readers-<name>``: a reader that opens files of a folder one after another (a decoder
+  streaming raw files) holds it shared (:func:`reading`); publishing takes it exclusively for
+  the swap and the deletion of the old version, so such a reader never sees two versions.
+
+Debris of a killed writer is removed by the next writer that takes the lock. The locks are
+``flock`` locks on one machine's file system; across machines the run queue's per-partition
+limit keeps writers apart (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import json
 import logging
 import os
 import shutil
@@ -19,13 +28,14 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from episode_warehouse.errors import ConcurrentWriteError, ConfigError
+from episode_warehouse.errors import ConcurrentWriteError, ConfigError, DiskFullError, is_disk_full
 
 log = logging.getLogger(__name__)
 
 _STAGING = ".staging-"
 _RENAME_EXCHANGE = 2  # linux/fs.h
 _libc = ctypes.CDLL(None, use_errno=True)
+PUBLISH_WAIT_S = 24 * 3600.0  # a publish waits this long for readers of the old version
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -43,7 +53,7 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(a))
 
 
-def ensure_writable_dir(path: Path, what: str) -> Path:
+def ensure_writable_dir(path: Path, what: str, setting: str = "EPISODE_WAREHOUSE_ROOT") -> Path:
     """Create ``path`` if needed and check that it is writable, with an error that says why."""
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -51,13 +61,13 @@ def ensure_writable_dir(path: Path, what: str) -> Path:
         raise ConfigError(
             f"cannot create the {what} folder ({exc.strerror})",
             subject=str(path),
-            fix="point EPISODE_WAREHOUSE_ROOT at a folder you can write",
+            fix=f"point {setting} at a folder you can write",
         ) from exc
     if not os.access(path, os.W_OK | os.X_OK):
         raise ConfigError(
             f"the {what} folder is not writable",
             subject=str(path),
-            fix="point EPISODE_WAREHOUSE_ROOT at a folder you can write, or fix its permissions",
+            fix=f"point {setting} at a folder you can write, or fix its permissions",
         )
     return path
 
@@ -73,45 +83,87 @@ def remove_debris(target: Path) -> int:
     if not target.parent.exists():
         return 0
     for stale in target.parent.glob(f"{_STAGING}{target.name}-*"):
-        if stale.is_dir() and not stale.is_symlink():
-            shutil.rmtree(stale, ignore_errors=True)
-        else:
-            stale.unlink(missing_ok=True)
+        _remove(stale)
         count += 1
     if count:
         log.info("removed %d staging leftovers of %s", count, target)
     return count
 
 
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _flock(path: Path, mode: int, timeout_s: float, waiting: str) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as fh:
+        deadline = time.monotonic() + timeout_s
+        logged = False
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ConcurrentWriteError(
+                        f"{waiting} for more than {timeout_s:.0f} s",
+                        subject=str(path.parent / path.name.split("-", 1)[-1]),
+                        fix="wait for the other run of this partition to finish, then retry",
+                    ) from None
+                if not logged:
+                    log.info("%s: %s", path, waiting)
+                    logged = True
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _readers_lock(target: Path) -> Path:
+    return target.parent / f".readers-{target.name}"
+
+
+@contextlib.contextmanager
+def reading(target: Path, timeout_s: float = PUBLISH_WAIT_S) -> Iterator[None]:
+    """Hold ``target`` still while reading it: no new version is published meanwhile."""
+    with _flock(_readers_lock(target), fcntl.LOCK_SH, timeout_s, "waiting for a publish"):
+        yield
+
+
 def publish(staging: Path, target: Path) -> None:
     """Move ``staging`` (file or folder) to ``target`` atomically, replacing what was there.
 
     A folder replaces a folder by an atomic exchange where the kernel supports it; the old
-    version is deleted afterwards. Readers that opened files of the old version keep them.
+    version is deleted afterwards. Both happen while no :func:`reading` block holds the target;
+    readers that memory-mapped files of the old version keep them.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    if staging.is_dir() and target.is_dir():
-        if _exchange(staging, target):
-            shutil.rmtree(staging, ignore_errors=True)
+    with _flock(_readers_lock(target), fcntl.LOCK_EX, PUBLISH_WAIT_S, "waiting for readers"):
+        if staging.is_dir() and target.is_dir():
+            if _exchange(staging, target):
+                shutil.rmtree(staging, ignore_errors=True)
+                return
+            old = staging_path(target)
+            os.rename(target, old)
+            os.rename(staging, target)
+            shutil.rmtree(old, ignore_errors=True)
             return
-        old = staging_path(target)
-        os.rename(target, old)
-        os.rename(staging, target)
-        shutil.rmtree(old, ignore_errors=True)
-        return
-    os.replace(staging, target)
+        os.replace(staging, target)
 
 
 def unpublish(target: Path) -> bool:
     """Remove a published artifact atomically (rename aside, then delete); True if it existed."""
     if not target.exists():
         return False
-    aside = staging_path(target)
-    os.rename(target, aside)
-    if aside.is_dir():
-        shutil.rmtree(aside, ignore_errors=True)
-    else:
-        aside.unlink(missing_ok=True)
+    with _flock(_readers_lock(target), fcntl.LOCK_EX, PUBLISH_WAIT_S, "waiting for readers"):
+        aside = staging_path(target)
+        os.rename(target, aside)
+        _remove(aside)
     return True
 
 
@@ -122,31 +174,19 @@ def write_lock(target: Path, timeout_s: float = 600.0) -> Iterator[None]:
     Raises:
         ConcurrentWriteError: another process kept the lock longer than ``timeout_s``.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = target.parent / f".lock-{target.name}"
-    with open(lock_path, "a+b") as fh:
-        deadline = time.monotonic() + timeout_s
-        waited = False
-        while True:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise ConcurrentWriteError(
-                        f"another writer held the lock for more than {timeout_s:.0f} s",
-                        subject=str(target),
-                        fix="wait for the other run of this partition to finish, then retry",
-                    ) from None
-                if not waited:
-                    log.info("waiting for another writer of %s", target)
-                    waited = True
-                time.sleep(0.2)
-        try:
-            remove_debris(target)
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    lock = target.parent / f".lock-{target.name}"
+    with _flock(lock, fcntl.LOCK_EX, timeout_s, "another writer holds the lock"):
+        remove_debris(target)
+        yield
+
+
+def disk_full(target: Path, setting: str = "EPISODE_WAREHOUSE_ROOT") -> DiskFullError:
+    """The one error a full disk becomes, in this process or in a worker process."""
+    return DiskFullError(
+        "the disk is full (nothing was published; the previous version is intact)",
+        subject=str(target),
+        fix=f"free space, or point {setting} at a larger disk",
+    )
 
 
 @contextlib.contextmanager
@@ -154,24 +194,50 @@ def staged(target: Path, *, is_dir: bool = True) -> Iterator[Path]:
     """Yield a staging path; publish it to ``target`` on success, delete it on failure.
 
     Use inside :func:`write_lock`.
+
+    Raises:
+        DiskFullError: the disk filled up while writing (the previous version is intact).
     """
     tmp = staging_path(target)
-    if is_dir:
-        tmp.mkdir(parents=True)
-    else:
-        tmp.parent.mkdir(parents=True, exist_ok=True)
     try:
-        yield tmp
-    except BaseException as exc:
-        if tmp.is_dir():
-            shutil.rmtree(tmp, ignore_errors=True)
+        if is_dir:
+            tmp.mkdir(parents=True)
         else:
-            tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise ConfigError(
-                "the disk is full (nothing was published; the previous version is intact)",
-                subject=str(target),
-                fix="free space, or point EPISODE_WAREHOUSE_ROOT at a larger disk",
-            ) from exc
+            tmp.parent.mkdir(parents=True, exist_ok=True)
+        yield tmp
+        publish(tmp, target)
+    except BaseException as exc:
+        _remove(tmp)
+        if is_disk_full(exc):
+            raise disk_full(target) from exc
         raise
-    publish(tmp, target)
+
+
+def link_or_copy(src: Path, dst: Path) -> None:
+    """Hard-link ``src`` at ``dst`` (no bytes copied); copy where the file system refuses."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise
+        shutil.copyfile(src, dst)
+
+
+def write_json(path: Path, value: object) -> None:
+    """Write a JSON file atomically (a temporary sibling renamed into place)."""
+    tmp = path.with_name(f"{_STAGING}{path.name}-{uuid.uuid4().hex[:12]}")
+    try:
+        tmp.write_text(json.dumps(value, indent=1, sort_keys=True))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> dict:
+    """A JSON object from ``path``, or {} when the file does not exist."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return {}

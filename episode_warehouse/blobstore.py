@@ -1,13 +1,11 @@
 """Read a file tree from a ``gs://bucket/prefix`` URL or a local folder, the same way.
 
 ``open_blob_store(url)`` gives a :class:`BlobStore` with ``list(prefix)`` and
-``download(blob, dest)``. Downloads resume partial files, verify size and crc32c, retry
-transient faults with exponential backoff inside a bounded budget, and publish by rename, so a
-corrupt or partial file is never visible under its final name.
-
-GCS access: with ``STORAGE_EMULATOR_HOST`` set, google-cloud-storage talks to that emulator
-anonymously; otherwise application-default credentials are used when present and an anonymous
-client (public buckets) when not.
+``download(blob, dest, part=...)``. Listing reads metadata only (GCS size, generation and
+crc32c; a local file's size and mtime), never file contents, so a sensor tick over terabytes
+takes seconds. Checksums are computed while a file is copied: downloads resume partial files,
+verify size and crc32c, retry transient faults with exponential backoff inside a bounded budget,
+and publish by rename, so a corrupt or partial file is never visible under its final name.
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ from __future__ import annotations
 import base64
 import logging
 import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,34 +20,38 @@ from typing import Protocol
 
 import google_crc32c
 
-from episode_warehouse.errors import ConfigError, CorruptInputError, SourceUnavailableError
+from episode_warehouse.errors import (
+    ConfigError,
+    CorruptInputError,
+    SourceMissingError,
+    SourceUnreachableError,
+    classify,
+    is_transient,
+)
+from episode_warehouse.gcs import gcs_client
+from episode_warehouse.retry import RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
 
 PART_SUFFIX = ".part"
+_CHUNK = 8 << 20
 
 
 @dataclass(frozen=True)
 class BlobInfo:
-    """One file of a store: ``name`` relative to the store's prefix."""
+    """One file of a store: ``name`` relative to the store's prefix.
+
+    ``crc32c`` is the base64 big-endian CRC32C GCS reports ("" for a local file: computed when
+    copied); ``generation`` is the GCS generation, or the local file's mtime in nanoseconds.
+    """
 
     name: str
     size: int
-    crc32c: str  # base64 of the big-endian CRC32C, as GCS reports it
-    generation: str  # GCS generation, or "<mtime_ns>" for a local file
+    crc32c: str
+    generation: str
 
     def to_json(self) -> dict:
         return {"size": self.size, "crc32c": self.crc32c, "generation": self.generation}
-
-
-@dataclass
-class RetryPolicy:
-    """At most ``attempts`` tries per file, sleeping ``base_s * 2**k`` (capped) in between."""
-
-    attempts: int = 6
-    base_s: float = 0.25
-    max_s: float = 8.0
-    timeout_s: float = 60.0
 
 
 @dataclass
@@ -63,13 +64,17 @@ class DownloadStats:
     downloaded_bytes: int = 0
 
 
+def crc32c_b64(checksum: google_crc32c.Checksum) -> str:
+    return base64.b64encode(checksum.digest()).decode()
+
+
 def file_crc32c(path: Path) -> str:
     """The GCS-style crc32c (base64, big-endian) of a local file."""
     checksum = google_crc32c.Checksum()
     with open(path, "rb") as fh:
-        while chunk := fh.read(8 << 20):
+        while chunk := fh.read(_CHUNK):
             checksum.update(chunk)
-    return base64.b64encode(checksum.digest()).decode()
+    return crc32c_b64(checksum)
 
 
 class BlobStore(Protocol):
@@ -77,26 +82,32 @@ class BlobStore(Protocol):
 
     def list(self, prefix: str) -> list[BlobInfo]: ...
 
-    def download(self, blob: BlobInfo, dest: Path, stats: DownloadStats | None = None) -> None: ...
+    def download(
+        self,
+        blob: BlobInfo,
+        dest: Path,
+        stats: DownloadStats | None = None,
+        part: Path | None = None,
+    ) -> str: ...
 
 
-def _finish(part: Path, blob: BlobInfo, dest: Path, stats: DownloadStats) -> bool:
-    """Verify a complete ``.part`` file; publish it on success, delete it on mismatch."""
+def _verify(part: Path, blob: BlobInfo, stats: DownloadStats) -> str | None:
+    """The crc32c of a complete ``.part`` file if it matches ``blob``; else delete it, None."""
     crc = file_crc32c(part)
-    if part.stat().st_size == blob.size and crc == blob.crc32c:
-        os.replace(part, dest)
-        return True
+    size = part.stat().st_size
+    if size == blob.size and (not blob.crc32c or crc == blob.crc32c):
+        return crc
     stats.rejected_corrupt += 1
     log.warning(
         "%s: size/crc32c mismatch (got %d bytes, crc %s; want %d, %s); retrying",
         blob.name,
-        part.stat().st_size,
+        size,
         crc,
         blob.size,
         blob.crc32c,
     )
     part.unlink(missing_ok=True)
-    return False
+    return None
 
 
 class LocalBlobStore:
@@ -106,13 +117,14 @@ class LocalBlobStore:
         self.root = Path(root)
         self.url = str(self.root)
         if not self.root.is_dir():
-            raise SourceUnavailableError(
+            raise SourceMissingError(
                 "the local mirror folder does not exist",
                 subject=str(self.root),
                 fix="point the source URL at an existing folder or a gs:// prefix",
             )
 
     def list(self, prefix: str) -> list[BlobInfo]:
+        """Files under ``prefix``, from ``stat`` alone (size and mtime; no contents read)."""
         base = self.root / prefix
         if not base.is_dir():
             return []
@@ -120,100 +132,108 @@ class LocalBlobStore:
         for path in sorted(p for p in base.rglob("*") if p.is_file()):
             st = path.stat()
             out.append(
-                BlobInfo(
-                    str(path.relative_to(self.root)),
-                    st.st_size,
-                    _cached_crc(path, st),
-                    str(st.st_mtime_ns),
-                )
+                BlobInfo(str(path.relative_to(self.root)), st.st_size, "", str(st.st_mtime_ns))
             )
         return out
 
-    def download(self, blob: BlobInfo, dest: Path, stats: DownloadStats | None = None) -> None:
+    def download(
+        self,
+        blob: BlobInfo,
+        dest: Path,
+        stats: DownloadStats | None = None,
+        part: Path | None = None,
+    ) -> str:
+        """Copy one file, computing its crc32c on the way; returns the crc32c.
+
+        Raises:
+            SourceUnreachableError: the file changed while it was copied (retry).
+        """
         stats = stats or DownloadStats()
-        part = dest.with_name(dest.name + PART_SUFFIX)
-        shutil.copyfile(self.root / blob.name, part)
-        stats.downloaded_bytes += blob.size
-        if not _finish(part, blob, dest, stats):
-            raise CorruptInputError(
-                "the copy does not match the source's size and crc32c",
-                subject=str(self.root / blob.name),
-                fix="the file changed while it was copied; retry",
+        src = self.root / blob.name
+        part = part or dest.with_name(dest.name + PART_SUFFIX)
+        part.parent.mkdir(parents=True, exist_ok=True)
+        checksum = google_crc32c.Checksum()
+        with open(src, "rb") as fin, open(part, "wb") as fout:
+            while chunk := fin.read(_CHUNK):
+                checksum.update(chunk)
+                fout.write(chunk)
+        st = src.stat()
+        if st.st_size != blob.size or str(st.st_mtime_ns) != blob.generation:
+            part.unlink(missing_ok=True)
+            raise SourceUnreachableError(
+                "the file changed while it was copied",
+                subject=str(src),
+                fix="retry once the file is no longer being written",
             )
-
-
-_CRC_CACHE: dict[tuple[str, int, int], str] = {}
-
-
-def _cached_crc(path: Path, st: os.stat_result) -> str:
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _CRC_CACHE:
-        _CRC_CACHE[key] = file_crc32c(path)
-    return _CRC_CACHE[key]
+        stats.downloaded_bytes += blob.size
+        os.replace(part, dest)
+        return crc32c_b64(checksum)
 
 
 class GcsBlobStore:
     """A ``gs://bucket/prefix`` read with google-cloud-storage."""
 
-    def __init__(self, bucket: str, prefix: str, retry: RetryPolicy | None = None) -> None:
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str,
+        retry: RetryPolicy | None = None,
+        endpoint: str | None = None,
+    ) -> None:
         self.bucket_name = bucket
         self.prefix = prefix.strip("/")
         self.url = f"gs://{bucket}/{self.prefix}".rstrip("/")
         self.retry = retry or RetryPolicy()
+        self.endpoint = endpoint
         self._client = None
 
     @property
     def client(self):
         if self._client is None:
-            from google.auth.exceptions import DefaultCredentialsError
-            from google.cloud import storage
-
-            if os.environ.get("STORAGE_EMULATOR_HOST"):
-                self._client = storage.Client(project="episode-warehouse")
-            else:
-                try:
-                    self._client = storage.Client()
-                except (DefaultCredentialsError, OSError):
-                    self._client = storage.Client.create_anonymous_client()
+            self._client = gcs_client(self.endpoint)
         return self._client
 
     def _key(self, name: str) -> str:
         return f"{self.prefix}/{name}" if self.prefix else name
 
     def list(self, prefix: str) -> list[BlobInfo]:
-        from google.api_core import exceptions as gexc
-        from google.api_core.retry import Retry
+        """Objects under ``prefix`` from the listing's metadata (no object is read).
 
+        Raises:
+            SourceMissingError: no such bucket, or access denied.
+            SourceUnreachableError: the listing kept failing transiently.
+        """
         full = self._key(prefix)
-        retry = Retry(
-            initial=self.retry.base_s, maximum=self.retry.max_s, timeout=self.retry.timeout_s
-        )
-        try:
-            blobs = list(
+
+        def listing() -> list:
+            return list(
                 self.client.list_blobs(
-                    self.bucket_name, prefix=full, retry=retry, timeout=self.retry.timeout_s
+                    self.bucket_name, prefix=full, retry=None, timeout=self.retry.timeout_s
                 )
             )
-        except gexc.NotFound as exc:
-            raise SourceUnavailableError(
-                "the bucket does not exist",
-                subject=self.url,
-                fix="check the bucket name in the source URL",
-            ) from exc
-        except gexc.Forbidden as exc:
-            raise SourceUnavailableError(
-                "access denied (HTTP 403); the public Atari bucket is gone",
-                subject=self.url,
-                fix="point ATARI_REPLAY_URL at your own mirror (gs://... or a local folder)",
-            ) from exc
-        except Exception as exc:  # noqa: BLE001 - network errors have many types; re-raised typed
-            root = exc
-            while root.__cause__ is not None or root.__context__ is not None:
-                root = root.__cause__ or root.__context__
-            raise SourceUnavailableError(
-                f"cannot list {full!r} ({type(root).__name__}: {str(root)[:160]})",
-                subject=self.url,
-                fix="check the URL, your network, and STORAGE_EMULATOR_HOST if you use one",
+
+        fix = "check the URL, your network, and STORAGE_EMULATOR_HOST if you use one"
+        try:
+            blobs = call_with_retries(listing, policy=self.retry, subject=self.url, fix=fix)
+        except SourceMissingError as exc:
+            if "403" in exc.what:
+                raise SourceMissingError(
+                    "access denied (HTTP 403)",
+                    subject=self.url,
+                    fix="check the bucket name and your credentials; the Dopamine bucket "
+                    "gs://atari-replay-datasets is gone, its RL Unplugged copy is "
+                    "gs://rl_unplugged/atari_episodes_ordered",
+                ) from exc
+            if "404" in exc.what:
+                raise SourceMissingError(
+                    "the bucket does not exist (HTTP 404)",
+                    subject=self.url,
+                    fix="check the bucket name in the source URL",
+                ) from exc
+            raise
+        except SourceUnreachableError as exc:
+            raise SourceUnreachableError(
+                f"cannot list {full!r} ({exc.what})", subject=self.url, fix=fix
             ) from exc
         n = len(self.prefix) + 1 if self.prefix else 0
         return [
@@ -222,16 +242,31 @@ class GcsBlobStore:
             if not b.name.endswith("/")
         ]
 
-    def download(self, blob: BlobInfo, dest: Path, stats: DownloadStats | None = None) -> None:
-        """Download with resume; raises SourceUnavailableError when the budget is spent."""
+    def download(
+        self,
+        blob: BlobInfo,
+        dest: Path,
+        stats: DownloadStats | None = None,
+        part: Path | None = None,
+    ) -> str:
+        """Download with resume (a kept ``part`` file continues with a Range request).
+
+        Returns the verified crc32c.
+
+        Raises:
+            SourceUnreachableError: the retry budget is spent (the partial file is kept).
+            SourceMissingError: the object is gone or forbidden (404/403).
+        """
         stats = stats or DownloadStats()
-        part = dest.with_name(dest.name + PART_SUFFIX)
+        part = part or dest.with_name(dest.name + PART_SUFFIX)
+        part.parent.mkdir(parents=True, exist_ok=True)
         bucket = self.client.bucket(self.bucket_name)
-        last_error: Exception | None = None
+        subject = f"{self.url}/{blob.name}"
+        last: BaseException | None = None
         for attempt in range(self.retry.attempts):
             if attempt:
                 stats.retries += 1
-                time.sleep(min(self.retry.max_s, self.retry.base_s * 2 ** (attempt - 1)))
+                time.sleep(self.retry.delay(attempt))
             offset = part.stat().st_size if part.exists() else 0
             if offset > blob.size:
                 part.unlink()
@@ -250,10 +285,15 @@ class GcsBlobStore:
                             timeout=self.retry.timeout_s,
                         )
                     stats.downloaded_bytes += part.stat().st_size - offset
-                if _finish(part, blob, dest, stats):
-                    return
-            except Exception as exc:  # noqa: BLE001 - transient network faults, retried
-                last_error = exc
+                crc = _verify(part, blob, stats)
+                if crc is not None:
+                    os.replace(part, dest)
+                    return crc
+                last = CorruptInputError("size/crc32c mismatch", subject=subject)
+            except Exception as exc:  # noqa: BLE001 - classified: transient retried, else raised
+                if not is_transient(exc):
+                    raise classify(exc, subject=subject) from exc
+                last = exc
                 log.warning(
                     "%s: attempt %d failed (%s: %s)",
                     blob.name,
@@ -261,19 +301,24 @@ class GcsBlobStore:
                     type(exc).__name__,
                     exc,
                 )
-        raise SourceUnavailableError(
-            f"download failed after {self.retry.attempts} attempts ({last_error})",
-            subject=f"{self.url}/{blob.name}",
+        raise SourceUnreachableError(
+            f"download failed after {self.retry.attempts} attempts ({last})",
+            subject=subject,
             fix="check the source and retry; the partial file is kept and resumed next time",
         )
 
 
-def open_blob_store(url: str, retry: RetryPolicy | None = None) -> BlobStore:
+def open_blob_store(
+    url: str, retry: RetryPolicy | None = None, endpoint: str | None = None
+) -> BlobStore:
     """A store for ``gs://bucket[/prefix]``, ``file:///path`` or a plain local path.
+
+    ``endpoint`` points GCS at an emulator (``http://127.0.0.1:PORT``); default:
+    ``STORAGE_EMULATOR_HOST`` when set, as google-cloud-storage does.
 
     Raises:
         ConfigError: the URL is malformed or of an unsupported scheme.
-        SourceUnavailableError: a local folder that does not exist.
+        SourceMissingError: a local folder that does not exist.
     """
     if url.startswith("gs://"):
         bucket, _, prefix = url[5:].partition("/")
@@ -281,9 +326,9 @@ def open_blob_store(url: str, retry: RetryPolicy | None = None) -> BlobStore:
             raise ConfigError(
                 "malformed gs:// URL (no bucket name)",
                 subject=repr(url),
-                fix="write it as gs://BUCKET/PREFIX, e.g. gs://atari-replay-datasets/dqn",
+                fix="write it as gs://BUCKET/PREFIX, e.g. gs://rl_unplugged/atari_episodes_ordered",
             )
-        return GcsBlobStore(bucket, prefix, retry)
+        return GcsBlobStore(bucket, prefix, retry, endpoint)
     if url.startswith("file://"):
         return LocalBlobStore(Path(url[7:]))
     if "://" in url:

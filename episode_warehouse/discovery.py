@@ -1,26 +1,22 @@
 """What the sources hold now: a fingerprint per partition, for sensors to compare with the last.
 
 A fingerprint changes when a file of the partition is added, removed or rewritten (GCS
-generation/crc32c; size and mtime for a local mirror; LFS hash on the hub), and only then.
+generation/crc32c; size and mtime for a local mirror; LFS hash on the hub), and only then. Only
+listings are read, never file contents: a tick over a mirror of any size takes seconds.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from pathlib import Path
 
 from episode_warehouse.atari.games import parse_partition_key
 from episode_warehouse.blobstore import BlobStore
 from episode_warehouse.errors import PartitionKeyError
+from episode_warehouse.incremental import fingerprint
 from episode_warehouse.openx.datasets import check_dataset_id
 
 log = logging.getLogger(__name__)
-
-
-def _digest(items: list) -> str:
-    return hashlib.sha256(json.dumps(sorted(items)).encode()).hexdigest()[:16]
 
 
 def _fingerprints(groups: dict[str, list], validate, where: str) -> dict[str, str]:
@@ -32,7 +28,7 @@ def _fingerprints(groups: dict[str, list], validate, where: str) -> dict[str, st
         except PartitionKeyError:
             log.warning("ignoring %r in the %s: not a valid partition key", key, where)
             continue
-        out[key] = _digest(files)
+        out[key] = fingerprint(sorted(files))
     return out
 
 
@@ -53,6 +49,7 @@ def openx_fingerprints(url: str) -> dict[str, str]:
     groups: dict[str, list] = {}
     if url.startswith("hf://"):
         from huggingface_hub import HfApi
+        from huggingface_hub.hf_api import RepoFile
 
         from episode_warehouse.openx.shards import _HF_RE
 
@@ -62,7 +59,7 @@ def openx_fingerprints(url: str) -> dict[str, str]:
         for f in HfApi().list_repo_tree(
             match.group(1), repo_type="dataset", recursive=True, revision=match.group(2)
         ):
-            if getattr(f, "size", None) is not None and f.path.endswith(".tar") and "/" in f.path:
+            if isinstance(f, RepoFile) and f.path.endswith(".tar") and "/" in f.path:
                 groups.setdefault(f.path.split("/")[0], []).append(
                     [f.path, f.size, f.lfs.sha256 if f.lfs else f.blob_id]
                 )

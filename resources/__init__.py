@@ -1,8 +1,17 @@
-"""Dagster resources: one per external system, configured from environment variables."""
+"""Dagster resources: one per external system, resolved from environment variables at run start."""
 
 from resources.atari_replay import AtariReplaySource
-from resources.env import build_resources
 from resources.openx_source import OpenXSource
 from resources.warehouse import WarehouseStorage
 
 __all__ = ["AtariReplaySource", "OpenXSource", "WarehouseStorage", "build_resources"]
+
+
+def build_resources() -> dict:
+    """The resources of the code location, keyed as the assets ask for them (no value is read
+    here: each is resolved when a run starts)."""
+    return {
+        "warehouse": WarehouseStorage(),
+        "atari_replay": AtariReplaySource(),
+        "openx_source": OpenXSource(),
+    }

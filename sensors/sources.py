@@ -40,7 +40,7 @@ def atari_source_sensor(context: dg.SensorEvaluationContext, atari_replay: Atari
 )
 def openx_source_sensor(context: dg.SensorEvaluationContext, openx_source: OpenXSource):
     previous = json.loads(context.cursor or "{}")
-    current = openx_fingerprints(openx_source.url)
+    current = openx_fingerprints(openx_source.source_url())
     keys = changed(previous, current)[:MAX_ADDS_PER_TICK]
     if not keys:
         return dg.SkipReason(f"no change in {len(current)} OpenX datasets")

@@ -1,39 +1,23 @@
 """Build partitions with the domain functions only (no Dagster), for domain-level tests."""
 
-from datetime import UTC, datetime
-
 import numpy as np
 
 from episode_warehouse.atari.decode import decode_run
-from episode_warehouse.catalog import CatalogStore
-from episode_warehouse.catalog.rows import catalog_rows
-from episode_warehouse.decoded import open_decoded
 from episode_warehouse.fixtures.atari_game import play_episode
 from episode_warehouse.fixtures.dopamine_writer import write_run
 from episode_warehouse.fixtures.openx_writer import DatasetSpec, write_dataset
+from episode_warehouse.incremental import build_if_changed
 from episode_warehouse.openx.decode import decode_shards
 from episode_warehouse.openx.shards import list_shards
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.ted import build_ted
+from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
 
 
-def _publish(root, source, key, decode):
+def _publish(root, source, key, decode, seed):
     layout = WarehouseLayout(root)
-    dec, ted = layout.decoded_dir(source, key), layout.ted_dir(source, key)
-    dec.mkdir(parents=True)
-    ted.mkdir(parents=True)
-    decode(dec)
-    build_ted(open_decoded(dec), ted)
-    rows, part = catalog_rows(
-        ted,
-        source,
-        key,
-        code_version="t",
-        run_id="r",
-        data_version="d",
-        materialized_at=datetime.now(UTC),
-    )
-    CatalogStore(layout.catalog_dir).publish_partition(source, key, rows, part)
+    build_if_changed(layout.decoded_dir(source, key), {"test": seed}, decode)
+    build_ted_stage(layout, source, key, code_version="t")
+    publish_catalog_rows(layout, source, key, code_version="t", run_id="r")
 
 
 def build_atari(root, key, seed, capacity=400, episodes=25, lengths=(30, 160)):
@@ -47,7 +31,13 @@ def build_atari(root, key, seed, capacity=400, episodes=25, lengths=(30, 160)):
         compresslevel=1,
     )
     n = len(list(raw.glob("add_count_ckpt.*.gz")))
-    _publish(root, "atari", key, lambda dec: decode_run(raw, list(range(n)), dec, workers=1))
+    _publish(
+        root,
+        "atari",
+        key,
+        lambda dec: decode_run(raw, list(range(n)), dec, workers=1, lineage=_LINEAGE),
+        seed,
+    )
 
 
 def build_openx(root, spec: DatasetSpec, shards, seed=0):
@@ -57,6 +47,12 @@ def build_openx(root, spec: DatasetSpec, shards, seed=0):
         root,
         "openx",
         spec.name,
-        lambda dec: decode_shards(list_shards(str(mirror), spec.name).shards, dec),
+        lambda dec: decode_shards(
+            list_shards(str(mirror), spec.name).shards, dec, lineage=_LINEAGE
+        ),
+        seed,
     )
     return episodes
+
+
+_LINEAGE = {"source_url": "test", "source_version": "test"}

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 from episode_warehouse.fixtures.demo import ATARI_RUNS, OPENX_DATASETS, write_demo_fixtures
-from episode_warehouse.fixtures.gcs_emulator import emulator_env, running_emulator, upload_tree
-from warehouse_cli.environment import default_dagster_home
+from episode_warehouse.fixtures.gcs_emulator import running_emulator, upload_tree
+from warehouse_cli.environment import cli_instance, default_dagster_home
 
 QUERY = """SELECT source, partition, count(*) AS episodes, sum(length) AS frames,
        round(avg("return"), 2) AS mean_return, sum(complete::INT) AS complete
@@ -16,6 +15,7 @@ FROM episodes GROUP BY ALL ORDER BY ALL"""
 
 
 def demo_environment(folder: Path, summary: dict, endpoint: str) -> dict[str, str]:
+    """The variables that point a Dagster process (``warehouse ui --demo``) at the demo."""
     return {
         "EPISODE_WAREHOUSE_ROOT": str(folder / "warehouse"),
         "ATARI_REPLAY_URL": summary["atari_url"],
@@ -24,33 +24,43 @@ def demo_environment(folder: Path, summary: dict, endpoint: str) -> dict[str, st
     }
 
 
+def demo_resources(folder: Path, summary: dict, endpoint: str) -> dict[str, dict]:
+    """The same settings as resource config, for runs in this process."""
+    return {
+        "warehouse": {"root": str(folder / "warehouse")},
+        "atari_replay": {"url": summary["atari_url"], "emulator_host": endpoint},
+        "openx_source": {"url": str(folder / "fixtures" / "openx")},
+    }
+
+
 def run_demo(folder: Path) -> int:
     from episode_warehouse.catalog import run_query
     from episode_warehouse.paths import WarehouseLayout
-    from warehouse_cli.main import _print_table
+    from warehouse_cli.output import print_table
     from warehouse_cli.runner import materialize_partition
 
     started = time.perf_counter()
     home = default_dagster_home()
+    instance = cli_instance()
     summary = write_demo_fixtures(folder / "fixtures")
-    with running_emulator() as endpoint, emulator_env(endpoint):
+    with running_emulator() as endpoint:
         upload_tree(endpoint, summary["bucket"], folder / "fixtures" / "atari-bucket")
-        os.environ.update(demo_environment(folder, summary, endpoint))
+        resources = demo_resources(folder, summary, endpoint)
         for run in ATARI_RUNS:
             key = f"{run.game}/{run.run}"
             t = time.perf_counter()
-            materialize_partition("atari", key)
+            materialize_partition("atari", key, instance=instance, resources=resources)
             print(f"atari {key}: done in {time.perf_counter() - t:.1f} s")
         for spec, _ in OPENX_DATASETS:
             t = time.perf_counter()
-            materialize_partition("openx", spec.name)
+            materialize_partition("openx", spec.name, instance=instance, resources=resources)
             print(f"openx {spec.name}: done in {time.perf_counter() - t:.1f} s")
     layout = WarehouseLayout.from_root(folder / "warehouse")
     print(f"\nDemo finished in {time.perf_counter() - started:.0f} s.")
     print(f"  warehouse:  {layout.root}  (raw/, decoded/, ted/, catalog/, lerobot/)")
     print(f"  catalog:    {layout.catalog_dir / 'catalog.duckdb'}")
     print(f"  dagster:    DAGSTER_HOME={home}\n")
-    _print_table(*run_query(layout.catalog_dir, QUERY))
+    print_table(*run_query(layout.catalog_dir, QUERY))
     print("\nNext:")
     print(
         f'  ./warehouse sql --root {layout.root} \'SELECT * FROM episodes ORDER BY "return" '

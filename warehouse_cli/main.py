@@ -10,40 +10,43 @@ import time
 from pathlib import Path
 
 from episode_warehouse.errors import WarehouseError
-from warehouse_cli.environment import PROJECT_ROOT, default_dagster_home
+from warehouse_cli.environment import PROJECT_ROOT, cli_instance
 
 log = logging.getLogger("warehouse")
 
 
-def _print_table(columns: list[str], rows: list[tuple], limit: int = 50) -> None:
-    shown = [[("" if v is None else str(v)) for v in row] for row in rows[:limit]]
-    widths = [max([len(c)] + [len(r[i]) for r in shown]) for i, c in enumerate(columns)]
-    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
-    print("  ".join("-" * w for w in widths))
-    for r in shown:
-        print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
-    if len(rows) > limit:
-        print(f"... {len(rows) - limit} more rows")
-    print(f"({len(rows)} rows)")
+def _resources(args: argparse.Namespace) -> dict[str, dict]:
+    """Resource config from command-line options (everything else comes from the environment)."""
+    return {"warehouse": {"root": str(Path(args.root).resolve())}} if args.root else {}
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    from episode_warehouse.catalog import run_query
+    from episode_warehouse.catalog.query import QueryLimits, run_query
     from episode_warehouse.paths import WarehouseLayout
+    from warehouse_cli.output import print_table
 
-    columns, rows = run_query(WarehouseLayout.from_root(args.root).catalog_dir, args.query)
-    _print_table(columns, rows, args.limit)
+    limits = QueryLimits(
+        timeout_s=args.timeout, memory_limit=args.memory_limit, max_rows=args.limit + 1
+    )
+    columns, rows = run_query(
+        WarehouseLayout.from_root(args.root).catalog_dir, args.query, limits=limits
+    )
+    print_table(columns, rows, args.limit)
     return 0
 
 
 def cmd_materialize(args: argparse.Namespace) -> int:
     from warehouse_cli.runner import materialize_partition
 
-    if args.root:
-        os.environ["EPISODE_WAREHOUSE_ROOT"] = str(Path(args.root).resolve())
-    default_dagster_home()
     started = time.perf_counter()
-    result = materialize_partition(args.source, args.partition, args.through, video=args.video)
+    result = materialize_partition(
+        args.source,
+        args.partition,
+        args.through,
+        instance=cli_instance(),
+        video=args.video,
+        resources=_resources(args),
+    )
     print(
         f"materialized {args.source} {args.partition} in {time.perf_counter() - started:.1f} s "
         f"(run {result.run_id})"
@@ -57,12 +60,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     from episode_warehouse.paths import WarehouseLayout
     from warehouse_cli.runner import materialize_partition
 
-    if args.root:
-        os.environ["EPISODE_WAREHOUSE_ROOT"] = str(Path(args.root).resolve())
-    default_dagster_home()
     check_export_name(args.name)
     check_read_only(args.query)
-    layout = WarehouseLayout.from_root(None)
+    layout = WarehouseLayout.from_root(args.root)
     sql_file = layout.root / "selections" / f"{args.name}.sql"
     if sql_file.exists() and sql_file.read_text() != args.query:
         raise WarehouseError(
@@ -72,7 +72,13 @@ def cmd_export(args: argparse.Namespace) -> int:
         )
     sql_file.parent.mkdir(parents=True, exist_ok=True)
     sql_file.write_text(args.query)
-    materialize_partition("selection", args.name, video=args.video)
+    materialize_partition(
+        "selection",
+        args.name,
+        instance=cli_instance(),
+        video=args.video,
+        resources=_resources(args),
+    )
     print(f"exported {args.name} to {layout.lerobot_dir(args.name)}")
     return 0
 
@@ -135,7 +141,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sql", help="read-only SQL over the episode catalog")
     p.add_argument("query")
     p.add_argument("--root", help="warehouse root (default: $EPISODE_WAREHOUSE_ROOT)")
-    p.add_argument("--limit", type=int, default=50, help="rows to print")
+    p.add_argument("--limit", type=int, default=50, help="rows to print (and to fetch)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=float(os.environ.get("EPISODE_WAREHOUSE_SQL_TIMEOUT_S") or 60),
+        help="seconds before the query is stopped (default: $EPISODE_WAREHOUSE_SQL_TIMEOUT_S "
+        "or 60)",
+    )
+    p.add_argument(
+        "--memory-limit",
+        default=os.environ.get("EPISODE_WAREHOUSE_SQL_MEMORY") or "2GB",
+        help="DuckDB memory limit (default: $EPISODE_WAREHOUSE_SQL_MEMORY or 2GB)",
+    )
     p.set_defaults(func=cmd_sql)
 
     p = sub.add_parser("ui", help="start the Dagster UI on the workspace")

@@ -1,4 +1,5 @@
-"""Materialize one partition through the asset graph, recorded in DAGSTER_HOME's run history."""
+"""Materialize one partition through the code location's own asset job, recorded in
+DAGSTER_HOME's run history."""
 
 from __future__ import annotations
 
@@ -7,18 +8,28 @@ import dagster as dg
 from episode_warehouse.atari.games import parse_partition_key
 from episode_warehouse.errors import PartitionKeyError, WarehouseError
 from episode_warehouse.openx.datasets import check_dataset_id
+from warehouse_cli.code_location import load_defs
 
 STAGES = ("raw", "decoded", "ted", "catalog", "lerobot")
+ASSETS = {
+    "atari": ("atari_replay_files", "atari_episodes", "atari_ted", "atari_catalog_rows",
+              "atari_lerobot_export"),
+    "openx": ("openx_shards", "openx_episodes", "openx_ted", "openx_catalog_rows",
+              "openx_lerobot_export"),
+}  # fmt: skip
+DYNAMIC = {"openx": "openx_datasets", "selection": "lerobot_selections"}
 
 
-def stages_through(stages: dict, through: str | None) -> list:
-    """The assets of the stages up to and including ``through`` (default: all)."""
-    names = list(stages)
+def stage_assets(source: str, through: str | None) -> list[str]:
+    """The asset names of ``source``'s stages up to and including ``through`` (default: all)."""
+    if source == "selection":
+        return ["selection_lerobot_export"]
+    names = ASSETS[source]
     if through is None:
-        return list(stages.values())
-    if through not in names:
-        raise PartitionKeyError(f"unknown stage (expected one of {names})", subject=repr(through))
-    return [stages[n] for n in names[: names.index(through) + 1]]
+        return list(names)
+    if through not in STAGES:
+        raise PartitionKeyError(f"unknown stage (expected one of {STAGES})", subject=repr(through))
+    return list(names[: STAGES.index(through) + 1])
 
 
 def _error_names() -> set[str]:
@@ -37,59 +48,57 @@ def _our_error(error):
     return error
 
 
+def _check_key(source: str, partition: str) -> None:
+    if source == "atari":
+        parse_partition_key(partition)
+    elif source == "openx":
+        check_dataset_id(partition)
+    elif source != "selection":
+        raise PartitionKeyError(
+            "unknown source (expected 'atari' or 'openx')", subject=repr(source)
+        )
+
+
 def materialize_partition(
     source: str,
     partition: str,
     through: str | None = None,
     instance: dg.DagsterInstance | None = None,
     video: bool = False,
+    resources: dict[str, dict] | None = None,
 ) -> dg.ExecuteInProcessResult:
-    """Run the stages of ``source`` for one partition.
+    """Run the stages of ``source`` for one partition, with their asset checks.
+
+    ``resources`` overrides resource config for this run (``{"warehouse": {"root": ...}}``);
+    everything else comes from the environment when the run starts.
 
     Raises:
         PartitionKeyError: unknown source, stage or partition key.
         WarehouseError: the run failed; the message is the failing step's error.
     """
-    from assets.graph import ALL_ASSETS, ALL_CHECKS, ATARI_STAGES, OPENX_STAGES
-    from assets.partitions import openx_datasets
-    from resources import build_resources
-
+    _check_key(source, partition)
     instance = instance or dg.DagsterInstance.get()
-    if source == "atari":
-        parse_partition_key(partition)
-        stages = ATARI_STAGES
-    elif source == "selection":
-        from assets.partitions import lerobot_selections
-
-        if not instance.has_dynamic_partition(lerobot_selections.name, partition):
-            instance.add_dynamic_partitions(lerobot_selections.name, [partition])
-        from assets.graph import selection_lerobot_export
-
-        stages = {"lerobot": selection_lerobot_export}
-    elif source == "openx":
-        check_dataset_id(partition)
-        if not instance.has_dynamic_partition(openx_datasets.name, partition):
-            instance.add_dynamic_partitions(openx_datasets.name, [partition])
-        stages = OPENX_STAGES
-    else:
-        raise PartitionKeyError(
-            "unknown source (expected 'atari' or 'openx')", subject=repr(source)
-        )
-    selected = stages_through(stages, through)
-    exports = [a for a in selected if a.key.to_user_string().endswith("lerobot_export")]
+    if source in DYNAMIC and not instance.has_dynamic_partition(DYNAMIC[source], partition):
+        instance.add_dynamic_partitions(DYNAMIC[source], [partition])
+    names = stage_assets(source, through)
     run_config: dict = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    exports = [n for n in names if n.endswith("lerobot_export")]
     if exports:
-        run_config["ops"] = {a.key.to_user_string(): {"config": {"video": video}} for a in exports}
-    result = dg.materialize(
-        [*ALL_ASSETS, *ALL_CHECKS],
-        selection=selected,
-        partition_key=partition,
-        instance=instance,
-        resources=build_resources(),
-        raise_on_error=False,
-        tags={"warehouse/source": source},
-        # the CLI prints the failing step's error itself; full logs are in the run history
+        run_config["ops"] = {n: {"config": {"video": video}} for n in exports}
+    if resources:
+        run_config["resources"] = {k: {"config": v} for k, v in resources.items()}
+    job = load_defs().resolve_implicit_global_asset_job_def()
+    from assets.retries import NO_RETRIES_TAG  # the code location is importable now
+
+    result = job.execute_in_process(
         run_config=run_config,
+        instance=instance,
+        partition_key=partition,
+        asset_selection=[dg.AssetKey(n) for n in names],
+        raise_on_error=False,
+        # a command line fails fast: sources are retried inside the step (bounded backoff);
+        # Dagster's step retries are for the daemon and the cluster, where nobody waits
+        tags={"warehouse/source": source, NO_RETRIES_TAG: "off"},
     )
     if not result.success:
         for event in result.all_events:

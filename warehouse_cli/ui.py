@@ -52,8 +52,7 @@ def stop_process_group(proc: subprocess.Popen, timeout: float = 15.0) -> None:
 
 
 def run_ui(port: int, demo_folder: Path | None) -> int:
-    default_dagster_home()
-    env = dict(os.environ)
+    env = {**os.environ, "DAGSTER_HOME": str(default_dagster_home())}
     stack = contextlib.ExitStack()
     with stack:
         if demo_folder is not None:

@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import numpy as np
 from isal import igzip
@@ -21,7 +21,14 @@ from episode_warehouse.atari.dopamine_files import STORE_ELEMENTS, file_name
 from episode_warehouse.errors import CorruptInputError
 
 _REFETCH = "delete the file and materialize the raw stage again (it is re-downloaded)"
-_GZIP_ERRORS = (EOFError, OSError, zlib.error, ValueError, IsalError)
+# isal's stubs declare IsalError as an instance; it is an exception class
+_GZIP_ERRORS: tuple[type[BaseException], ...] = (
+    EOFError,
+    OSError,
+    zlib.error,
+    ValueError,
+    cast(type[BaseException], IsalError),
+)
 
 
 @dataclass(frozen=True)

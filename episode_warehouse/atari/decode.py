@@ -8,12 +8,8 @@ the capacity.
 
 from __future__ import annotations
 
-import json
 import logging
-import subprocess
-import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +22,7 @@ from episode_warehouse.atari.stream_plan import StreamPlan, plan_stream
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import EPISODE_SCHEMA
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.workers import WorkerPool
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +57,12 @@ def decode_run(
         CorruptInputError: any malformed or inconsistent checkpoint file.
     """
     started = time.perf_counter()
+    if not suffixes:
+        raise CorruptInputError(
+            "no checkpoint to decode",
+            subject=str(replay_dir),
+            fix="mirror at least one complete checkpoint (check the checkpoint subset)",
+        )
     metas = [read_checkpoint_meta(replay_dir, s) for s in sorted(suffixes)]
     plan = plan_stream(metas, _read_frames)
     writer = DecodedWriter(staging)
@@ -96,38 +99,16 @@ def decode_run(
     return meta
 
 
-def _run_worker(src: Path, runs: list[tuple[int, int, int]], dst: Path) -> int:
-    job = json.dumps({"src": str(src), "runs": runs, "dst": str(dst)})
-    proc = subprocess.run(
-        [sys.executable, "-m", "episode_warehouse.atari.frame_copy", job],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    try:
-        answer = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
-        raise CorruptInputError(
-            f"the frame copy worker failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}",
-            subject=str(src),
-        ) from None
-    if "error" in answer:
-        raise CorruptInputError(answer["error"], subject=answer["subject"], fix=answer["fix"])
-    return int(answer["copied"])
-
-
 def _fill_frames(metas: list[CheckpointMeta], plan: StreamPlan, frames: Path, workers: int) -> None:
-    """Copy every file's frames, ``workers`` files at a time (one process each)."""
+    """Copy every file's frames, ``workers`` files at a time (one worker process each)."""
     jobs = [
         (m.observation_path, [(r.slot, r.row, r.length) for r in plan.copy_runs[m.suffix]], frames)
         for m in metas
     ]
-    copy = copy_frames if workers <= 1 or len(jobs) <= 1 else _run_worker
     done = 0
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
-        for i, (job, copied) in enumerate(
-            zip(jobs, pool.map(lambda j: copy(*j), jobs), strict=True), 1
-        ):
+    processes = min(workers, len(jobs)) if workers > 1 else 0
+    with WorkerPool(processes, what="frame copy") as pool:
+        for i, (job, copied) in enumerate(zip(jobs, pool.map(copy_frames, jobs), strict=True), 1):
             done += copied
             log.info(
                 "copied frames of %s (%d/%d files, %d frames)", job[0].name, i, len(jobs), done

@@ -1,15 +1,12 @@
 """Copy observation rows from one checkpoint file into the decoded frames array.
 
-Kept free of heavy imports: it runs in worker processes (one gzip stream per worker, both
-cores busy) started as ``python -m episode_warehouse.atari.frame_copy`` (plain subprocesses,
-so no ``__main__`` re-import or fork-with-threads hazards in Dagster's run workers).
+Kept free of heavy imports: it runs in the worker pool (``episode_warehouse.workers``), one
+gzip stream per worker, both cores busy.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +21,12 @@ def _data_offset(path: Path) -> tuple[int, int]:
     """(byte offset of row 0, bytes per row) of an .npy file."""
     with open(path, "rb") as fh:
         version = np.lib.format.read_magic(fh)
-        shape, _, dtype = np.lib.format._read_array_header(fh, version)
+        read = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, _, dtype = read(fh)
         return fh.tell(), int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
 
 
@@ -108,23 +110,3 @@ def read_slots(src: Path, slots: list[int], chunk_rows: int = CHUNK_ROWS) -> np.
         if len(found) == len(want):
             break
     return np.stack([found[s] for s in slots])
-
-
-def main(argv: list[str]) -> int:
-    """Worker entry point: ``python -m episode_warehouse.atari.frame_copy '<json job>'``.
-
-    Answers on stdout (the worker protocol): ``{"copied": N}`` or
-    ``{"error": ..., "subject": ..., "fix": ...}``.
-    """
-    job = json.loads(argv[0])
-    try:
-        copied = copy_frames(Path(job["src"]), [tuple(r) for r in job["runs"]], Path(job["dst"]))
-    except CorruptInputError as exc:
-        sys.stdout.write(json.dumps({"error": exc.what, "subject": exc.subject, "fix": exc.fix}))
-        return 1
-    sys.stdout.write(json.dumps({"copied": copied}) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,73 +1,87 @@
-"""Mirror one run's checkpoint files from a blob store into the warehouse, incrementally.
+"""Mirror one run's Dopamine checkpoint files from a blob store into the warehouse.
 
-The raw folder holds the chosen checkpoint files and ``manifest.json`` (written last). A file
-already present whose manifest entry matches the source's (size, crc32c, generation) is not
-downloaded again, so re-running an up-to-date partition transfers nothing.
+The raw folder (``<root>/raw/atari/<Game>/<run>/``) holds ``replay_logs/<files>`` and
+``meta.json``; it is one artifact of the incremental rule (``episode_warehouse.incremental``):
+its inputs are the source's listing of the chosen files (size, generation, crc32c) and the code
+version. A new version is built aside: files whose listing entry did not change are hard-linked
+from the published version (no byte is transferred), the others are downloaded (resumable:
+partial files live in ``.partial-<run>/`` beside the folder and survive a failure), and the
+folder is swapped in atomically. A decoder holds the folder's readers lock, so a re-mirror never
+replaces files under it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from episode_warehouse.atari.dopamine_files import ELEMENTS, CheckpointSubset, parse_file_name
-from episode_warehouse.blobstore import PART_SUFFIX, BlobInfo, BlobStore, DownloadStats
-from episode_warehouse.errors import CorruptInputError, SourceUnavailableError
+from episode_warehouse.atari.dopamine_files import (
+    ELEMENTS,
+    CheckpointSubset,
+    file_name,
+    parse_file_name,
+)
+from episode_warehouse.atomic import link_or_copy
+from episode_warehouse.blobstore import BlobInfo, BlobStore, DownloadStats
+from episode_warehouse.errors import CorruptInputError, SourceMissingError
+from episode_warehouse.incremental import Built, build_if_changed, published
 
 log = logging.getLogger(__name__)
-MANIFEST = "manifest.json"
 REPLAY_LOGS = "replay_logs"
 
 
 @dataclass
 class MirrorReport:
-    """What a mirror pass did; ``manifest`` is what it published."""
+    """What a mirror pass did (for the asset's metadata)."""
 
-    manifest: dict
     downloaded: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
+    linked: list[str] = field(default_factory=list)
     stats: DownloadStats = field(default_factory=DownloadStats)
     seconds: float = 0.0
 
 
 def list_run(store: BlobStore, game: str, run: int) -> dict[int, dict[str, BlobInfo]]:
-    """The checkpoint files of one run in the store, by suffix and element."""
+    """The checkpoint files of one run in the store, by suffix and element.
+
+    Raises:
+        CorruptInputError: two files name the same element of the same checkpoint
+            (``action_ckpt.1.gz`` beside ``$store$_action_ckpt.1.gz``).
+    """
     prefix = f"{game}/{run}/{REPLAY_LOGS}/"
     found: dict[int, dict[str, BlobInfo]] = {}
     for blob in store.list(prefix):
         parsed = parse_file_name(blob.name)
-        if parsed:
-            element, suffix = parsed
-            found.setdefault(suffix, {})[element] = blob
+        if not parsed:
+            continue
+        element, suffix = parsed
+        other = found.setdefault(suffix, {}).get(element)
+        if other is not None:
+            raise CorruptInputError(
+                f"two files hold the {element} of checkpoint {suffix}: "
+                f"{other.name.rsplit('/', 1)[-1]} and {blob.name.rsplit('/', 1)[-1]}",
+                subject=f"{store.url}/{prefix}",
+                fix=f"keep only {file_name(element, suffix)} in the source",
+            )
+        found[suffix][element] = blob
     return found
 
 
-def source_version(files: dict[str, dict]) -> str:
-    """A short hash of the names, generations and crc32c of the mirrored files."""
-    text = json.dumps({k: [v["generation"], v["crc32c"]] for k, v in sorted(files.items())})
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def mirror_run(
-    store: BlobStore, game: str, run: int, dest: Path, subset: CheckpointSubset, *, workers: int = 4
-) -> MirrorReport:
-    """Bring ``dest`` (a run's raw folder) in line with the chosen checkpoints of the source.
+def chosen_files(
+    store: BlobStore, game: str, run: int, subset: CheckpointSubset
+) -> tuple[list[int], dict[str, BlobInfo]]:
+    """The checkpoint suffixes of ``subset`` and their files, by file name.
 
     Raises:
-        SourceUnavailableError: the run has no checkpoint files in the source.
+        SourceMissingError: the run has no checkpoint files in the store.
         CorruptInputError: a chosen checkpoint lacks one of its six files.
     """
-    started = time.perf_counter()
     listing = list_run(store, game, run)
     if not listing:
-        raise SourceUnavailableError(
+        raise SourceMissingError(
             f"no checkpoint files under {game}/{run}/{REPLAY_LOGS}/",
             subject=store.url,
             fix="check ATARI_REPLAY_URL: below it the layout must be "
@@ -78,8 +92,6 @@ def mirror_run(
     for suffix in chosen:
         missing = [e for e in ELEMENTS if e not in listing[suffix]]
         if missing:
-            from episode_warehouse.atari.dopamine_files import file_name
-
             raise CorruptInputError(
                 f"checkpoint {suffix} lacks {', '.join(file_name(e, suffix) for e in missing)}",
                 subject=f"{store.url}/{game}/{run}/{REPLAY_LOGS}/",
@@ -87,15 +99,42 @@ def mirror_run(
             )
         for blob in listing[suffix].values():
             wanted[blob.name.rsplit("/", 1)[-1]] = blob
+    return chosen, dict(sorted(wanted.items()))
 
-    folder = dest / REPLAY_LOGS
+
+def mirror_files(
+    store: BlobStore,
+    wanted: dict[str, BlobInfo],
+    target: Path,
+    staging: Path,
+    report: MirrorReport,
+    *,
+    subdir: str,
+    workers: int = 4,
+) -> dict[str, dict]:
+    """Fill ``staging/subdir`` with ``wanted``: links to unchanged published files, downloads
+    of the rest. Returns the verified entries (size, generation, crc32c) by file name.
+
+    Shared by every source whose raw stage is a set of files from a blob store.
+    """
+    old = published(target).get("files", {})
+    folder = staging / subdir
     folder.mkdir(parents=True, exist_ok=True)
-    old = _read_manifest(dest)
-    report = MirrorReport(manifest={})
-    todo = []
-    for name, blob in sorted(wanted.items()):
-        if (folder / name).is_file() and old.get(name) == blob.to_json():
-            report.skipped.append(name)
+    partial = target.parent / f".partial-{target.name}"
+    files: dict[str, dict] = {}
+    todo: list[tuple[str, BlobInfo]] = []
+    for name, blob in wanted.items():
+        current = target / subdir / name
+        entry = old.get(name, {})
+        unchanged = (
+            entry.get("size") == blob.size
+            and entry.get("generation") == blob.generation
+            and (not blob.crc32c or entry.get("crc32c") == blob.crc32c)
+        )
+        if unchanged and current.is_file():
+            link_or_copy(current, folder / name)
+            files[name] = entry
+            report.linked.append(name)
         else:
             todo.append((name, blob))
     if todo:
@@ -106,42 +145,61 @@ def mirror_run(
             sum(b.size for _, b in todo) / 1e6,
         )
 
-    def fetch(item: tuple[str, BlobInfo]) -> str:
+    def fetch(item: tuple[str, BlobInfo]) -> tuple[str, str]:
         name, blob = item
-        store.download(blob, folder / name, report.stats)
-        return name
+        part = partial / f"{name}.{blob.generation}.part"
+        return name, store.download(blob, folder / name, report.stats, part)
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for i, name in enumerate(pool.map(fetch, todo), 1):
+        for i, (name, crc) in enumerate(pool.map(fetch, todo), 1):
+            files[name] = {**wanted[name].to_json(), "crc32c": crc}
             report.downloaded.append(name)
             log.info("downloaded %s (%d/%d)", name, i, len(todo))
-    for path in folder.iterdir():
-        if path.name not in wanted and not path.name.endswith(PART_SUFFIX):
-            path.unlink()
-            report.removed.append(path.name)
-    files = {name: blob.to_json() for name, blob in sorted(wanted.items())}
-    report.manifest = {
-        "source_url": f"{store.url}/{game}/{run}/{REPLAY_LOGS}",
+    shutil.rmtree(partial, ignore_errors=True)
+    return dict(sorted(files.items()))
+
+
+def mirror_run(
+    store: BlobStore,
+    game: str,
+    run: int,
+    target: Path,
+    subset: CheckpointSubset,
+    *,
+    code_version: str,
+    workers: int = 4,
+) -> tuple[Built, MirrorReport]:
+    """Bring the raw folder ``target`` of one run in line with the chosen checkpoints.
+
+    Raises:
+        SourceMissingError: the run has no checkpoint files in the source.
+        CorruptInputError: a chosen checkpoint lacks one of its six files, or two files hold
+            the same element.
+    """
+    started = time.perf_counter()
+    chosen, wanted = chosen_files(store, game, run, subset)
+    source_url = f"{store.url}/{game}/{run}/{REPLAY_LOGS}"
+    inputs = {
+        "source_url": source_url,
         "subset": subset.spec,
         "suffixes": chosen,
-        "files": files,
-        "source_version": source_version(files),
+        "files": {name: blob.to_json() for name, blob in wanted.items()},
+        "code_version": code_version,
     }
-    tmp = dest / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(report.manifest, indent=1, sort_keys=True))
-    os.replace(tmp, dest / MANIFEST)
+    report = MirrorReport()
+
+    def build(staging: Path) -> dict:
+        files = mirror_files(
+            store, wanted, target, staging, report, subdir=REPLAY_LOGS, workers=workers
+        )
+        return {
+            "format": "atari-dopamine-raw",
+            "source_url": source_url,
+            "subset": subset.spec,
+            "suffixes": chosen,
+            "files": files,
+        }
+
+    built = build_if_changed(target, inputs, build)
     report.seconds = time.perf_counter() - started
-    return report
-
-
-def _read_manifest(dest: Path) -> dict:
-    path = dest / MANIFEST
-    if not path.is_file():
-        return {}
-    return json.loads(path.read_text()).get("files", {})
-
-
-def read_manifest(dest: Path) -> dict:
-    """The published manifest of a raw folder, or {} when there is none."""
-    path = dest / MANIFEST
-    return json.loads(path.read_text()) if path.is_file() else {}
+    return built, report

@@ -164,7 +164,10 @@ def plan_stream(
                 f"stack size {m.stack_size} differs from {k}", subject=str(m.observation_path)
             )
 
-    parts_g, parts_ckpt, chunk_starts, chunk_kinds = [], [], [], []
+    parts_g: list[np.ndarray] = []
+    parts_ckpt: list[np.ndarray] = []
+    chunk_starts: list[int] = []
+    chunk_kinds: list[str] = []
     for i, p in enumerate(placements):
         g = np.arange(p.new_lo, p.hi, dtype=np.int64)
         if not len(g):

@@ -41,22 +41,29 @@ class Table:
         )
 
 
+_EPISODE_COLUMNS = (
+    Column("episode", pa.int64(), "BIGINT", "episode id within the partition (TED `episode`)"),
+    Column("start", pa.int64(), "BIGINT", "first row of the episode in the partition's TED"),
+    Column("length", pa.int64(), "BIGINT", "number of steps"),
+    Column("return", pa.float64(), "DOUBLE", "sum of rewards"),
+    Column("terminated", pa.bool_(), "BOOLEAN", "ends with a terminal step"),
+    Column("truncated", pa.bool_(), "BOOLEAN", "ends without a terminal step (cut)"),
+    Column("true_start", pa.bool_(), "BOOLEAN", "provably starts at the episode's first step"),
+    Column("complete", pa.bool_(), "BOOLEAN", "true_start and terminated"),
+    Column("language_instruction", pa.string(), "VARCHAR", "task text (null for Atari)"),
+    Column("source_files", pa.list_(pa.string()), "VARCHAR[]", "files/shards it came from"),
+)
+
+# What a decoder writes per episode (decoded and TED ``episodes.parquet``).
+EPISODE_DATA = Table("episode_data", _EPISODE_COLUMNS, "Per-episode columns of one partition.")
+
 EPISODES = Table(
     "episodes",
     (
         Column("source", pa.string(), "VARCHAR", "'atari' or 'openx'"),
         Column("partition", pa.string(), "VARCHAR", "partition key, e.g. 'Pong/5', 'cmu_stretch'"),
-        Column("episode", pa.int64(), "BIGINT", "episode id within the partition (TED `episode`)"),
-        Column("start", pa.int64(), "BIGINT", "first row of the episode in the partition's TED"),
-        Column("length", pa.int64(), "BIGINT", "number of steps"),
-        Column("return", pa.float64(), "DOUBLE", "sum of rewards"),
-        Column("terminated", pa.bool_(), "BOOLEAN", "ends with a terminal step"),
-        Column("truncated", pa.bool_(), "BOOLEAN", "ends without a terminal step (cut)"),
-        Column("true_start", pa.bool_(), "BOOLEAN", "provably starts at the episode's first step"),
-        Column("complete", pa.bool_(), "BOOLEAN", "true_start and terminated"),
-        Column("language_instruction", pa.string(), "VARCHAR", "task text (null for Atari)"),
-        Column("source_files", pa.list_(pa.string()), "VARCHAR[]", "files/shards it came from"),
-        Column("source_version", pa.string(), "VARCHAR", "hash of the source files' versions"),
+        *_EPISODE_COLUMNS,
+        Column("source_version", pa.string(), "VARCHAR", "version of the raw source files"),
         Column("code_version", pa.string(), "VARCHAR", "code version of the asset that wrote it"),
         Column("run_id", pa.string(), "VARCHAR", "Dagster run that wrote it"),
         Column("materialized_at", pa.timestamp("us", tz="UTC"), "TIMESTAMPTZ", "when"),
@@ -72,7 +79,7 @@ PARTITIONS = Table(
         Column("frames", pa.int64(), "BIGINT", "steps in the partition's TED"),
         Column("episodes", pa.int64(), "BIGINT", "episodes in the partition"),
         Column("bytes_on_disk", pa.int64(), "BIGINT", "bytes of the TED folder (hard links once)"),
-        Column("data_version", pa.string(), "VARCHAR", "Dagster data version of the TED"),
+        Column("data_version", pa.string(), "VARCHAR", "version of the TED (Dagster data version)"),
         Column("code_version", pa.string(), "VARCHAR", "code version of the TED asset"),
         Column("run_id", pa.string(), "VARCHAR", "Dagster run that wrote the rows"),
         Column("materialized_at", pa.timestamp("us", tz="UTC"), "TIMESTAMPTZ", "when"),

@@ -1,4 +1,11 @@
-"""Publish and remove a partition's catalog rows; (re)build the DuckDB file of views."""
+"""Publish and remove a partition's catalog rows; (re)build the DuckDB file of views.
+
+Each partition's rows are one artifact of the incremental rule: a folder
+``rows/<source>/<partition>/`` holding ``episodes.parquet``, ``partition.parquet`` and
+``meta.json``, swapped in atomically, so a reader sees both tables of a partition from the same
+version. The views read ``rows/*/[!.]*/<table>.parquet``: staging folders (``.staging-*``)
+never match.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +13,30 @@ import logging
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from episode_warehouse.atomic import publish, staging_path, unpublish
+from episode_warehouse.atomic import staging_path, unpublish
 from episode_warehouse.catalog.schema import EPISODES, PARTITIONS, TABLES, Table
+from episode_warehouse.incremental import RECORD, Built, build_if_changed
 
 log = logging.getLogger(__name__)
 DB_NAME = "catalog.duckdb"
-_EMPTY = "_empty"
+ROWS = "rows"
+_EMPTY = "_empty"  # a schema-only row set, so that the views work before any partition
+LAYOUT = 2  # of the rows folders the views read; an older catalog.duckdb is rebuilt
+
+
+def _file(table: Table) -> str:
+    return "partition.parquet" if table is PARTITIONS else f"{table.name}.parquet"
+
+
+def _write_empty_tables(folder: Path) -> None:
+    for table in TABLES:
+        pq.write_table(table.arrow_schema.empty_table(), folder / _file(table))
 
 
 class CatalogStore:
@@ -30,53 +49,52 @@ class CatalogStore:
     def db_path(self) -> Path:
         return self.folder / DB_NAME
 
-    def _file(self, table: Table, source: str, partition: str) -> Path:
-        return self.folder / table.name / source / f"{quote(partition, safe='')}.parquet"
+    def partition_dir(self, source: str, partition: str) -> Path:
+        return self.folder / ROWS / source / quote(partition, safe="")
 
-    def _write(self, table: Table, source: str, partition: str, data: pa.Table) -> Path:
-        target = self._file(table, source, partition)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = staging_path(target)
-        pq.write_table(data.select(table.arrow_schema.names).cast(table.arrow_schema), tmp)
-        publish(tmp, target)
-        return target
+    def glob(self, table: Table) -> str:
+        """The Parquet files of ``table`` across every published partition."""
+        return str(self.folder / ROWS / "*" / "[!.]*" / _file(table))
+
+    def view_statements(self) -> list[str]:
+        """``CREATE VIEW`` of every table over this folder's row files."""
+        return [table.view_sql(self.glob(table)) for table in TABLES]
+
+    @staticmethod
+    def write_rows(folder: Path, episodes: pa.Table, partition_row: dict) -> None:
+        """Write one partition's two tables into ``folder`` (a staging folder)."""
+        for table, data in (
+            (EPISODES, episodes),
+            (PARTITIONS, pa.Table.from_pylist([partition_row], schema=PARTITIONS.arrow_schema)),
+        ):
+            schema = table.arrow_schema
+            pq.write_table(data.select(schema.names).cast(schema), folder / _file(table))
 
     def publish_partition(
-        self, source: str, partition: str, episodes: pa.Table, partition_row: dict
-    ) -> None:
-        """Replace the rows of one partition (episodes first, then its partitions row)."""
+        self, source: str, key: str, episodes: pa.Table, partition_row: dict, inputs: dict
+    ) -> Built:
+        """Replace the rows of one partition unless they were built from the same ``inputs``."""
         self.ensure_database()
-        self._write(EPISODES, source, partition, episodes)
-        self._write(
-            PARTITIONS,
-            source,
-            partition,
-            pa.Table.from_pylist([partition_row], schema=PARTITIONS.arrow_schema),
-        )
-        log.info("catalog: published %d episodes of %s/%s", episodes.num_rows, source, partition)
 
-    def partition_row(self, source: str, partition: str) -> dict | None:
-        """The published ``partitions`` row of one partition, or None."""
-        path = self._file(PARTITIONS, source, partition)
-        if not path.is_file():
-            return None
-        rows = pq.read_table(path).to_pylist()
-        return rows[0] if rows else None
+        def build(tmp: Path) -> dict:
+            self.write_rows(tmp, episodes, partition_row)
+            return {"episodes": episodes.num_rows, "frames": partition_row["frames"]}
+
+        built = build_if_changed(self.partition_dir(source, key), inputs, build)
+        if built.rebuilt:
+            log.info("catalog: published %d episodes of %s/%s", episodes.num_rows, source, key)
+        return built
 
     def remove_partition(self, source: str, partition: str) -> bool:
         """Remove a partition's rows; True if there were any."""
-        removed = unpublish(self._file(PARTITIONS, source, partition))
-        return unpublish(self._file(EPISODES, source, partition)) or removed
+        return unpublish(self.partition_dir(source, partition))
 
     def published(self) -> list[tuple[str, str]]:
         """(source, partition) of every partition with rows."""
-        from urllib.parse import unquote
-
-        base = self.folder / PARTITIONS.name
         return sorted(
-            (p.parent.name, unquote(p.stem))
-            for p in base.glob("*/*.parquet")
-            if p.parent.name != _EMPTY
+            (p.parent.parent.name, unquote(p.parent.name))
+            for p in (self.folder / ROWS).glob(f"*/[!.]*/{RECORD}")
+            if p.parent.parent.name != _EMPTY
         )
 
     def ensure_database(self, rebuild: bool = False) -> Path:
@@ -85,23 +103,23 @@ class CatalogStore:
         The file is built aside and renamed into place, so readers holding the old one keep
         working; it holds no data, only views, so it never needs a writer while rows change.
         """
-        for table in TABLES:
-            empty = self.folder / table.name / _EMPTY / "_schema.parquet"
-            if not empty.exists():
-                empty.parent.mkdir(parents=True, exist_ok=True)
-                tmp = staging_path(empty)
-                pq.write_table(table.arrow_schema.empty_table(), tmp)
-                os.replace(tmp, empty)
+        schemas = {t.name: t.arrow_schema.to_string() for t in TABLES}
+        build_if_changed(
+            self.folder / ROWS / _EMPTY / "_schema",
+            {"schemas": schemas, "layout": LAYOUT},
+            _write_empty_tables,
+        )
         if self.db_path.exists() and not rebuild and self._views_point_here():
             return self.db_path
         tmp = staging_path(self.db_path)
         con = duckdb.connect(str(tmp))
         try:
-            for table in TABLES:
-                con.execute(table.view_sql(str(self.folder / table.name / "*" / "*.parquet")))
+            for statement in self.view_statements():
+                con.execute(statement)
             con.execute(
-                "CREATE OR REPLACE TABLE catalog_info AS SELECT ? AS root, ? AS built_at",
-                [str(self.folder), datetime.now(UTC)],
+                "CREATE OR REPLACE TABLE catalog_info AS "
+                "SELECT ? AS root, ? AS layout, ? AS built_at",
+                [str(self.folder), LAYOUT, datetime.now(UTC)],
             )
         finally:
             con.close()
@@ -115,9 +133,9 @@ class CatalogStore:
         except duckdb.Error:
             return False
         try:
-            root = con.execute("SELECT root FROM catalog_info").fetchone()[0]
+            row = con.execute("SELECT root, layout FROM catalog_info").fetchone()
         except duckdb.Error:
             return False
         finally:
             con.close()
-        return root == str(self.folder)
+        return row is not None and tuple(row) == (str(self.folder), LAYOUT)

@@ -10,29 +10,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from episode_warehouse.errors import NotMaterializedError
+from episode_warehouse.catalog.schema import EPISODE_DATA
+from episode_warehouse.errors import FormatVersionError, NotMaterializedError
+from episode_warehouse.incremental import RECORD
 
 FORMAT = "episode-warehouse-decoded"
-VERSION = 1
-META = "meta.json"
+VERSION = 2
+META = RECORD
 EPISODES = "episodes.parquet"
 ARRAYS = "arrays"
 ROLES = ("observation", "reward", "terminal", "step")
 
-EPISODE_SCHEMA = pa.schema(
-    [
-        pa.field("episode", pa.int64()),
-        pa.field("start", pa.int64()),
-        pa.field("length", pa.int64()),
-        pa.field("return", pa.float64()),
-        pa.field("terminated", pa.bool_()),
-        pa.field("truncated", pa.bool_()),
-        pa.field("true_start", pa.bool_()),
-        pa.field("complete", pa.bool_()),
-        pa.field("language_instruction", pa.string()),
-        pa.field("source_files", pa.list_(pa.string())),
-    ]
-)
+# the per-episode columns every decoder writes: the catalog's, less partition and lineage
+EPISODE_SCHEMA = EPISODE_DATA.arrow_schema
 
 
 @dataclass(frozen=True)
@@ -92,9 +82,9 @@ def open_decoded(folder: Path) -> DecodedEpisodes:
             fix="materialize the decoded stage of this partition first",
         )
     meta = json.loads(meta_path.read_text())
-    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
-        raise NotMaterializedError(
-            f"unexpected format {meta.get('format')} v{meta.get('version')}",
+    if meta.get("format") != FORMAT or meta.get("format_version") != VERSION:
+        raise FormatVersionError(
+            f"format {meta.get('format')} v{meta.get('format_version')} is not {FORMAT} v{VERSION}",
             subject=str(meta_path),
             fix="re-materialize the decoded stage with this version of the warehouse",
         )

@@ -141,7 +141,7 @@ class DecodedWriter:
         pq.write_table(episodes, self.folder / EPISODES)
         full = {
             "format": FORMAT,
-            "version": VERSION,
+            "format_version": VERSION,
             "rows": self.rows,
             "episodes": episodes.num_rows,
             "arrays": {k: s.to_json() for k, s in sorted(self.specs.items())},

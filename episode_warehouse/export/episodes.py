@@ -66,6 +66,8 @@ def create_dataset(repo_id: str, episodes: list[ExportEpisode], out: Path, video
     from episode_warehouse.export.features import features_for, fps_for
 
     first = episodes[0]
+    if out.is_dir() and not any(out.iterdir()):
+        out.rmdir()  # lerobot creates the dataset root itself (an empty staging folder here)
     return LeRobotDataset.create(
         repo_id,
         fps=fps_for(first.source, first.partition),

@@ -11,24 +11,49 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from episode_warehouse.export.episodes import ExportEpisode
 
 SHM = Path("/dev/shm")  # memory-backed scratch, where the system has one
 _SCRATCH_PREFIX = "episode-warehouse-frames-"
 
 
-def scratch_root(staging: Path, video: bool) -> Path:
-    """Where the workers write PNG files: lerobot encodes videos from ``<root>/images`` (and
-    deletes the frames); lossless frames only live until lerobot has embedded them, so they go
-    to memory (``/dev/shm``) where there is one: creating a file there costs ~10x less.
+def scratch_bytes(episodes: list[ExportEpisode], features: dict, ahead: int) -> int:
+    """An upper bound of the PNG bytes waiting at once: ``ahead`` of the longest episodes
+    (a PNG of a frame is at most its raw size, plus headers)."""
+    frame = sum(
+        int(np.prod(ft["shape"])) + 1024
+        for ft in features.values()
+        if ft["dtype"] in ("image", "video")
+    )
+    longest = sorted((e.length for e in episodes), reverse=True)[:ahead]
+    return frame * sum(longest)
+
+
+def scratch_root(staging: Path, video: bool, need: int, scratch_dir: Path | None) -> Path:
+    """Where the workers write PNG files.
+
+    lerobot encodes videos from ``<staging>/images`` (and deletes the frames), so video frames
+    go there. Lossless frames only live until lerobot has embedded them: they go to
+    ``scratch_dir`` when one is set, else to memory (``/dev/shm``: creating a file there costs
+    ~10x less) when it has room for ``need`` bytes twice over (containers give it 64 MiB), else
+    to the staging folder.
     """
-    if video or not (SHM.is_dir() and os.access(SHM, os.W_OK)):
+    if video:
         return staging
-    for stale in SHM.glob(_SCRATCH_PREFIX + "*"):
+    base = scratch_dir
+    if base is None:
+        usable = SHM.is_dir() and os.access(SHM, os.W_OK)
+        if not usable or shutil.disk_usage(SHM).free < 2 * need:
+            return staging
+        base = SHM
+    base.mkdir(parents=True, exist_ok=True)
+    for stale in base.glob(_SCRATCH_PREFIX + "*"):
         pid = stale.name.removeprefix(_SCRATCH_PREFIX).split("-")[0]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             shutil.rmtree(stale, ignore_errors=True)  # left by a killed export
-    return Path(tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-", dir=SHM))
+    return Path(tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-", dir=base))
 
 
 CHUNK_FRAMES = 256  # frames per PNG job: episodes are split so that workers share them

@@ -2,30 +2,31 @@
 
 lerobot's writer (``LeRobotDataset.create``, ``save_episode``, ``finalize``) writes the parquet
 files, the statistics and the metadata, one episode after the other. For each episode we hand it
-the buffer ``add_frame`` would have built (lerobot's ``save_episode(episode_data=...)``), whose
-PNG files worker processes (:mod:`png_writer`) have written a few episodes ahead; lerobot embeds
-them in batches (:mod:`embedding`). The dataset is the per-frame path's (:mod:`per_frame`) byte
-for byte. Everything is written in a staging folder renamed into place at the end: a failure
-leaves nothing behind.
+the buffer ``add_frame`` would have built, whose PNG files worker processes (:mod:`png_writer`)
+have written a few episodes ahead; lerobot embeds them in batches. Both rely on lerobot
+internals, checked in :mod:`lerobot_compat`; other lerobot versions get the plain per-frame
+path (:mod:`per_frame`), which writes the same dataset byte for byte. An export is one artifact
+of the incremental rule: built in a staging folder, published at the end, kept as it is when
+its request and the TEDs it reads are unchanged.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import shutil
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from episode_warehouse.atomic import publish, remove_debris, staging_path, write_lock
 from episode_warehouse.errors import ExportError, PartitionKeyError
-from episode_warehouse.export.embedding import batched_image_embedding
-from episode_warehouse.export.episode_buffer import episode_buffer
+from episode_warehouse.export import lerobot_compat
 from episode_warehouse.export.episodes import ExportEpisode, create_dataset, export_episodes
-from episode_warehouse.export.frames import frame_paths, png_jobs, scratch_root
+from episode_warehouse.export.frames import frame_paths, png_jobs, scratch_bytes, scratch_root
 from episode_warehouse.export.png_writer import PngWriters
+from episode_warehouse.incremental import build_if_changed, published
+from episode_warehouse.paths import WarehouseLayout
 
 log = logging.getLogger(__name__)
 EXPORT_META = "meta/warehouse_export.json"
@@ -58,7 +59,6 @@ class ExportRequest:
     episodes: list[tuple[str, str, int, int, int]]
     video: bool = False
     query: str | None = None
-    lineage: dict = field(default_factory=dict)
 
     @property
     def repo_id(self) -> str:
@@ -83,14 +83,17 @@ def _check_first_frame(episode: ExportEpisode, dataset, columns: dict) -> None:
     validate_frame({**frame, "task": episode.task}, dataset.meta.features)
 
 
-def _write_dataset(request: ExportRequest, out: Path, writers: PngWriters) -> int:
+def _write_dataset(
+    request: ExportRequest, out: Path, writers: PngWriters, scratch_dir: Path | None
+) -> int:
     """Write ``request``'s episodes as a LeRobot dataset at ``out``; return frames written."""
     from episode_warehouse.export.features import columns_of
 
     episodes = export_episodes(Path(request.root), list(request.episodes))
     dataset = create_dataset(request.repo_id, episodes, out, request.video)
     features = dataset.meta.features
-    scratch = scratch_root(out, request.video)
+    need = scratch_bytes(episodes, features, ahead=writers.count + 2)
+    scratch = scratch_root(out, request.video, need, scratch_dir)
     pending: deque[tuple[list[dict], list]] = deque()
 
     def submit(index: int) -> None:
@@ -109,7 +112,7 @@ def _write_dataset(request: ExportRequest, out: Path, writers: PngWriters) -> in
             if index == 0:
                 _check_first_frame(episode, dataset, columns)
             writers.finish(jobs, futures)
-            buffer = episode_buffer(
+            buffer = lerobot_compat.episode_buffer(
                 features,
                 episode_index=index,
                 fps=dataset.meta.fps,
@@ -132,16 +135,25 @@ def _write_dataset(request: ExportRequest, out: Path, writers: PngWriters) -> in
 
 
 def export_lerobot(
-    request: ExportRequest, target: Path, *, workers: int = 1, batched_embedding: bool = True
+    request: ExportRequest,
+    target: Path,
+    *,
+    workers: int = 1,
+    batched_embedding: bool = True,
+    scratch_dir: Path | None = None,
+    code_version: str = "1",
 ) -> dict:
-    """Export ``request`` to ``target`` (a LeRobot dataset root); return the export metadata.
+    """Export ``request`` to ``target`` (a LeRobot dataset root); return the export's record.
 
     ``workers`` processes write the PNG frames while this one feeds lerobot's writer;
-    ``batched_embedding=False`` leaves lerobot's row-by-row embedding in place (to measure it).
-    Idempotent: a target holding the same export (same episodes, mode and query) is kept.
+    ``batched_embedding=False`` leaves lerobot's row-by-row embedding in place (to measure it);
+    ``scratch_dir`` is where PNG frames wait for lerobot (default: ``/dev/shm`` when it has
+    room, else the staging folder). Idempotent: a target holding the same export (same
+    episodes, mode, query and TED versions) is kept.
 
     Raises:
-        ExportError: no episode, mixed sources, or a target holding a different dataset.
+        ExportError: no episode, or mixed sources.
+        ForeignArtifactError: the target holds a dataset this warehouse did not write.
     """
     check_export_name(request.name)
     if not request.episodes:
@@ -152,45 +164,45 @@ def export_lerobot(
         )
     if len({e[0] for e in request.episodes}) > 1:
         raise ExportError(
-            "a LeRobot dataset holds one source's features; the selection mixes atari and openx",
+            "a LeRobot dataset holds one source's features; the selection mixes sources",
             subject=request.name,
             fix="export each source separately",
         )
-    target = Path(target)
-    with write_lock(target):
-        existing = target / EXPORT_META
-        if existing.is_file():
-            if json.loads(existing.read_text()).get("fingerprint") == request.fingerprint():
-                return json.loads(existing.read_text())
-            if not (target / "meta" / "info.json").is_file():
-                raise ExportError(
-                    "the destination holds something else",
-                    subject=str(target),
-                    fix="choose another export name or remove the folder",
-                )
-        elif target.exists():
-            raise ExportError(
-                "the destination already holds a dataset this warehouse did not write",
-                subject=str(target),
-                fix="choose another export name or remove the folder",
+    layout = WarehouseLayout(Path(request.root))
+    teds = {
+        f"{s}:{p}": published(layout.ted_dir(s, p)).get("version")
+        for s, p in sorted({(e[0], e[1]) for e in request.episodes})
+    }
+    inputs = {"request": request.fingerprint(), "teds": teds, "code_version": code_version}
+
+    def build(staging: Path) -> dict:
+        if lerobot_compat.fast_path_available():
+            embedding = (
+                lerobot_compat.batched_image_embedding() if batched_embedding else nullcontext()
             )
-        remove_debris(target)
-        staging = staging_path(target)
-        try:
-            with PngWriters(workers) as writers, batched_image_embedding(batched_embedding):
-                frames = _write_dataset(request, staging, writers)
-            meta = {
-                "name": request.name,
-                "frames": frames,
-                "episodes": len(request.episodes),
-                "fingerprint": request.fingerprint(),
-                "request": {k: v for k, v in asdict(request).items() if k != "episodes"},
-                "episode_list": [list(e) for e in request.episodes],
-            }
-            (staging / EXPORT_META).write_text(json.dumps(meta, indent=1))
-            publish(staging, target)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-    log.info("exported %d episodes (%d frames) to %s", meta["episodes"], meta["frames"], target)
-    return meta
+            with PngWriters(workers) as writers, embedding:
+                frames = _write_dataset(request, staging, writers, scratch_dir)
+        else:
+            from episode_warehouse.export.per_frame import write_per_frame
+
+            rows = list(request.episodes)
+            frames = write_per_frame(
+                request.repo_id, Path(request.root), rows, staging, video=request.video
+            )
+        return {
+            "name": request.name,
+            "frames": frames,
+            "episodes": len(request.episodes),
+            "request": {k: v for k, v in asdict(request).items() if k != "episodes"},
+            "episode_list": [list(e) for e in request.episodes],
+        }
+
+    built = build_if_changed(Path(target), inputs, build, record=EXPORT_META)
+    if built.rebuilt:
+        log.info(
+            "exported %d episodes (%d frames) to %s",
+            built.meta["episodes"],
+            built.meta["frames"],
+            target,
+        )
+    return built.meta

@@ -47,7 +47,7 @@ def decode_shards(shards: list[Shard], staging: Path, *, lineage: dict | None = 
     writer = DecodedWriter(staging)
     specs: dict[str, ArraySpec] | None = None
     tasks: dict[str, int] = {}
-    rows = {
+    rows: dict[str, list] = {
         name: [] for name in ("start", "length", "return", "terminated", "instruction", "source")
     }
     start = 0

@@ -90,7 +90,7 @@ def decode_episode(obj: object, subject: str) -> DecodedEpisode:
     steps = obj["steps"]
     if not steps:
         raise CorruptInputError("the episode has no steps", subject=subject)
-    columns: dict[str, list[np.ndarray]] = {}
+    columns: dict[str, list] = {}  # image slots stay None until decoded
     images: list[tuple[str, int, dict, str]] = []
     instruction = None
     first_keys: list[str] | None = None

@@ -1,118 +1,136 @@
-"""Mirror the tar shards of one OpenX dataset under the warehouse root, incrementally.
+"""The raw stage of one OpenX dataset: its tar shards mirrored, or only listed (streaming).
 
-Shards are copied with fsspec (local paths and ``hf://`` URLs alike) to a ``.part`` file,
-verified (crc32c for local sources, sha256 for hub LFS files) and renamed into place; a shard
-whose manifest entry already matches the source's version is not copied again.
+The raw folder (``<root>/raw/openx/<dataset>/``) is one artifact of the incremental rule: its
+inputs are the source's listing (shard names, sizes and versions: hub LFS sha256, or a local
+file's size and mtime) and the mode. In ``download`` mode a new version is built aside: shards
+whose version did not change are hard-linked from the published version, the others are copied
+with fsspec (local paths and ``hf://`` URLs alike; bounded retries on transient failures) and
+verified while they are copied (sha256 against the hub's LFS hash; size and an unchanged
+source for local files). In ``streaming`` mode the record only lists the source's shards.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 from pathlib import Path
 
-import fsspec
+import google_crc32c
 
-from episode_warehouse.blobstore import PART_SUFFIX, file_crc32c
-from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.openx.shards import Shard, ShardListing
+from episode_warehouse.atomic import link_or_copy
+from episode_warehouse.blobstore import PART_SUFFIX, crc32c_b64
+from episode_warehouse.errors import ConfigError, SourceUnreachableError
+from episode_warehouse.incremental import Built, build_if_changed, published
+from episode_warehouse.openx.shards import Shard, ShardListing, local_version, open_shard
+from episode_warehouse.retry import RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
-MANIFEST = "manifest.json"
+MODES = ("download", "streaming")
 
 
-def _digest(path: Path, version: str) -> str:
-    if len(version) == 64:  # hub LFS sha256
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            while chunk := fh.read(8 << 20):
-                h.update(chunk)
-        return h.hexdigest()
-    return file_crc32c(path)
+def _copy(shard: Shard, part: Path, policy: RetryPolicy) -> str:
+    """Copy one shard to ``part``, verifying it on the way; returns its crc32c."""
 
-
-def listing_version(shards: list[Shard], revision: str) -> str:
-    text = json.dumps([revision] + [[s.name, s.size, s.version] for s in shards])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def mirror_shards(listing: ShardListing, dest: Path, source_url: str) -> dict:
-    """Copy the shards of ``listing`` into ``dest``; return the manifest written there."""
-    dest.mkdir(parents=True, exist_ok=True)
-    old = (
-        json.loads((dest / MANIFEST).read_text()).get("shards", {})
-        if (dest / MANIFEST).is_file()
-        else {}
-    )
-    copied = 0
-    for i, shard in enumerate(listing.shards, 1):
-        target = dest / shard.name
-        if target.is_file() and old.get(shard.name, {}).get("version") == shard.version:
-            continue
-        part = target.with_name(target.name + PART_SUFFIX)
-        with fsspec.open(shard.location, "rb") as src, open(part, "wb") as out:
+    def attempt() -> str:
+        crc = google_crc32c.Checksum()
+        sha = hashlib.sha256() if len(shard.version) == 64 else None
+        size = 0
+        with open_shard(shard.location, policy) as src, open(part, "wb") as out:
             while chunk := src.read(8 << 20):
+                crc.update(chunk)
+                if sha is not None:
+                    sha.update(chunk)
                 out.write(chunk)
-        if part.stat().st_size != shard.size or _digest(part, shard.version) != shard.version:
-            part.unlink()
-            raise CorruptInputError(
-                "the copied shard does not match the source's size/hash",
+                size += len(chunk)
+        if size != shard.size or (sha is not None and sha.hexdigest() != shard.version):
+            part.unlink(missing_ok=True)
+            raise SourceUnreachableError(
+                f"the copy has {size} bytes{' and another sha256' if sha else ''}, the source "
+                f"listed {shard.size}",
                 subject=shard.location,
-                fix="retry; the source changed while it was copied or the transfer was corrupted",
+                fix="retry; the source changed while it was copied or the transfer broke",
             )
-        os.replace(part, target)
-        copied += 1
-        log.info(
-            "mirrored %s (%d/%d, %.1f MB)", shard.name, i, len(listing.shards), shard.size / 1e6
+        if sha is None and local_version(Path(shard.location)) != shard.version:
+            part.unlink(missing_ok=True)
+            raise SourceUnreachableError(
+                "the shard changed while it was copied",
+                subject=shard.location,
+                fix="retry once the file is no longer being written",
+            )
+        return crc32c_b64(crc)
+
+    return call_with_retries(attempt, policy=policy, subject=shard.location)
+
+
+def mirror_shards(
+    listing: ShardListing,
+    target: Path,
+    source_url: str,
+    *,
+    mode: str,
+    code_version: str,
+    policy: RetryPolicy | None = None,
+) -> Built:
+    """Publish the raw folder of one dataset: shards copied (``download``) or listed.
+
+    Raises:
+        SourceUnreachableError: a shard kept failing to copy intact (size or hash differ).
+    """
+    policy = policy or RetryPolicy()
+    inputs = {
+        "source_url": source_url,
+        "revision": listing.revision,
+        "mode": mode,
+        "shards": {s.name: s.to_json() for s in listing.shards},
+        "code_version": code_version,
+    }
+
+    def build(staging: Path) -> dict:
+        files: dict[str, dict] = {}
+        copied = 0
+        if mode == "download":
+            old = published(target).get("files", {})
+            for i, shard in enumerate(listing.shards, 1):
+                dest = staging / shard.name
+                entry = old.get(shard.name, {})
+                if entry.get("version") == shard.version and (target / shard.name).is_file():
+                    link_or_copy(target / shard.name, dest)
+                    files[shard.name] = entry
+                    continue
+                part = dest.with_name(dest.name + PART_SUFFIX)
+                crc = _copy(shard, part, policy)
+                os.replace(part, dest)
+                files[shard.name] = {"size": shard.size, "version": shard.version, "crc32c": crc}
+                copied += 1
+                log.info(
+                    "mirrored %s (%d/%d, %.1f MB)",
+                    shard.name,
+                    i,
+                    len(listing.shards),
+                    shard.size / 1e6,
+                )
+        return {
+            "format": "openx-raw",
+            "source_url": source_url,
+            "revision": listing.revision,
+            "mode": mode,
+            "shards": {s.name: s.to_json() for s in listing.shards},
+            "files": files,
+            "copied": copied,
+        }
+
+    if mode not in MODES:
+        raise ConfigError(
+            f"unknown mode {mode!r}", subject="OPENX_MODE", fix="use 'download' or 'streaming'"
         )
-    for path in dest.glob("*.tar"):
-        if path.name not in {s.name for s in listing.shards}:
-            path.unlink()
-    manifest = {
-        "source_url": source_url,
-        "revision": listing.revision,
-        "shards": {s.name: s.to_json() for s in listing.shards},
-        "source_version": listing_version(listing.shards, listing.revision),
-        "mode": "download",
-        "copied": copied,
-    }
-    tmp = dest / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-    os.replace(tmp, dest / MANIFEST)
-    return manifest
+    return build_if_changed(target, inputs, build)
 
 
-def record_listing(listing: ShardListing, dest: Path, source_url: str) -> dict:
-    """Streaming mode: publish the manifest of the source's shards without copying them."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for path in dest.glob("*.tar"):
-        path.unlink()
-    manifest = {
-        "source_url": source_url,
-        "revision": listing.revision,
-        "mode": "streaming",
-        "shards": {s.name: s.to_json() for s in listing.shards},
-        "source_version": listing_version(listing.shards, listing.revision),
-        "copied": 0,
-    }
-    tmp = dest / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-    os.replace(tmp, dest / MANIFEST)
-    return manifest
-
-
-def read_manifest(dest: Path) -> dict:
-    """The published manifest of a raw folder, or {} when there is none."""
-    path = dest / MANIFEST
-    return json.loads(path.read_text()) if path.is_file() else {}
-
-
-def manifest_shards(dest: Path, manifest: dict) -> list[Shard]:
-    """The shards a manifest names: the local copies, or the source itself in streaming mode."""
-    streaming = manifest.get("mode") == "streaming"
+def manifest_shards(folder: Path, record: dict) -> list[Shard]:
+    """The shards a raw record names: the local copies, or the source itself in streaming mode."""
+    streaming = record.get("mode") == "streaming"
     return [
-        Shard(name, e["location"] if streaming else str(dest / name), e["size"], e["version"])
-        for name, e in sorted(manifest["shards"].items())
+        Shard(name, e["location"] if streaming else str(folder / name), e["size"], e["version"])
+        for name, e in sorted(record["shards"].items())
     ]

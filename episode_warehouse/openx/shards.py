@@ -14,8 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from episode_warehouse.blobstore import file_crc32c
-from episode_warehouse.errors import ConfigError, CorruptInputError, SourceUnavailableError
+from episode_warehouse.errors import (
+    ConfigError,
+    CorruptInputError,
+    SourceMissingError,
+)
+from episode_warehouse.retry import RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
 _HF_RE = re.compile(r"^hf://datasets/([^/@]+/[^/@]+)(?:@([^/]+))?/?$")
@@ -29,7 +33,7 @@ class Shard:
     name: str
     location: str
     size: int
-    version: str  # crc32c for local files, LFS sha256 on the hub
+    version: str  # "<size>:<mtime_ns>" for local files, LFS sha256 on the hub
 
     def to_json(self) -> dict:
         return {"location": self.location, "size": self.size, "version": self.version}
@@ -41,7 +45,27 @@ class ShardListing:
     revision: str  # hub commit sha, or "local"
 
 
-def list_shards(url: str, dataset: str) -> ShardListing:
+def local_version(path: Path) -> str:
+    """A local shard's version from ``stat`` alone (no contents read): size and mtime."""
+    st = path.stat()
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+def open_shard(location: str, policy: RetryPolicy | None = None):
+    """Open a shard for reading (local path or ``hf://`` URL), retrying transient failures.
+
+    Hub reads are bounded by huggingface_hub's ``HF_HUB_DOWNLOAD_TIMEOUT`` (10 s by default).
+    """
+    import fsspec
+
+    return call_with_retries(
+        lambda: fsspec.open(location, "rb").open(),
+        policy=policy or RetryPolicy(),
+        subject=location,
+    )
+
+
+def list_shards(url: str, dataset: str, policy: RetryPolicy | None = None) -> ShardListing:
     """The tar shards of ``dataset`` under ``url`` (``hf://datasets/OWNER/REPO[@rev]`` or a folder).
 
     Raises:
@@ -49,7 +73,7 @@ def list_shards(url: str, dataset: str) -> ShardListing:
         SourceUnavailableError: the folder or repo cannot be read, or holds no shard.
     """
     if url.startswith("hf://"):
-        listing = _list_hub(url, dataset)
+        listing = _list_hub(url, dataset, policy or RetryPolicy())
     elif "://" in url and not url.startswith("file://"):
         raise ConfigError(
             "unsupported OPENX_URL scheme",
@@ -59,7 +83,7 @@ def list_shards(url: str, dataset: str) -> ShardListing:
     else:
         listing = _list_local(Path(url.removeprefix("file://")).expanduser(), dataset)
     if not listing.shards:
-        raise SourceUnavailableError(
+        raise SourceMissingError(
             f"no tar shards for dataset {dataset!r}",
             subject=url,
             fix=f"check OPENX_URL and the dataset id; expected {dataset}/{dataset}_00000.tar",
@@ -69,19 +93,19 @@ def list_shards(url: str, dataset: str) -> ShardListing:
 
 def _list_local(root: Path, dataset: str) -> ShardListing:
     if not root.is_dir():
-        raise SourceUnavailableError(
+        raise SourceMissingError(
             "the OpenX mirror folder does not exist",
             subject=str(root),
             fix="set OPENX_URL to a folder or hf://datasets/OWNER/REPO",
         )
     shards = [
-        Shard(p.name, str(p), p.stat().st_size, file_crc32c(p))
+        Shard(p.name, str(p), p.stat().st_size, local_version(p))
         for p in sorted((root / dataset).glob("*.tar"))
     ]
     return ShardListing(shards, "local")
 
 
-def _list_hub(url: str, dataset: str) -> ShardListing:
+def _list_hub(url: str, dataset: str, policy: RetryPolicy) -> ShardListing:
     match = _HF_RE.match(url)
     if not match:
         raise ConfigError(
@@ -91,24 +115,17 @@ def _list_hub(url: str, dataset: str) -> ShardListing:
         )
     repo, revision = match.group(1), match.group(2)
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import HfHubHTTPError
 
     api = HfApi()
-    try:
-        sha = api.dataset_info(repo, revision=revision).sha
-        files = [
-            f
-            for f in api.list_repo_tree(
-                repo, path_in_repo=dataset, repo_type="dataset", revision=sha
-            )
-            if f.path.endswith(".tar")
-        ]
-    except (HfHubHTTPError, OSError) as exc:
-        raise SourceUnavailableError(
-            f"cannot list the hub repo ({exc})",
-            subject=url,
-            fix="check the network, the repo id and HF_TOKEN",
-        ) from exc
+
+    def listing() -> tuple[str, list]:
+        sha = api.dataset_info(repo, revision=revision, timeout=policy.timeout_s).sha or ""
+        tree = api.list_repo_tree(repo, path_in_repo=dataset, repo_type="dataset", revision=sha)
+        return sha, [f for f in tree if f.path.endswith(".tar")]
+
+    sha, files = call_with_retries(
+        listing, policy=policy, subject=url, fix="check the network, the repo id and HF_TOKEN"
+    )
     shards = [
         Shard(
             f.path.rsplit("/", 1)[-1],
@@ -138,9 +155,7 @@ def check_complete(shard: Shard) -> None:
     Raises:
         CorruptInputError: the shard is truncated.
     """
-    import fsspec
-
-    with fsspec.open(shard.location, "rb") as fh:
+    with open_shard(shard.location) as fh:
         size = fh.seek(0, 2)
         tail = b""
         if size >= 1024:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 
+from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.decoded import DecodedEpisodes
 from episode_warehouse.ted.layout import (
     ARRAY,
@@ -38,21 +37,12 @@ _CARRIED = (
 )
 
 
-def _link(src: Path, dst: Path) -> None:
-    """Hard-link (no bytes copied); copy where the file system refuses links."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)
-
-
 def _save(path: Path, values: np.ndarray) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, values, allow_pickle=False)
 
 
-def build_ted(decoded: DecodedEpisodes, staging: Path, extra_meta: dict | None = None) -> dict:
+def build_ted(decoded: DecodedEpisodes, staging: Path) -> dict:
     """Write the TED folder of ``decoded`` into ``staging`` and return its meta.json.
 
     Per step t: observation keys at the root and, shifted, under "next"; reward under
@@ -69,23 +59,23 @@ def build_ted(decoded: DecodedEpisodes, staging: Path, extra_meta: dict | None =
     for key, spec in decoded.arrays.items():
         src = spec.path(decoded.folder)
         if spec.role == "observation":
-            _link(src, staging / f"{key}.npy")
+            link_or_copy(src, staging / f"{key}.npy")
             entry = {"file": f"{key}.npy", "kind": ARRAY, "rows_plus_one": True}
             keys[key] = entry
             keys[f"next/{key}"] = {"file": f"{key}.npy", "kind": NEXT_OF}
         elif spec.role == "reward":
-            _link(src, staging / "next" / "reward.npy")
+            link_or_copy(src, staging / "next" / "reward.npy")
             keys["next/reward"] = {"file": "next/reward.npy", "kind": UNSQUEEZE}
         elif spec.role == "terminal":
-            _link(src, staging / "next" / "terminated.npy")
+            link_or_copy(src, staging / "next" / "terminated.npy")
             keys["next/terminated"] = {"file": "next/terminated.npy", "kind": UNSQUEEZE}
         else:
-            _link(src, staging / f"{key}.npy")
+            link_or_copy(src, staging / f"{key}.npy")
             keys[key] = {"file": f"{key}.npy", "kind": ARRAY}
 
     done = np.zeros(rows, dtype=bool)
     is_init = np.zeros(rows, dtype=bool)
-    episode = np.zeros(rows, dtype=np.int32)
+    episode: np.ndarray = np.zeros(rows, dtype=np.int32)
     if len(starts):
         done[starts + lengths - 1] = True
         is_init[starts] = True
@@ -112,12 +102,11 @@ def build_ted(decoded: DecodedEpisodes, staging: Path, extra_meta: dict | None =
     pq.write_table(episodes, staging / EPISODES)
     meta = {
         "format": FORMAT,
-        "version": VERSION,
+        "format_version": VERSION,
         "rows": rows,
         "episodes": len(starts),
         "keys": dict(sorted(keys.items())),
         **{k: decoded.meta[k] for k in _CARRIED if k in decoded.meta},
-        **(extra_meta or {}),
     }
     (staging / META).write_text(json.dumps(meta, indent=1, sort_keys=True))
     log.info("laid out TED: %d rows, %d episodes, %d keys", rows, len(starts), len(keys))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from episode_warehouse.decoded.format import EPISODES, META
+
 FORMAT = "episode-warehouse-ted"
-VERSION = 1
-META = "meta.json"
-EPISODES = "episodes.parquet"
-SOURCES = ("atari", "openx")
+VERSION = 2
+__all__ = ["ARRAY", "EPISODES", "FORMAT", "META", "NEXT_OF", "UNSQUEEZE", "VERSION", "ZEROS"]
 
 # How a TED key is stored (the "kind" of an entry in meta.json "keys"):
 ARRAY = "array"  # the file as it is

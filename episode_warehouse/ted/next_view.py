@@ -2,8 +2,18 @@
 
 ``NextObservation`` wraps rows [1, N] of the observation file (a zero-copy view). Indexing it
 returns a plain tensor in which the rows of each episode's last step are zeros, as TED asks
-("next" of a last step has no frame in the data). Shape, dtype and device queries pass through;
-any other operation first materializes the corrected tensor, so results are always correct.
+("next" of a last step has no frame in the data): ``td[i]``, ``td[a:b]``, ``td[index_tensor]``,
+``torch.stack`` of such slices and ``.clone()`` of them cost only the rows they read.
+
+Shape, dtype and device queries pass through, and ``.to()`` to the same device and dtype is a
+no-op. Any other operation on the *whole* tensor (``.float()``, ``.mean()``, ``.to("cuda")``,
+``.contiguous()``) first materializes the corrected tensor: N x frame bytes of memory (7 GB
+for a million 84x84 frames), so results are always right but never free. Trainers read slices
+and batches; for whole-tensor work, open the TED with ``next_obs="copy"`` to pay that once,
+visibly, or compute on ``td["observation"]`` and shift yourself.
+
+Only public torch API is used: the subclass keeps a plain tensor of the shifted rows
+(``Tensor.as_subclass``) and computes on it, so no dispatch has to be switched off.
 """
 
 from __future__ import annotations
@@ -27,34 +37,36 @@ _PASS_THROUGH_FUNCS = {
 class NextObservation(torch.Tensor):
     """Rows [1, N] of an observation tensor; rows where ``last_step`` is True read as zeros."""
 
+    _base_rows: torch.Tensor
     _last_step: torch.Tensor
 
     @staticmethod
     def __new__(cls, shifted: torch.Tensor, last_step: torch.Tensor) -> NextObservation:
-        out = torch.Tensor._make_subclass(cls, shifted)
+        out = shifted.as_subclass(cls)
+        out._base_rows = shifted
         out._last_step = last_step
         return out
 
     def corrected(self, index=slice(None)) -> torch.Tensor:
         """``self[index]`` as a plain tensor with episode-end rows zeroed."""
-        with torch._C.DisableTorchFunctionSubclass():
-            out = torch.Tensor.__getitem__(self, index)
-            first = index[0] if isinstance(index, tuple) and index else index
-            if first is Ellipsis or first is None:
-                full = torch.Tensor.clone(torch.Tensor.__getitem__(self, slice(None)))
-                full[self._last_step] = 0
-                return torch.Tensor.__getitem__(full, index)
-            mask = self._last_step[first]
-            shares_memory = out.untyped_storage().data_ptr() == self.untyped_storage().data_ptr()
-            if mask.ndim == 0:
-                if bool(mask):
-                    return torch.zeros_like(out)
-                return torch.Tensor.clone(out) if shares_memory else out
-            if bool(mask.any()):
-                if shares_memory:  # a view of the file (basic slicing): copy before zeroing
-                    out = torch.Tensor.clone(out)
-                out[mask] = 0  # advanced indexing already returned a fresh copy
-            return out
+        base = self._base_rows
+        out = base[index]
+        first = index[0] if isinstance(index, tuple) and index else index
+        if first is Ellipsis or first is None:
+            full = base.clone()
+            full[self._last_step] = 0
+            return full[index]
+        mask = self._last_step[first]
+        shares_memory = out.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+        if mask.ndim == 0:
+            if bool(mask):
+                return torch.zeros_like(out)
+            return out.clone() if shares_memory else out
+        if bool(mask.any()):
+            if shares_memory:  # a view of the file (basic slicing): copy before zeroing
+                out = out.clone()
+            out[mask] = 0  # advanced indexing already returned a fresh copy
+        return out
 
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self.corrected(),))
@@ -62,21 +74,48 @@ class NextObservation(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is torch.Tensor.__getitem__ and isinstance(args[0], NextObservation):
-            return args[0].corrected(args[1])
+        this = args[0] if args and isinstance(args[0], NextObservation) else None
+        if func is torch.Tensor.__getitem__ and this is not None:
+            return this.corrected(args[1])
+        if func is torch.Tensor.cpu and this is not None and this.device.type == "cpu":
+            return this
+        if func is torch.Tensor.to and this is not None and _is_noop_move(this, args[1:], kwargs):
+            return this
         name = getattr(func, "__name__", "")
         owner = getattr(func, "__self__", None)
         if func in _PASS_THROUGH_FUNCS or (
             name == "__get__" and getattr(owner, "__name__", "") in _PASS_THROUGH_ATTRS
         ):
-            with torch._C.DisableTorchFunctionSubclass():
-                return func(*args, **kwargs)
-        args = tuple(a.corrected() if isinstance(a, NextObservation) else a for a in args)
-        kwargs = {
-            k: v.corrected() if isinstance(v, NextObservation) else v for k, v in kwargs.items()
-        }
-        with torch._C.DisableTorchFunctionSubclass():
-            return func(*args, **kwargs)
+            return func(*_plain(args, corrected=False), **kwargs)
+        return func(*_plain(args, corrected=True), **_plain_kwargs(kwargs))
+
+
+def _plain(args, *, corrected: bool) -> tuple:
+    """Arguments with every NextObservation (also inside a list or tuple, as ``torch.cat``
+    takes them) replaced by a plain tensor: the corrected rows, or (for shape-like queries)
+    the shifted rows themselves."""
+
+    def one(a):
+        if isinstance(a, NextObservation):
+            return a.corrected() if corrected else a._base_rows
+        if isinstance(a, list | tuple):
+            return type(a)(one(x) for x in a)
+        return a
+
+    return tuple(one(a) for a in args)
+
+
+def _plain_kwargs(kwargs: dict) -> dict:
+    return {k: v.corrected() if isinstance(v, NextObservation) else v for k, v in kwargs.items()}
+
+
+def _is_noop_move(this: NextObservation, args: tuple, kwargs: dict) -> bool:
+    """Whether ``this.to(*args, **kwargs)`` keeps device and dtype (and asks for no copy)."""
+    if kwargs.get("copy") or kwargs.get("memory_format") is not None:
+        return False
+    probe = torch.empty(0, dtype=this.dtype, device=this.device)
+    moved = probe.to(*args, **kwargs)
+    return moved.dtype == this.dtype and moved.device == this.device
 
 
 def _rebuild(tensor: torch.Tensor) -> torch.Tensor:

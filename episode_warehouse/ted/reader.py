@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from episode_warehouse.errors import CorruptInputError, NotMaterializedError
+from episode_warehouse.errors import CorruptInputError, FormatVersionError, NotMaterializedError
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.ted.layout import ARRAY, FORMAT, META, NEXT_OF, UNSQUEEZE, VERSION, ZEROS
 from episode_warehouse.ted.next_view import NextObservation
@@ -32,8 +32,13 @@ def _map(path: Path) -> torch.Tensor:
         return torch.from_numpy(array)
 
 
-def open_ted_folder(folder: Path) -> TensorDictBase:
-    """Open the TED at ``folder`` (see :func:`open_ted` for the keys)."""
+NEXT_OBS = ("view", "copy")
+
+
+def open_ted_folder(folder: Path, next_obs: str = "view") -> TensorDictBase:
+    """Open the TED at ``folder`` (see :func:`open_ted` for the keys and ``next_obs``)."""
+    if next_obs not in NEXT_OBS:
+        raise ValueError(f"next_obs must be one of {NEXT_OBS}, not {next_obs!r}")
     folder = Path(folder)
     meta_path = folder / META
     if not meta_path.is_file():
@@ -44,9 +49,9 @@ def open_ted_folder(folder: Path) -> TensorDictBase:
             "'warehouse materialize atari Pong/5 --through ted'",
         )
     meta = json.loads(meta_path.read_text())
-    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
-        raise NotMaterializedError(
-            f"TED format {meta.get('format')} v{meta.get('version')} is not v{VERSION}",
+    if meta.get("format") != FORMAT or meta.get("format_version") != VERSION:
+        raise FormatVersionError(
+            f"TED format {meta.get('format')} v{meta.get('format_version')} is not v{VERSION}",
             subject=str(meta_path),
             fix="re-materialize the ted stage with this warehouse version",
         )
@@ -69,7 +74,8 @@ def open_ted_folder(folder: Path) -> TensorDictBase:
         elif kind == UNSQUEEZE:
             leaves[tuple(key.split("/"))] = tensor.unsqueeze(-1)
         elif kind == NEXT_OF:
-            leaves[tuple(key.split("/"))] = NextObservation(tensor[1 : rows + 1], done)
+            view = NextObservation(tensor[1 : rows + 1], done)
+            leaves[tuple(key.split("/"))] = view if next_obs == "view" else view.corrected()
         else:
             raise NotMaterializedError(f"unknown key kind {kind!r}", subject=str(meta_path))
     td = TensorDict(batch_size=[rows])
@@ -78,7 +84,13 @@ def open_ted_folder(folder: Path) -> TensorDictBase:
     return td
 
 
-def open_ted(source: str, partition: str, root: str | os.PathLike | None = None) -> TensorDictBase:
+def open_ted(
+    source: str,
+    partition: str,
+    root: str | os.PathLike | None = None,
+    *,
+    next_obs: str = "view",
+) -> TensorDictBase:
     """The TED of one partition as a memory-mapped TensorDict (opens in milliseconds).
 
     Keys (N steps, all episodes of the partition concatenated):
@@ -90,13 +102,21 @@ def open_ted(source: str, partition: str, root: str | os.PathLike | None = None)
       bool [N, 1]; root ``done``, ``terminated``, ``truncated`` bool [N, 1], all False
     - ``is_init`` bool [N] (first step of each episode), ``episode`` int32 [N]
 
+    ``("next", "observation")`` costs nothing with ``next_obs="view"`` (the default): it is the
+    same file shifted by one row, and indexing, slicing, ``torch.stack`` of slices, ``.clone()``
+    of a slice and ``.to()`` to the same device cost only the rows they touch. A whole-tensor
+    operation on it (``td["next", "observation"].float().mean()``, ``.to("cuda")``) allocates
+    the corrected tensor first: N x frame bytes (~7 GB for a million Atari frames).
+    ``next_obs="copy"`` makes that copy once, at open, as a plain tensor in memory.
+
     Args:
         source: ``"atari"`` or ``"openx"``.
         partition: e.g. ``"Pong/5"`` or ``"cmu_stretch"``.
         root: the warehouse root; defaults to ``$EPISODE_WAREHOUSE_ROOT``.
+        next_obs: ``"view"`` (zero-copy, default) or ``"copy"`` (materialized in memory).
 
     Raises:
         NotMaterializedError: the partition's TED has not been built.
     """
     layout = WarehouseLayout.from_root(root)
-    return open_ted_folder(layout.ted_dir(source, partition))
+    return open_ted_folder(layout.ted_dir(source, partition), next_obs)

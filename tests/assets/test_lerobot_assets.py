@@ -61,5 +61,6 @@ def test_export_of_unmaterialized_partition_is_refused(warehouse_env, instance):
     )
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
-    assert "has no TED" in _our_error(failure.step_failure_data.error).message
+    message = _our_error(failure.step_failure_data.error).message
+    assert "not materialized" in message and "materialize atari_ted for Pong/1" in message
     assert not (warehouse_env / "lerobot").exists()

@@ -5,6 +5,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from assets import versions
 from episode_warehouse import open_ted
 from episode_warehouse.catalog import run_query
 from episode_warehouse.errors import WarehouseError
@@ -62,7 +63,7 @@ def test_catalog_rows_match_the_ted(warehouse_env, instance):
             assert files and all(
                 (f.startswith(key) if source == "atari" else f.endswith(".tar")) for f in files
             )
-            assert len(run_id) == 36 and code.startswith("ted=")
+            assert len(run_id) == 36 and code == versions.CATALOG_ROWS
         assert sum(r[2] for r in rows) == td.batch_size[0]
     _, parts = run_query(
         layout.catalog_dir, "SELECT source, partition, frames, episodes FROM partitions ORDER BY 1"
@@ -104,7 +105,7 @@ def test_openx_streaming_mode_keeps_no_raw_copy_and_gives_the_same_ted(
     monkeypatch.setenv("OPENX_MODE", "streaming")
     materialize_partition("openx", "cmu_stretch", through="ted", instance=instance)
     raw = WarehouseLayout.from_root(tmp_path / "streamed").raw_dir("openx", "cmu_stretch")
-    assert (raw / "manifest.json").is_file() and not list(raw.glob("*.tar"))
+    assert (raw / "meta.json").is_file() and not list(raw.glob("*.tar"))
     streamed = _ted_arrays(open_ted("openx", "cmu_stretch"))
     assert streamed.keys() == downloaded.keys()
     for key in streamed:

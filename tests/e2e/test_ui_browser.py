@@ -1,7 +1,7 @@
 """The Dagster UI in a real browser: graph, an Atari asset, a launch from the UI, plots, checks.
 
 Drives Debian's chromium with Playwright (``executable_path``; no browser download). Screenshots
-go to ``test-artifacts/ui/`` (not committed).
+go to the test's temporary folder (its path is printed).
 """
 
 import shutil
@@ -15,7 +15,6 @@ from tests.e2e.test_dagster_dev import LAUNCH
 
 pytestmark = pytest.mark.e2e
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).parents[2] / "test-artifacts" / "ui"
 FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -60,7 +59,9 @@ def _wait_new_run_success(gql, previous_id: str, timeout: float = 240) -> str:
 def test_browse_launch_and_see_plots_and_checks(warehouse_env, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    artifacts = tmp_path / "screenshots"
+    artifacts.mkdir()
+    print(f"screenshots in {artifacts}")
     with dagster_dev(tmp_path / "dagster.log") as (gql, _proc):
         upstream = {
             "selector": {
@@ -80,7 +81,7 @@ def test_browse_launch_and_see_plots_and_checks(warehouse_env, tmp_path):
 
             _goto(page, gql.url + "/asset-groups~group%3A%22atari%22")  # the Atari group graph
             page.get_by_text("atari_ted").first.wait_for()
-            page.screenshot(path=str(ARTIFACTS / "1-graph.png"))
+            page.screenshot(path=str(artifacts / "1-graph.png"))
 
             _goto(page, gql.url + "/assets/atari_ted")
             page.get_by_role("button", name="Materialize…").first.click()
@@ -88,7 +89,7 @@ def test_browse_launch_and_see_plots_and_checks(warehouse_env, tmp_path):
             page.keyboard.type("Pong/1")
             page.get_by_text("Select all (1)").click()  # the one partition that matches
             page.keyboard.press("Escape")
-            page.screenshot(path=str(ARTIFACTS / "2-launch-dialog.png"))
+            page.screenshot(path=str(artifacts / "2-launch-dialog.png"))
             page.locator(".bp5-dialog button", has_text="Launch").last.click()
             assert _wait_new_run_success(gql, run_id) == "SUCCESS"
 
@@ -98,11 +99,11 @@ def test_browse_launch_and_see_plots_and_checks(warehouse_env, tmp_path):
             plot = page.locator("img[src^='data:image/png']").first
             plot.wait_for()
             assert plot.evaluate("img => img.naturalWidth") > 100
-            page.screenshot(path=str(ARTIFACTS / "3-asset-with-plots.png"))
+            page.screenshot(path=str(artifacts / "3-asset-with-plots.png"))
             page.keyboard.press("Escape")
 
             _goto(page, gql.url + "/assets/atari_ted?view=checks")
             page.get_by_text("ted_consistency").first.wait_for()
             page.get_by_text("Passed").first.wait_for()
-            page.screenshot(path=str(ARTIFACTS / "4-checks.png"))
+            page.screenshot(path=str(artifacts / "4-checks.png"))
             browser.close()

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from episode_warehouse.atari.decode import decode_run
-from episode_warehouse.atomic import staged, write_lock
-from episode_warehouse.errors import ConfigError
+from episode_warehouse.errors import DiskFullError
 from episode_warehouse.fixtures.atari_game import play_episode
 from episode_warehouse.fixtures.dopamine_writer import write_run
+from episode_warehouse.incremental import build_if_changed
 
 
 @pytest.fixture
@@ -28,7 +28,9 @@ def small_disk(tmp_path):
     subprocess.run(["umount", str(mount)], check=False)
 
 
-def test_disk_full_while_decoding(small_disk, tmp_path):
+@pytest.mark.parametrize("workers", [1, 2], ids=["in-process", "in-worker-processes"])
+def test_disk_full_while_decoding(small_disk, tmp_path, workers):
+    """The frames are written by this process (1) or by worker processes (2): the same error."""
     rng = np.random.default_rng(0)
     small = tmp_path / "small-run"
     write_run(
@@ -43,16 +45,14 @@ def test_disk_full_while_decoding(small_disk, tmp_path):
         compresslevel=1,
     )
     target = small_disk / "decoded"
-    with write_lock(target), staged(target) as tmp:  # a first version that fits
-        decode_run(small, [0, 1], tmp, workers=1)
+    build_if_changed(target, {"v": 1}, lambda tmp: decode_run(small, [0, 1], tmp, workers=1))
     before = {p.name: p.read_bytes() for p in target.rglob("*") if p.is_file()}
     n = len(list(big.glob("add_count_ckpt.*")))
-    with (
-        pytest.raises(ConfigError, match="disk is full"),
-        write_lock(target),
-        staged(target) as tmp,
-    ):
-        decode_run(big, list(range(n)), tmp, workers=1)
+    with pytest.raises(DiskFullError, match="disk is full.*previous version is intact") as err:
+        build_if_changed(
+            target, {"v": 2}, lambda tmp: decode_run(big, list(range(n)), tmp, workers=workers)
+        )
+    assert str(target) in str(err.value) and "EPISODE_WAREHOUSE_ROOT" in str(err.value)
     assert {p.name: p.read_bytes() for p in target.rglob("*") if p.is_file()} == before
     assert [p.name for p in small_disk.iterdir() if p.name.startswith(".staging-")] == []
     assert os.statvfs(small_disk).f_bfree > 0

@@ -6,10 +6,10 @@ import pytest
 
 from episode_warehouse.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.atari.mirror import mirror_run
-from episode_warehouse.blobstore import RetryPolicy, open_blob_store
-from episode_warehouse.errors import SourceUnavailableError
+from episode_warehouse.blobstore import open_blob_store
+from episode_warehouse.errors import SourceUnreachableError
 from episode_warehouse.fixtures.demo import DEMO_BUCKET
-from episode_warehouse.fixtures.gcs_emulator import emulator_env
+from episode_warehouse.retry import RetryPolicy
 from tests.reliability.fault_proxy import FaultProxy
 
 FAULTS = [
@@ -29,11 +29,15 @@ FAULTS = [
 
 
 def _mirror(proxy_url, dest, attempts=6):
-    with emulator_env(proxy_url):
-        store = open_blob_store(
-            f"gs://{DEMO_BUCKET}/dqn", RetryPolicy(attempts=attempts, base_s=0.05, timeout_s=2)
-        )
-        return mirror_run(store, "Pong", 5, dest, CheckpointSubset("all"), workers=2)
+    store = open_blob_store(
+        f"gs://{DEMO_BUCKET}/dqn",
+        RetryPolicy(attempts=attempts, base_s=0.05, timeout_s=2),
+        endpoint=proxy_url,
+    )
+    _, report = mirror_run(
+        store, "Pong", 5, dest, CheckpointSubset("all"), code_version="t", workers=2
+    )
+    return report
 
 
 def test_faults_are_retried_and_no_corrupt_file_is_accepted(gcs_endpoint, demo_fixtures, tmp_path):
@@ -48,7 +52,8 @@ def test_faults_are_retried_and_no_corrupt_file_is_accepted(gcs_endpoint, demo_f
         n for n in files if (mirrored / n).read_bytes() != (source / n).read_bytes()
     ]
     assert accepted_corrupt == []
-    assert sorted(p.name for p in mirrored.iterdir()) == files  # no .part left
+    assert sorted(p.name for p in mirrored.iterdir()) == files
+    assert not (tmp_path / ".partial-raw").exists()  # no .part left
     assert report.stats.retries >= injected - 1
     assert report.stats.rejected_corrupt >= 2
     figures = {
@@ -65,9 +70,10 @@ def test_faults_are_retried_and_no_corrupt_file_is_accepted(gcs_endpoint, demo_f
 def test_a_blob_that_never_matches_its_crc32c_is_refused(gcs_endpoint, tmp_path):
     with (
         FaultProxy(gcs_endpoint, ["corrupt"], repeat_last=True) as proxy,
-        pytest.raises(SourceUnavailableError, match="download failed after 3 attempts"),
+        pytest.raises(SourceUnreachableError, match="download failed after 3 attempts"),
     ):
         _mirror(proxy.url, tmp_path / "raw", attempts=3)
-    folder = tmp_path / "raw" / "replay_logs"
-    published = [p for p in folder.iterdir() if not p.name.endswith(".part")]
-    assert published == [] and not (tmp_path / "raw" / "manifest.json").exists()
+    assert not (tmp_path / "raw").exists()  # nothing published
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".staging-")] == []
+    # what was downloaded is kept for the next attempt, outside the published folder
+    assert all(p.name.endswith(".part") for p in (tmp_path / ".partial-raw").iterdir())

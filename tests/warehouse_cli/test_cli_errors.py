@@ -1,5 +1,7 @@
 """Bad input on the command line: one line on stderr naming the input and the fix, exit 2."""
 
+import os
+
 import pytest
 
 from episode_warehouse.fixtures.gcs_emulator import free_port
@@ -60,17 +62,22 @@ def test_sql_is_read_only_and_errors_are_one_line(warehouse_env, capsys):
     assert "n" in out and "4" in out
 
 
+def test_unusable_root(warehouse_env, capsys, monkeypatch, tmp_path):
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", str(tmp_path / "file"))
+    rc, err = _run(capsys, "materialize", "openx", "bridge")
+    assert rc == 2 and len(err) == 1 and "is a file, not a folder" in err[0]
+    monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", str(tmp_path / "file" / "wh"))
+    rc, err = _run(capsys, "materialize", "openx", "bridge")
+    assert rc == 2 and len(err) == 1
+    assert "cannot create the warehouse root" in err[0] and "Not a directory" in err[0]
+    assert "Fix: point EPISODE_WAREHOUSE_ROOT at a folder you can write" in err[0]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into any folder")
 def test_unwritable_root(warehouse_env, capsys, monkeypatch, tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
     monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", str(locked / "wh"))
     rc, err = _run(capsys, "materialize", "openx", "bridge")
-    import os
-
-    if os.geteuid() == 0:  # root writes anywhere; the check still runs on a file path
-        (tmp_path / "file").write_text("x")
-        monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", str(tmp_path / "file"))
-        rc, err = _run(capsys, "materialize", "openx", "bridge")
-        assert rc == 2 and "is a file, not a folder" in err[0]
-    else:
-        assert rc == 2 and "not writable" in err[0] or "cannot create" in err[0]
+    assert rc == 2 and len(err) == 1 and "cannot create the warehouse root" in err[0]

@@ -13,6 +13,7 @@ from episode_warehouse import open_ted
 from episode_warehouse.errors import (
     CorruptInputError,
     ExportError,
+    ForeignArtifactError,
     NotMaterializedError,
     PartitionKeyError,
 )
@@ -122,7 +123,7 @@ def test_bad_input_writes_nothing(root, tmp_path):
     other = tmp_path / "taken"
     other.mkdir()
     (other / "something.txt").write_text("not ours")
-    with pytest.raises(ExportError, match="did not write"):
+    with pytest.raises(ForeignArtifactError, match="did not write"):
         export_lerobot(ExportRequest("taken", str(root), [("atari", "Pong/3", 0, 0, 3)]), other)
     # nothing but the (hidden, empty) writer lock file next to the destination
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".lock-")) == [
@@ -225,3 +226,27 @@ def test_png_writers_report_a_failed_job_and_keep_working(root, tmp_path):
     expected = open_ted("atari", "Pong/3", root)["observation"][6].numpy()
     assert written.shape == (*expected.shape, 3)
     assert all(np.array_equal(written[..., c], expected) for c in range(3))
+
+
+def test_another_lerobot_version_takes_the_plain_per_frame_path(root, tmp_path, monkeypatch):
+    """The fast path's lerobot internals are used only on the version they were checked on."""
+    from lerobot.datasets import dataset_writer
+
+    from episode_warehouse.export import lerobot_compat
+    from episode_warehouse.export.png_writer import PngWriters
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the fast path ran")
+
+    original = dataset_writer.embed_images
+    monkeypatch.setattr(lerobot_compat, "installed_version", lambda: "0.7.0")
+    monkeypatch.setattr(PngWriters, "__init__", refuse)
+    rows = _rows(select_episodes(ROWS + " WHERE source = 'atari' ORDER BY episode", root=root))
+    request = ExportRequest("other-lerobot", str(root), rows)
+    export_lerobot(request, tmp_path / "ours", workers=2)
+    write_per_frame(request.repo_id, root, rows, tmp_path / "reference")
+    assert differing_files(tmp_path / "reference", tmp_path / "ours") == []
+    assert dataset_writer.embed_images is original
+    assert not lerobot_compat.fast_path_available()
+    monkeypatch.setattr(lerobot_compat, "installed_version", lambda: "0.6.1")
+    assert lerobot_compat.fast_path_available()

@@ -1,0 +1,146 @@
+"""The stages after the raw one, each one call of the incremental rule.
+
+Every function here reads its upstream artifact's record (a clear error when it is missing),
+states the stage's inputs (the upstream ``version`` and the code version), and calls
+:func:`~episode_warehouse.incremental.build_if_changed`. The Dagster assets call exactly one of
+these per materialization and return the result's ``version`` as their data version.
+
+    raw (mirror_run / mirror_shards) -> decoded -> ted -> catalog rows -> (LeRobot exports)
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+
+from episode_warehouse.atomic import reading
+from episode_warehouse.errors import CorruptInputError, NotMaterializedError
+from episode_warehouse.incremental import Built, build_if_changed, published
+from episode_warehouse.paths import WarehouseLayout
+
+log = logging.getLogger(__name__)
+
+
+def require(folder: Path, asset: str, key: str) -> dict:
+    """The record of an upstream artifact.
+
+    Raises:
+        NotMaterializedError: it has not been built.
+    """
+    meta = published(folder)
+    if not meta.get("version"):
+        raise NotMaterializedError(
+            "this upstream stage is not materialized",
+            subject=str(folder),
+            fix=f"materialize {asset} for {key} first",
+        )
+    return meta
+
+
+def _lineage(source: str, key: str, raw: dict) -> dict:
+    return {
+        "source": source,
+        "partition": key,
+        "source_url": raw["source_url"],
+        "source_version": raw["version"],
+    }
+
+
+def decode_atari(layout: WarehouseLayout, key: str, *, code_version: str, workers: int) -> Built:
+    """Decoded episodes of one Atari run from its raw folder (held still while it is read)."""
+    from episode_warehouse.atari.decode import decode_run
+
+    raw_dir = layout.raw_dir("atari", key)
+    with reading(raw_dir):
+        raw = require(raw_dir, "atari_replay_files", key)
+        return build_if_changed(
+            layout.decoded_dir("atari", key),
+            {"raw": raw["version"], "code_version": code_version},
+            lambda tmp: decode_run(
+                raw_dir / "replay_logs",
+                raw["suffixes"],
+                tmp,
+                workers=workers,
+                file_prefix=f"{key}/replay_logs/",
+                lineage=_lineage("atari", key, raw),
+            ),
+        )
+
+
+def decode_openx(layout: WarehouseLayout, key: str, *, code_version: str) -> Built:
+    """Decoded episodes of one OpenX dataset, from its mirrored shards or the source itself."""
+    from episode_warehouse.openx.decode import decode_shards
+    from episode_warehouse.openx.mirror import manifest_shards
+
+    raw_dir = layout.raw_dir("openx", key)
+    with reading(raw_dir):
+        raw = require(raw_dir, "openx_shards", key)
+        return build_if_changed(
+            layout.decoded_dir("openx", key),
+            {"raw": raw["version"], "code_version": code_version},
+            lambda tmp: decode_shards(
+                manifest_shards(raw_dir, raw), tmp, lineage=_lineage("openx", key, raw)
+            ),
+        )
+
+
+def build_ted_stage(layout: WarehouseLayout, source: str, key: str, *, code_version: str) -> Built:
+    """The TED of one partition, validated in staging before it is published.
+
+    Raises:
+        CorruptInputError: the TED built from the decoded episodes fails its consistency check
+            (NaN rewards, broken boundaries); nothing is published.
+    """
+    from episode_warehouse.decoded import open_decoded
+    from episode_warehouse.report.ted_report import write_ted_report
+    from episode_warehouse.ted import build_ted
+    from episode_warehouse.ted.validate import check_ted
+
+    decoded_dir = layout.decoded_dir(source, key)
+    decoded = require(decoded_dir, f"{source}_episodes", key)
+
+    def build(tmp: Path) -> dict:
+        meta = build_ted(open_decoded(decoded_dir), tmp)
+        report = check_ted(tmp)
+        if not report.ok:
+            raise CorruptInputError(
+                "the TED fails its consistency check: " + "; ".join(report.problems[:5]),
+                subject=f"{source} {key}",
+                fix="the source data is malformed (see the findings); fix or remove it",
+            )
+        write_ted_report(tmp)
+        return meta
+
+    return build_if_changed(
+        layout.ted_dir(source, key),
+        {"decoded": decoded["version"], "code_version": code_version},
+        build,
+    )
+
+
+def publish_catalog_rows(
+    layout: WarehouseLayout, source: str, key: str, *, code_version: str, run_id: str
+) -> Built:
+    """The catalog rows of one partition (episodes and partitions tables) from its TED.
+
+    Rows that describe the same TED are kept, with the lineage (run id, time) of the run that
+    wrote them.
+    """
+    from episode_warehouse.catalog import CatalogStore
+    from episode_warehouse.catalog.rows import catalog_rows
+
+    ted_dir = layout.ted_dir(source, key)
+    ted = require(ted_dir, f"{source}_ted", key)
+    episodes, partition_row = catalog_rows(
+        ted_dir,
+        source,
+        key,
+        code_version=code_version,
+        run_id=run_id,
+        data_version=ted["version"],
+        materialized_at=datetime.now(UTC),
+    )
+    return CatalogStore(layout.catalog_dir).publish_partition(
+        source, key, episodes, partition_row, {"ted": ted["version"], "code_version": code_version}
+    )

@@ -1,0 +1,61 @@
+"""Dagster's first test tier: asset functions called directly, with resources built in the test.
+
+Each asset is partition key -> resource -> one domain call -> MaterializeResult whose data
+version is the incremental rule's version of the files it published.
+"""
+
+import dagster as dg
+import pytest
+
+from assets.atari import atari_episodes, atari_replay_files
+from assets.graph import atari_ted
+from assets.retries import only_transient_retries
+from episode_warehouse.errors import SourceUnreachableError
+from episode_warehouse.fixtures.demo import DEMO_BUCKET
+from episode_warehouse.incremental import published
+from resources import AtariReplaySource, WarehouseStorage
+
+
+@pytest.fixture
+def resources(tmp_path, gcs_endpoint):
+    return {
+        "atari_replay": AtariReplaySource(
+            url=f"gs://{DEMO_BUCKET}/dqn", emulator_host=gcs_endpoint
+        ),
+        "warehouse": WarehouseStorage(root=str(tmp_path / "wh")),
+    }
+
+
+def _call(asset, key, **resources):
+    with dg.build_asset_context(partition_key=key) as context:
+        return asset(context=context, **resources)
+
+
+def test_raw_decoded_and_ted_assets_report_the_files_versions(resources, tmp_path):
+    raw = _call(atari_replay_files, "Pong/5", **resources)
+    layout = resources["warehouse"].layout()
+    record = published(layout.raw_dir("atari", "Pong/5"))
+    assert raw.data_version == dg.DataVersion(record["version"])
+    assert raw.metadata["files"] == 24 and raw.metadata["rebuilt"] is True
+    assert raw.metadata["suffixes"].value == [0, 1, 2, 3]
+    again = _call(atari_replay_files, "Pong/5", **resources)
+    assert again.data_version == raw.data_version and again.metadata["rebuilt"] is False
+    assert again.metadata["downloaded"] == 0
+
+    decoded = _call(atari_episodes, "Pong/5", warehouse=resources["warehouse"])
+    assert decoded.metadata["frames"] == 3088 and decoded.metadata["episodes"] == 12
+    assert published(layout.decoded_dir("atari", "Pong/5"))["inputs"]["raw"] == record["version"]
+    ted = _call(atari_ted, "Pong/5", warehouse=resources["warehouse"])
+    assert ted.data_version == dg.DataVersion(published(layout.ted_dir("atari", "Pong/5"))["version"])
+
+
+def test_terminal_failures_are_not_retried_and_transient_ones_are(resources):
+    bad = {**resources, "atari_replay": AtariReplaySource(url="s3://nope/dqn")}
+    with pytest.raises(dg.Failure) as err:
+        _call(atari_replay_files, "Pong/5", **bad)
+    assert err.value.allow_retries is False and "unsupported URL scheme 's3'" in str(err.value)
+
+    with dg.build_asset_context(partition_key="Pong/5") as context:
+        with pytest.raises(SourceUnreachableError), only_transient_retries(context):
+            raise SourceUnreachableError("reset", subject="gs://b")  # left for RetryPolicy
+    assert atari_replay_files.op.retry_policy.max_retries == 3
