@@ -29,4 +29,3 @@ def only_transient_retries(context: dg.AssetExecutionContext) -> Iterator[None]:
         if is_transient(exc) and context.run_tags.get(NO_RETRIES_TAG) != "off":
             raise
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
-

@@ -87,8 +87,7 @@ class WorkerPool:
         except FutureTimeout as exc:
             self.terminate()
             raise WorkerError(
-                f"a {self.what} job ran longer than {self.timeout_s:g} s; its workers were "
-                "stopped",
+                f"a {self.what} job ran longer than {self.timeout_s:g} s; its workers were stopped",
                 subject=self.what,
                 fix="retry; if it keeps timing out, the input is far larger than expected",
             ) from exc

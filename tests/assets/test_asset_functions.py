@@ -46,7 +46,8 @@ def test_raw_decoded_and_ted_assets_report_the_files_versions(resources, tmp_pat
     assert decoded.metadata["frames"] == 3088 and decoded.metadata["episodes"] == 12
     assert published(layout.decoded_dir("atari", "Pong/5"))["inputs"]["raw"] == record["version"]
     ted = _call(atari_ted, "Pong/5", warehouse=resources["warehouse"])
-    assert ted.data_version == dg.DataVersion(published(layout.ted_dir("atari", "Pong/5"))["version"])
+    ted_version = published(layout.ted_dir("atari", "Pong/5"))["version"]
+    assert ted.data_version == dg.DataVersion(ted_version)
 
 
 def test_terminal_failures_are_not_retried_and_transient_ones_are(resources):
@@ -55,7 +56,10 @@ def test_terminal_failures_are_not_retried_and_transient_ones_are(resources):
         _call(atari_replay_files, "Pong/5", **bad)
     assert err.value.allow_retries is False and "unsupported URL scheme 's3'" in str(err.value)
 
-    with dg.build_asset_context(partition_key="Pong/5") as context:
-        with pytest.raises(SourceUnreachableError), only_transient_retries(context):
-            raise SourceUnreachableError("reset", subject="gs://b")  # left for RetryPolicy
+    with (
+        dg.build_asset_context(partition_key="Pong/5") as context,
+        pytest.raises(SourceUnreachableError),
+        only_transient_retries(context),
+    ):
+        raise SourceUnreachableError("reset", subject="gs://b")  # left for the RetryPolicy
     assert atari_replay_files.op.retry_policy.max_retries == 3

@@ -51,9 +51,7 @@ def test_the_catalog_itself_is_readable_and_settings_are_locked(catalog):
 
 def test_rows_time_and_memory_are_bounded(catalog):
     folder, _ = catalog
-    cols, rows = run_query(
-        folder, "SELECT * FROM range(100000000)", limits=QueryLimits(max_rows=3)
-    )
+    cols, rows = run_query(folder, "SELECT * FROM range(100000000)", limits=QueryLimits(max_rows=3))
     assert rows == [(0,), (1,), (2,)]
     started = time.monotonic()
     with pytest.raises(CatalogQueryError, match="ran longer than 1 s and was stopped"):
