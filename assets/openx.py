@@ -67,7 +67,9 @@ def openx_episodes(
     # Idempotent: rebuilt only when the shards or this code version changed.
     dataset = check_dataset_id(context.partition_key)
     layout = warehouse.layout()
-    built = decode_openx(layout, dataset, code_version=versions.of(context))
+    built = decode_openx(
+        layout, dataset, code_version=versions.of(context), limits=warehouse.input_limits()
+    )
     meta = built.meta
     return dg.MaterializeResult(
         metadata={

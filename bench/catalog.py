@@ -118,7 +118,7 @@ def main() -> None:
         for i in range(args.partitions):
             source, key, table, part = partition_rows(i, per, rng)
             t = time.perf_counter()
-            store.publish_partition(source, key, table, part)
+            store.publish_partition(source, key, table, part, {"bench": i})
             ours_s = time.perf_counter() - t
             t = time.perf_counter()
             if first:
@@ -132,7 +132,7 @@ def main() -> None:
                 # replace one existing partition at this catalog size, both designs
                 source, key, table, part = partition_rows(0, per, rng)
                 t = time.perf_counter()
-                store.publish_partition(source, key, table, part)
+                store.publish_partition(source, key, table, part, {"bench": -i})
                 ours_replace = time.perf_counter() - t
                 t = time.perf_counter()
                 native_replace(native, source, key, table)

@@ -23,23 +23,24 @@ def main() -> None:
         mirror = Path(tmp) / "mirror" / "Pong" / "1" / "replay_logs"
         mirror.parent.mkdir(parents=True)
         os.symlink(replay.resolve(), mirror)
-        os.environ.update(
-            {
-                "ATARI_REPLAY_URL": str(Path(tmp) / "mirror"),
-                "EPISODE_WAREHOUSE_ROOT": str(Path(tmp) / "wh"),
-                "DAGSTER_HOME": tmp,
-            }
-        )
+        resources = {
+            "atari_replay": {"url": str(Path(tmp) / "mirror")},
+            "warehouse": {"root": str(Path(tmp) / "wh")},
+        }
         import dagster as dg
 
         from warehouse_cli.runner import materialize_partition
 
         with dg.instance_for_test() as instance:
             t = time.perf_counter()
-            materialize_partition("atari", "Pong/1", through="catalog", instance=instance)
+            materialize_partition(
+                "atari", "Pong/1", through="catalog", instance=instance, resources=resources
+            )
             full_s = time.perf_counter() - t
             t = time.perf_counter()
-            result = materialize_partition("atari", "Pong/1", through="catalog", instance=instance)
+            result = materialize_partition(
+                "atari", "Pong/1", through="catalog", instance=instance, resources=resources
+            )
             noop_s = time.perf_counter() - t
         rebuilt = {
             e.asset_key.to_user_string(): e.metadata.get("rebuilt")

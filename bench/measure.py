@@ -36,23 +36,25 @@ def _status(pid: int) -> dict[str, int]:
     return out
 
 
-def _children(pid: int) -> list[int]:
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (worker pools fork from a server process: grandchildren)."""
     try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        children = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except FileNotFoundError:
         return []
+    return [d for c in children for d in (c, *_descendants(c))]
 
 
 def run_child(module: str, args: list[str]) -> Measurement:
     """``python -m module *args``; the child prints one JSON line last. Memory is summed over
-    the child and its direct children (worker processes)."""
+    the child and every process below it (worker processes)."""
     started = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", module, *args], stdout=subprocess.PIPE, text=True
     )
     anon = file = hwm = 0
     while proc.poll() is None:
-        pids = [proc.pid, *_children(proc.pid)]
+        pids = [proc.pid, *_descendants(proc.pid)]
         stats = [_status(p) for p in pids]
         anon = max(anon, sum(s.get("RssAnon", 0) for s in stats))
         file = max(file, sum(s.get("RssFile", 0) + s.get("RssShmem", 0) for s in stats))

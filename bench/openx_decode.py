@@ -74,7 +74,8 @@ def child_torchrl(root: str, out: str) -> None:
     import torch
     from torchrl.data.datasets.openx import _format_data, _make_tensordict_image_conv
 
-    from episode_warehouse.openx.shards import iter_members, list_shards
+    from episode_warehouse.openx.members import iter_members
+    from episode_warehouse.openx.shards import list_shards
 
     shards = list_shards(root, "cmu_stretch").shards
     started = time.perf_counter()
@@ -98,7 +99,8 @@ def child_torchrl(root: str, out: str) -> None:
 
 
 def measure(root: Path, workdir: str) -> dict:
-    from episode_warehouse.openx.shards import iter_members, list_shards
+    from episode_warehouse.openx.members import iter_members
+    from episode_warehouse.openx.shards import list_shards
 
     if not (root / "counts.json").exists():
         import pickle

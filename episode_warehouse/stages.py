@@ -17,6 +17,7 @@ from pathlib import Path
 from episode_warehouse.atomic import reading
 from episode_warehouse.errors import CorruptInputError, NotMaterializedError
 from episode_warehouse.incremental import Built, build_if_changed, published
+from episode_warehouse.limits import InputLimits
 from episode_warehouse.paths import WarehouseLayout
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,9 @@ def decode_atari(layout: WarehouseLayout, key: str, *, code_version: str, worker
         )
 
 
-def decode_openx(layout: WarehouseLayout, key: str, *, code_version: str) -> Built:
+def decode_openx(
+    layout: WarehouseLayout, key: str, *, code_version: str, limits: InputLimits | None = None
+) -> Built:
     """Decoded episodes of one OpenX dataset, from its mirrored shards or the source itself."""
     from episode_warehouse.openx.decode import decode_shards
     from episode_warehouse.openx.mirror import manifest_shards
@@ -80,7 +83,10 @@ def decode_openx(layout: WarehouseLayout, key: str, *, code_version: str) -> Bui
             layout.decoded_dir("openx", key),
             {"raw": raw["version"], "code_version": code_version},
             lambda tmp: decode_shards(
-                manifest_shards(raw_dir, raw), tmp, lineage=_lineage("openx", key, raw)
+                manifest_shards(raw_dir, raw),
+                tmp,
+                lineage=_lineage("openx", key, raw),
+                limits=limits,
             ),
         )
 

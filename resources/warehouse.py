@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 
 from episode_warehouse.atomic import ensure_writable_dir
+from episode_warehouse.limits import LIMITS_ENV, InputLimits
 from episode_warehouse.paths import DEFAULT_ROOT, ROOT_ENV, WarehouseLayout
 from episode_warehouse.workers import default_processes
 from resources.settings import setting
@@ -17,7 +18,8 @@ SCRATCH_ENV = "EPISODE_WAREHOUSE_SCRATCH"
 class WarehouseStorage(dg.ConfigurableResource):
     """Where artifacts live (``EPISODE_WAREHOUSE_ROOT``, default ``./warehouse-data``), where
     temporary files go (``EPISODE_WAREHOUSE_SCRATCH``: PNG frames of exports; default
-    ``/dev/shm`` when it has room, else beside the artifact), and how many processes stages use.
+    ``/dev/shm`` when it has room, else beside the artifact), the limits on untrusted input
+    (``EPISODE_WAREHOUSE_LIMITS``), and how many processes stages use.
 
     ``export_workers``: processes writing PNG frames while the run's process feeds lerobot's
     writer; default the cores it leaves free (one keeps up with 84x84 Atari frames; two on two
@@ -26,6 +28,7 @@ class WarehouseStorage(dg.ConfigurableResource):
 
     root: str | None = None
     scratch: str | None = None
+    limits: str | None = None
     workers: int = 2
     export_workers: int | None = None
 
@@ -39,6 +42,10 @@ class WarehouseStorage(dg.ConfigurableResource):
         if not value:
             return None
         return ensure_writable_dir(Path(value).expanduser(), "scratch", SCRATCH_ENV)
+
+    def input_limits(self) -> InputLimits:
+        """Bounds on untrusted input (``EPISODE_WAREHOUSE_LIMITS``, docs/reliability.md)."""
+        return InputLimits.parse(setting(self.limits, LIMITS_ENV, ""))
 
     def export_processes(self) -> int:
         return self.export_workers or default_processes(reserve=1)

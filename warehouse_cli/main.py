@@ -84,9 +84,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_fixtures(args: argparse.Namespace) -> int:
+    from episode_warehouse.atomic import ensure_writable_dir
     from episode_warehouse.fixtures.demo import write_demo_fixtures
 
-    summary = write_demo_fixtures(Path(args.folder))
+    folder = ensure_writable_dir(Path(args.folder), "fixtures", "the FOLDER argument")
+    summary = write_demo_fixtures(folder)
     print(
         f"wrote fixtures to {args.folder}: Atari runs {sorted(summary['atari'])}, "
         f"OpenX datasets {sorted(summary['openx'])}"

@@ -101,6 +101,15 @@ def materialize_partition(
         tags={"warehouse/source": source, NO_RETRIES_TAG: "off"},
     )
     if not result.success:
+        for evaluation in result.get_asset_check_evaluations():
+            if not evaluation.passed:
+                problems = evaluation.metadata.get("problems")
+                findings = "; ".join(problems.value) if problems is not None else "failed"
+                raise WarehouseError(
+                    f"check {evaluation.check_name} failed: {findings}",
+                    subject=f"{evaluation.asset_key.to_user_string()} [{partition}]",
+                    fix="the data is malformed (see the findings); fix the source and rerun",
+                )
         for event in result.all_events:
             if event.is_step_failure and event.step_failure_data.error:
                 error = _our_error(event.step_failure_data.error)

@@ -171,9 +171,23 @@ def read_checkpoint_meta(folder: Path, suffix: int) -> CheckpointMeta:
             )
         paths[element] = path
     obs = read_header(paths["observation"])
+    if obs.dtype != np.uint8 or len(obs.shape) != 3:
+        raise CorruptInputError(
+            f"observation is {obs.dtype} {obs.shape}, expected uint8 frames (N, H, W)",
+            subject=str(paths["observation"]),
+            fix="the file is not a Dopamine observation checkpoint; re-mirror it",
+        )
     small = {e: load_array(paths[e]) for e in ("action", "reward", "terminal")}
     capacity = obs.rows
+    kinds = {"action": "iu", "reward": "fiu", "terminal": "iub"}
     for element, array in small.items():
+        if array.dtype.kind not in kinds[element]:
+            raise CorruptInputError(
+                f"{element} has dtype {array.dtype}, expected "
+                f"{'an integer' if element != 'reward' else 'a number'} type",
+                subject=str(paths[element]),
+                fix="the file is not a Dopamine checkpoint element; re-mirror the checkpoint",
+            )
         if array.shape != (capacity,):
             raise CorruptInputError(
                 f"{element} has shape {array.shape} but observation has {capacity} rows",

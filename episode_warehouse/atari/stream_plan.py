@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from episode_warehouse.atari.checkpoint_reader import CheckpointMeta
+from episode_warehouse.atari.dopamine_files import file_name
 from episode_warehouse.errors import CorruptInputError
 
 log = logging.getLogger(__name__)
@@ -185,11 +186,9 @@ def plan_stream(
     terminal = np.empty(len(g), dtype=np.uint8)
     for i, m in enumerate(metas):
         sel = ckpt == i
-        action[sel], reward[sel], terminal[sel] = (
-            m.action[slot[sel]],
-            m.reward[slot[sel]],
-            m.terminal[slot[sel]],
-        )
+        values = (m.action[slot[sel]], m.reward[slot[sel]], m.terminal[slot[sel]])
+        _check_values(m, slot[sel], *values)  # in the file's own dtypes, before any cast
+        action[sel], reward[sel], terminal[sel] = values
     _check_final_overlaps(metas, placements, g, action, reward, terminal)
 
     padding, lost_lap_chunk = _classify_padding(
@@ -303,6 +302,34 @@ def _classify_padding(
             lead += 1
         padding[s : s + lead] = True
     return padding, lost_lap
+
+
+ACTIONS = 18  # the ALE's full action set: every game's actions are indices into it
+
+
+def _check_values(meta: CheckpointMeta, slots, action, reward, terminal) -> None:
+    """The rows the stream uses from one checkpoint: terminal 0 or 1, an action of the ALE's
+    set, a finite reward (a terminal of 7 would merge episodes and make padding real steps).
+
+    Raises:
+        CorruptInputError: naming the file, the slot and the value.
+    """
+    reward_ok = np.isfinite(reward) if reward.dtype.kind == "f" else np.ones(len(reward), bool)
+    checks = (
+        ("terminal", terminal, (terminal != 0) & (terminal != 1), "must be 0 or 1"),
+        ("action", action, (action < 0) | (action >= ACTIONS), f"must be 0-{ACTIONS - 1}"),
+        ("reward", reward, ~reward_ok, "must be finite"),
+    )
+    for element, values, bad, rule in checks:
+        if bad.any():
+            pos = int(np.argmax(bad))
+            value = values[pos].item()
+            raise CorruptInputError(
+                f"slot {int(slots[pos])} holds {element} {value!r}, which {rule} "
+                f"({int(bad.sum())} such rows)",
+                subject=str(meta.observation_path.parent / file_name(element, meta.suffix)),
+                fix="the checkpoint is corrupt; re-mirror it, or leave it out of the subset",
+            )
 
 
 def _check_final_overlaps(metas, placements, g, action, reward, terminal) -> None:

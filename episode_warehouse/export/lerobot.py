@@ -168,6 +168,9 @@ def export_lerobot(
             subject=request.name,
             fix="export each source separately",
         )
+    from episode_warehouse.loading.selection import Selection
+
+    Selection.from_rows(list(request.episodes), request.root)  # rows match their TEDs
     layout = WarehouseLayout(Path(request.root))
     teds = {
         f"{s}:{p}": published(layout.ted_dir(s, p)).get("version")

@@ -20,9 +20,11 @@ import pyarrow as pa
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import EPISODE_SCHEMA
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.limits import InputLimits
 from episode_warehouse.openx.episode_decode import FLAG_KEYS, decode_episode
+from episode_warehouse.openx.members import iter_members
 from episode_warehouse.openx.restricted_pickle import restricted_loads
-from episode_warehouse.openx.shards import Shard, iter_members
+from episode_warehouse.openx.shards import Shard
 
 log = logging.getLogger(__name__)
 _PROGRESS_S = 10.0
@@ -38,12 +40,20 @@ def _role(key: str) -> str:
     return "step"
 
 
-def decode_shards(shards: list[Shard], staging: Path, *, lineage: dict | None = None) -> dict:
+def decode_shards(
+    shards: list[Shard],
+    staging: Path,
+    *,
+    lineage: dict | None = None,
+    limits: InputLimits | None = None,
+) -> dict:
     """Decode every episode of ``shards`` (in order) into ``staging``; return meta.json.
 
     Raises:
         CorruptInputError: a bad shard, member, pickle or episode (named), or no episode at all.
+        LimitExceededError: an episode over the input limits (named).
     """
+    limits = limits or InputLimits()
     writer = DecodedWriter(staging)
     specs: dict[str, ArraySpec] | None = None
     tasks: dict[str, int] = {}
@@ -53,9 +63,14 @@ def decode_shards(shards: list[Shard], staging: Path, *, lineage: dict | None = 
     start = 0
     started = last_log = time.perf_counter()
     for shard in shards:
-        for key, payload in iter_members(shard):
+        for key, payload in iter_members(shard, limits):
             subject = f"{shard.name}:{key}.data.pickle"
-            episode = decode_episode(restricted_loads(payload, subject=subject), subject)
+            episode = decode_episode(
+                restricted_loads(payload, subject=subject),
+                subject,
+                member_bytes=len(payload),
+                limits=limits,
+            )
             arrays = episode.arrays
             for k in FLAG_KEYS[:2]:  # is_first / is_last: the episode boundaries themselves
                 arrays.pop(k, None)

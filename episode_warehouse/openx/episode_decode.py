@@ -1,7 +1,15 @@
-"""Turn one unpickled OpenX episode into per-key step arrays.
+"""Turn one unpickled OpenX episode into per-key step arrays, checking every value on the way.
 
 Leaves keep the dtypes ``torch.as_tensor`` gives them (as TorchRL's ``make_tensordict`` does);
 camera images (``{"bytes": ..., "path": ...}``) are decoded to uint8 CHW with torchvision.
+
+What is refused, naming the member, the step and the key (nothing in a shard is trusted):
+values that are not numbers or booleans (object, unicode, bytes, void and complex arrays);
+``is_first``/``is_last``/``is_terminal`` that are not booleans; NaN or infinite rewards; a
+language instruction that is not text or changes between steps; keys, shapes or dtypes that
+change between steps; images over the pixel limit (read from their header, before decoding);
+more steps, or more decoded bytes, than the limits allow (checked before the arrays are
+stacked, so a pickle that repeats one large step by reference cannot expand unchecked).
 """
 
 from __future__ import annotations
@@ -11,10 +19,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.errors import CorruptInputError, LimitExceededError
+from episode_warehouse.limits import InputLimits
+from episode_warehouse.openx.image_header import image_size
 
 FLAG_KEYS = ("is_first", "is_last", "is_terminal")
 INSTRUCTION_KEY = "language_instruction"
+_NUMERIC = "biuf"  # bool, signed and unsigned integers, floats
+_KIND_NAMES = {"O": "object", "U": "unicode", "S": "bytes", "V": "void", "c": "complex"}
+_LIMITS_FIX = "raise the limit (EPISODE_WAREHOUSE_LIMITS) only if the shard is trusted"
 
 
 @dataclass
@@ -35,13 +48,30 @@ def _flatten(obj: dict, prefix: str, out: dict) -> None:
             out[path] = value
 
 
-def _decode_image(value: dict, subject: str) -> np.ndarray:
+def _image_size(data: bytes, subject: str, limits: InputLimits) -> tuple[int, int, int]:
+    """(channels, height, width) of an encoded image from its header; checks the pixel limit."""
+    size = image_size(data)
+    if size is None:
+        raise CorruptInputError(
+            "the image does not decode (no PNG/JPEG/known header)",
+            subject=subject,
+            fix="re-download the shard; the image bytes are corrupt",
+        )
+    channels, height, width = size
+    if width * height > limits.max_image_pixels:
+        raise LimitExceededError(
+            f"the image declares {width}x{height} pixels, over the limit of "
+            f"{limits.max_image_pixels}",
+            subject=subject,
+            fix=_LIMITS_FIX,
+        )
+    return channels, height, width
+
+
+def _decode_image(data: bytes, subject: str) -> np.ndarray:
     import torch
     from torchvision.io import ImageReadMode, decode_image
 
-    data = value.get("bytes")
-    if not isinstance(data, bytes | bytearray) or not data:
-        raise CorruptInputError("image has no bytes", subject=subject)
     try:
         tensor = decode_image(
             torch.frombuffer(bytearray(data), dtype=torch.uint8), mode=ImageReadMode.UNCHANGED
@@ -59,30 +89,88 @@ def _decode_image(value: dict, subject: str) -> np.ndarray:
 _PY_DTYPES = {bool: np.bool_, int: np.int64, float: np.float32}
 
 
-def _leaf(value, subject: str) -> np.ndarray:
-    if isinstance(value, np.ndarray):
-        return value
-    if isinstance(value, np.generic):
-        return np.asarray(value)
-    if type(value) in _PY_DTYPES:
-        return np.asarray(value, dtype=_PY_DTYPES[type(value)])
-    import torch
+def _leaf(value, where: str, subject: str) -> np.ndarray:
+    """A step value as a numeric array; anything else is refused."""
+    if isinstance(value, np.ndarray | np.generic):
+        arr = np.asarray(value)
+    elif type(value) in _PY_DTYPES:
+        arr = np.asarray(value, dtype=_PY_DTYPES[type(value)])
+    elif isinstance(value, list | tuple):
+        import torch
 
-    try:
-        return torch.as_tensor(value).numpy()
-    except (TypeError, ValueError, RuntimeError) as exc:
+        try:
+            arr = torch.as_tensor(value).numpy()  # the dtypes TorchRL's make_tensordict gives
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise CorruptInputError(
+                f"{where} is a list that is not a numeric array ({exc})", subject=subject
+            ) from exc
+    else:
         raise CorruptInputError(
-            f"unsupported value of type {type(value).__name__}", subject=subject
-        ) from exc
+            f"{where} is a {type(value).__name__}: only numbers, booleans and arrays of them "
+            "are read",
+            subject=subject,
+            fix="the episode is malformed; remove it from the shard",
+        )
+    if arr.dtype.kind not in _NUMERIC:
+        kind = _KIND_NAMES.get(arr.dtype.kind, arr.dtype.kind)
+        raise CorruptInputError(
+            f"{where} has dtype {arr.dtype.str} ({kind}): only numbers and booleans are read",
+            subject=subject,
+            fix="the episode is malformed; remove it from the shard",
+        )
+    return arr
 
 
-def decode_episode(obj: object, subject: str) -> DecodedEpisode:
-    """Decode ``{"steps": [...]}`` into stacked arrays, checking shapes step by step.
+def _instruction(value, t: int, subject: str) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "SU":
+        return _instruction(value.item(), t, subject)
+    raise CorruptInputError(
+        f"step {t} {INSTRUCTION_KEY} is a {type(value).__name__}, not text",
+        subject=subject,
+        fix="the episode is malformed; remove it from the shard",
+    )
+
+
+def _check_flags_and_rewards(columns: dict[str, list], subject: str) -> None:
+    for key in FLAG_KEYS:
+        for t, arr in enumerate(columns.get(key, [])):
+            if arr.dtype != np.bool_:
+                raise CorruptInputError(
+                    f"step {t} {key} is {arr.dtype}, must be a boolean",
+                    subject=subject,
+                    fix="the episode is malformed; remove it from the shard",
+                )
+    for t, arr in enumerate(columns.get("reward", [])):
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            what = "NaN" if np.isnan(arr).any() else "infinite"
+            raise CorruptInputError(
+                f"step {t} reward is {what}",
+                subject=subject,
+                fix="the episode is malformed; remove it from the shard",
+            )
+
+
+def decode_episode(
+    obj: object, subject: str, *, member_bytes: int = 0, limits: InputLimits | None = None
+) -> DecodedEpisode:
+    """Decode ``{"steps": [...]}`` into stacked arrays, checking every step.
+
+    Args:
+        obj: the unpickled episode.
+        subject: ``shard.tar:member`` for errors.
+        member_bytes: the size of the pickled member (the expansion limit is relative to it).
+        limits: the input limits (defaults: :class:`InputLimits`).
 
     Raises:
-        CorruptInputError: not an episode dict, no steps, keys or shapes that change between
-            steps, or an image that does not decode.
+        CorruptInputError: not an episode dict, no steps, a refused value (module docstring),
+            keys, shapes or dtypes that change between steps, or an image that does not decode.
+        LimitExceededError: more steps, pixels or decoded bytes than the limits allow.
     """
+    limits = limits or InputLimits()
     if not isinstance(obj, dict) or not isinstance(obj.get("steps"), list):
         raise CorruptInputError(
             "not an episode (expected a dict with a 'steps' list)", subject=subject
@@ -90,9 +178,17 @@ def decode_episode(obj: object, subject: str) -> DecodedEpisode:
     steps = obj["steps"]
     if not steps:
         raise CorruptInputError("the episode has no steps", subject=subject)
+    if len(steps) > limits.max_steps:
+        raise LimitExceededError(
+            f"the episode has {len(steps)} steps, over the limit of {limits.max_steps}",
+            subject=subject,
+            fix=_LIMITS_FIX,
+        )
+    budget = limits.decoded_budget(member_bytes)
+    used = 0
     columns: dict[str, list] = {}  # image slots stay None until decoded
-    images: list[tuple[str, int, dict, str]] = []
-    instruction = None
+    images: list[tuple[str, int, bytes, str]] = []
+    instruction: str | None = None
     first_keys: list[str] | None = None
     for t, step in enumerate(steps):
         if not isinstance(step, dict):
@@ -110,36 +206,61 @@ def decode_episode(obj: object, subject: str) -> DecodedEpisode:
             )
         for key, value in flat.items():
             if key == INSTRUCTION_KEY:
-                text = value.decode() if isinstance(value, bytes) else str(value)
-                instruction = instruction if instruction is not None else text
+                text = _instruction(value, t, subject)
+                if instruction is not None and text != instruction:
+                    raise CorruptInputError(
+                        f"step {t} {INSTRUCTION_KEY} {text!r} differs from step 0's "
+                        f"{instruction!r}: one instruction per episode is read",
+                        subject=subject,
+                        fix="split the episode, or give all its steps one instruction",
+                    )
+                instruction = text
                 continue
             if isinstance(value, dict) and "bytes" in value:
-                images.append(
-                    (key, len(columns.setdefault(key, [])), value, f"{subject} step {t} {key}")
-                )
+                data = value.get("bytes")
+                where = f"{subject} step {t} {key}"
+                if not isinstance(data, bytes | bytearray) or not data:
+                    raise CorruptInputError("image has no bytes", subject=where)
+                c, h, w = _image_size(bytes(data), where, limits)
+                used += c * h * w
+                images.append((key, len(columns.setdefault(key, [])), bytes(data), where))
                 columns[key].append(None)
-                continue
-            arr = _leaf(value, f"{subject} step {t} {key}")
-            col = columns.setdefault(key, [])
-            if col and (arr.shape != col[0].shape or arr.dtype != col[0].dtype):
-                raise CorruptInputError(
-                    f"step {t}: {key} has shape {arr.shape} {arr.dtype}, step 0 had "
-                    f"{col[0].shape} {col[0].dtype}",
+            else:
+                arr = _leaf(value, f"step {t} {key}", subject)
+                col = columns.setdefault(key, [])
+                if col and (arr.shape != col[0].shape or arr.dtype != col[0].dtype):
+                    raise CorruptInputError(
+                        f"step {t}: {key} has shape {arr.shape} {arr.dtype}, step 0 had "
+                        f"{col[0].shape} {col[0].dtype}",
+                        subject=subject,
+                        fix="the episode is malformed; remove it from the shard",
+                    )
+                used += arr.nbytes
+                col.append(arr)
+            if used > budget:
+                raise LimitExceededError(
+                    f"the episode decodes to more than {budget} bytes at step {t} ({used} "
+                    f"bytes from a {member_bytes}-byte member)",
                     subject=subject,
-                    fix="the episode is malformed; remove it from the shard",
+                    fix=_LIMITS_FIX,
                 )
-            col.append(arr)
+    _check_flags_and_rewards(columns, subject)
     decoded = _image_pool().map(lambda job: _decode_image(job[2], job[3]), images)
-    for (key, t, _, subject_t), arr in zip(images, decoded, strict=True):
+    for (key, t, _, where), arr in zip(images, decoded, strict=True):
         first = columns[key][0]
         if first is not None and (arr.shape != first.shape or arr.dtype != first.dtype):
             raise CorruptInputError(
-                f"{subject_t}: image of shape {arr.shape}, step 0 had {first.shape}",
+                f"{where}: image of shape {arr.shape}, step 0 had {first.shape}",
                 subject=subject,
                 fix="the episode is malformed; remove it from the shard",
             )
         columns[key][t] = arr
-    arrays = {key: np.stack(col) for key, col in columns.items()}
+    try:
+        arrays = {key: np.stack(col) for key, col in columns.items()}
+    except MemoryError:
+        raise LimitExceededError(
+            "the episode does not fit in memory", subject=subject, fix=_LIMITS_FIX
+        ) from None
     return DecodedEpisode(arrays, instruction, len(steps))
 
 

@@ -1,29 +1,24 @@
-"""List and read the tar shards of one OpenX dataset, from the hub or a local mirror.
+"""List and open the tar shards of one OpenX dataset, on the hub or in a local mirror.
 
-Shards are read with HF ``datasets``' ``webdataset`` builder (the mirror's loading script is
-refused by datasets>=4), one shard at a time so that errors name the shard. The builder hands
-each ``*.data.pickle`` member over as bytes; unpickling is the caller's job (restricted).
+Listing reads metadata only (hub LFS hashes; local size and mtime). Reading the members of a
+shard is ``members.py``'s job.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import tarfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from episode_warehouse.errors import (
     ConfigError,
-    CorruptInputError,
     SourceMissingError,
 )
 from episode_warehouse.retry import RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
 _HF_RE = re.compile(r"^hf://datasets/([^/@]+/[^/@]+)(?:@([^/]+))?/?$")
-PICKLE_FIELD = "data.pickle"
 
 
 @dataclass(frozen=True)
@@ -136,79 +131,3 @@ def _list_hub(url: str, dataset: str, policy: RetryPolicy) -> ShardListing:
         for f in sorted(files, key=lambda f: f.path)
     ]
     return ShardListing(shards, sha)
-
-
-def _safe_key(key: str, subject: str) -> None:
-    parts = key.split("/")
-    if key.startswith("/") or ".." in parts or "\\" in key:
-        raise CorruptInputError(
-            f"member path {key!r} is absolute or climbs out of the archive",
-            subject=subject,
-            fix="the shard is not a clean WebDataset tar; remove it from the mirror",
-        )
-
-
-def check_complete(shard: Shard) -> None:
-    """A tar ends with two zero blocks and is a whole number of 512-byte blocks; a shard cut at
-    a member boundary would otherwise read as a shorter, valid archive.
-
-    Raises:
-        CorruptInputError: the shard is truncated.
-    """
-    with open_shard(shard.location) as fh:
-        size = fh.seek(0, 2)
-        tail = b""
-        if size >= 1024:
-            fh.seek(size - 1024)
-            tail = fh.read(1024)
-    if size % 512 or len(tail) < 1024 or tail.count(0) != 1024:
-        raise CorruptInputError(
-            f"the tar shard is truncated ({size} bytes, no end-of-archive marker)",
-            subject=shard.location,
-            fix="re-download the shard",
-        )
-
-
-def iter_members(shard: Shard) -> Iterator[tuple[str, bytes]]:
-    """Yield ``(key, pickle bytes)`` for each episode of one shard, streaming.
-
-    Raises:
-        CorruptInputError: a truncated or malformed tar, an unsafe member path, or a member
-            without a ``data.pickle`` field.
-    """
-    import datasets
-
-    features = datasets.Features(
-        {
-            "__key__": datasets.Value("string"),
-            "__url__": datasets.Value("string"),
-            PICKLE_FIELD: datasets.Value("binary"),
-        }
-    )
-    datasets.disable_progress_bars()
-    check_complete(shard)
-    try:
-        stream = datasets.load_dataset(
-            "webdataset",
-            data_files={"train": [shard.location]},
-            split="train",
-            streaming=True,
-            features=features,
-        )
-        for example in stream:
-            key = example["__key__"]
-            _safe_key(key, f"{shard.name}:{key}")
-            payload = example.get(PICKLE_FIELD)
-            if payload is None:
-                raise CorruptInputError(
-                    f"member {key} has no .{PICKLE_FIELD} file",
-                    subject=f"{shard.name}:{key}",
-                    fix="every episode must be a <key>.data.pickle member",
-                )
-            yield key, payload
-    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-        raise CorruptInputError(
-            f"cannot read the tar shard ({type(exc).__name__}: {exc})",
-            subject=shard.location,
-            fix="re-download the shard; it is truncated or not a tar",
-        ) from exc

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 
 from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.decoded import DecodedEpisodes
+from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.ted.layout import (
     ARRAY,
     EPISODES,
@@ -73,6 +74,15 @@ def build_ted(decoded: DecodedEpisodes, staging: Path) -> dict:
             link_or_copy(src, staging / f"{key}.npy")
             keys[key] = {"file": f"{key}.npy", "kind": ARRAY}
 
+    ends = starts + lengths
+    if int(lengths.sum()) != rows or (
+        len(starts) and (starts[0] != 0 or (starts[1:] != ends[:-1]).any() or (lengths < 1).any())
+    ):
+        raise CorruptInputError(
+            f"the episodes do not tile the {rows} rows (lengths sum to {int(lengths.sum())})",
+            subject=str(decoded.folder / EPISODES),
+            fix="re-materialize the decoded stage of this partition",
+        )
     done = np.zeros(rows, dtype=bool)
     is_init = np.zeros(rows, dtype=bool)
     episode: np.ndarray = np.zeros(rows, dtype=np.int32)

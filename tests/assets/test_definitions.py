@@ -1,6 +1,7 @@
 """The code location loads with the asset keys, groups, partitions and resources documented."""
 
 import dagster as dg
+import pytest
 
 from definitions import defs
 from episode_warehouse.atari.games import GAMES
@@ -58,3 +59,30 @@ def test_every_asset_has_code_version_and_description():
 
 def test_resources():
     assert set(defs.resources) >= {"warehouse", "atari_replay", "openx_source"}
+
+
+def test_configuration_is_read_when_each_run_starts(warehouse_env, monkeypatch, tmp_path):
+    """One loaded code location; the environment (or the run's resource config) of each run
+    decides where it reads and writes."""
+    from episode_warehouse.errors import WarehouseError
+    from warehouse_cli.runner import materialize_partition
+
+    raw = ("raw", "openx", "bridge", "meta.json")
+    with dg.instance_for_test() as instance:
+        materialize_partition("openx", "bridge", through="raw", instance=instance)
+        assert warehouse_env.joinpath(*raw).is_file()
+        monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", str(tmp_path / "second"))
+        materialize_partition("openx", "bridge", through="raw", instance=instance)
+        assert (tmp_path / "second").joinpath(*raw).is_file()
+        third = str(tmp_path / "third")
+        materialize_partition(
+            "openx",
+            "bridge",
+            through="raw",
+            instance=instance,
+            resources={"warehouse": {"root": third}},
+        )
+        assert (tmp_path / "third").joinpath(*raw).is_file()
+        monkeypatch.setenv("OPENX_MODE", "stream")
+        with pytest.raises(WarehouseError, match="OPENX_MODE: 'stream' is not one of"):
+            materialize_partition("openx", "bridge", through="raw", instance=instance)

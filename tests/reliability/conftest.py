@@ -63,7 +63,11 @@ def snapshot(root: Path) -> dict[str, bytes]:
     out = {}
     for path in sorted(root.rglob("*")):
         rel = str(path.relative_to(root))
-        if not path.is_file() or path.name.startswith(".lock-") or rel.endswith("catalog.duckdb"):
+        if (
+            not path.is_file()
+            or path.name.startswith((".lock-", ".readers-"))
+            or rel.endswith("catalog.duckdb")
+        ):
             continue
         if rel.startswith("catalog/") and path.suffix == ".parquet":
             table = pq.read_table(path)

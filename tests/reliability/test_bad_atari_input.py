@@ -9,10 +9,10 @@ import pytest
 
 from episode_warehouse.atari.decode import decode_run
 from episode_warehouse.atari.dopamine_files import file_name
-from episode_warehouse.atomic import staged, write_lock
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.fixtures.atari_game import play_episode
 from episode_warehouse.fixtures.dopamine_writer import write_run
+from episode_warehouse.incremental import build_if_changed
 
 
 @pytest.fixture
@@ -40,10 +40,9 @@ def _load(path):
 
 
 def _decode_published(run_dir, tmp_path):
-    """Decode into <tmp>/published the way assets do (lock, stage, rename)."""
+    """Decode into <tmp>/published the way stages do (the incremental rule: stage, publish)."""
     target = tmp_path / "published"
-    with write_lock(target), staged(target) as tmp:
-        decode_run(run_dir, [0, 1], tmp, workers=2)
+    build_if_changed(target, {"t": 1}, lambda tmp: decode_run(run_dir, [0, 1], tmp, workers=2))
     return target
 
 
@@ -112,8 +111,7 @@ def test_a_failing_partition_leaves_the_others_alone(run_dir, tmp_path):
     good = tmp_path / "good"
     shutil.copytree(run_dir, good)
     other = tmp_path / "other-published"
-    with write_lock(other), staged(other) as tmp:
-        decode_run(good, [0, 1], tmp, workers=1)
+    build_if_changed(other, {"t": 1}, lambda tmp: decode_run(good, [0, 1], tmp, workers=1))
     before = {p: p.read_bytes() for p in other.rglob("*") if p.is_file()}
     (run_dir / file_name("terminal", 0)).unlink()
     with pytest.raises(CorruptInputError):

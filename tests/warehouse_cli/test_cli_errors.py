@@ -81,3 +81,36 @@ def test_unwritable_root(warehouse_env, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", str(locked / "wh"))
     rc, err = _run(capsys, "materialize", "openx", "bridge")
     assert rc == 2 and len(err) == 1 and "cannot create the warehouse root" in err[0]
+
+
+def _peak_rss() -> int:
+    with open("/proc/self/status") as fh:
+        return int(next(line for line in fh if line.startswith("VmHWM:")).split()[1]) * 1024
+
+
+def test_sql_fetches_only_what_it_prints(warehouse_env, capsys):
+    assert main(["materialize", "openx", "bridge", "--through", "catalog"]) == 0
+    capsys.readouterr()
+    before = _peak_rss()
+    assert main(["sql", "--limit", "3", "SELECT * FROM range(10000000)"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.strip() for line in out[2:5]] == ["0", "1", "2"] and "more rows" in out[5]
+    assert _peak_rss() - before < 200 << 20  # fetching 10M rows would take ~1 GB
+    rc, err = _run(
+        capsys,
+        "sql",
+        "--timeout",
+        "1",
+        "SELECT count(*) FROM range(100000) a, range(100000) b WHERE a.range * b.range % 7 = 3",
+    )
+    assert rc == 2 and len(err) == 1 and "ran longer than 1 s and was stopped" in err[0]
+    rc, err = _run(capsys, "sql", "SELECT * FROM read_text('/etc/passwd')")
+    assert rc == 2 and len(err) == 1 and '"/etc/passwd"' in err[0]
+
+
+def test_fixtures_into_an_impossible_folder(capsys):
+    rc, err = _run(capsys, "fixtures", "/dev/null/x")
+    assert rc == 2 and err == [
+        "error: /dev/null/x: cannot create the fixtures folder (Not a directory) "
+        "Fix: point the FOLDER argument at a folder you can write"
+    ]

@@ -111,6 +111,10 @@ def test_video_mode_is_within_tolerance(root, tmp_path):
     assert max(errors) < 12.0  # AV1 at crf 30 is lossy: mean abs error per pixel (of 255)
 
 
+def _first_episode(root):
+    return _rows(select_episodes(ROWS + " WHERE source = 'atari' AND episode = 0", root=root))
+
+
 def test_bad_input_writes_nothing(root, tmp_path):
     with pytest.raises(NotMaterializedError, match="atari:Pong/4"):
         Selection.from_rows([("atari", "Pong/4", 0, 0, 3)], root=root)
@@ -124,7 +128,7 @@ def test_bad_input_writes_nothing(root, tmp_path):
     other.mkdir()
     (other / "something.txt").write_text("not ours")
     with pytest.raises(ForeignArtifactError, match="did not write"):
-        export_lerobot(ExportRequest("taken", str(root), [("atari", "Pong/3", 0, 0, 3)]), other)
+        export_lerobot(ExportRequest("taken", str(root), _first_episode(root)), other)
     # nothing but the (hidden, empty) writer lock file next to the destination
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".lock-")) == [
         "taken"
@@ -133,7 +137,7 @@ def test_bad_input_writes_nothing(root, tmp_path):
 
 
 def test_reexport_of_same_selection_is_kept_and_a_different_one_refused(root, tmp_path):
-    rows = [("atari", "Pong/3", 0, 0, 3)]
+    rows = _first_episode(root)
     first = export_lerobot(ExportRequest("same", str(root), rows), tmp_path / "same", workers=1)
     mtime = (tmp_path / "same" / "meta" / "info.json").stat().st_mtime_ns
     again = export_lerobot(ExportRequest("same", str(root), rows), tmp_path / "same", workers=1)
