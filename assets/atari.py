@@ -22,7 +22,7 @@ from resources import AtariReplaySource, WarehouseStorage
 def atari_replay_files(
     context: dg.AssetExecutionContext, atari_replay: AtariReplaySource, warehouse: WarehouseStorage
 ) -> dg.MaterializeResult:
-    """Dopamine checkpoint files of one game/run mirrored from ATARI_REPLAY_URL, crc32c-checked."""
+    """The files of one game/run (RL Unplugged or Dopamine layout) from ATARI_REPLAY_URL."""
     # Idempotent: unchanged files (size, generation, crc32c) are linked, not fetched again.
     with only_transient_retries(context):
         game, run = parse_partition_key(context.partition_key)
@@ -35,6 +35,8 @@ def atari_replay_files(
             atari_replay.subset(),
             code_version=versions.of(context),
             workers=atari_replay.download_workers,
+            layout=atari_replay.layout(),
+            mode=atari_replay.source_mode(),
         )
     files = built.meta["files"]
     return dg.MaterializeResult(
@@ -42,6 +44,8 @@ def atari_replay_files(
             "source_url": built.meta["source_url"],
             "suffixes": dg.MetadataValue.json(built.meta["suffixes"]),
             "checkpoint_subset": built.meta["subset"],
+            "layout": built.meta["layout"],
+            "mode": built.meta["mode"],
             "files": len(files),
             "bytes": sum(f["size"] for f in files.values()),
             "downloaded": len(report.downloaded),
@@ -65,22 +69,39 @@ def atari_replay_files(
     owners=["team:data-platform"],
 )
 def atari_episodes(
-    context: dg.AssetExecutionContext, warehouse: WarehouseStorage
+    context: dg.AssetExecutionContext, atari_replay: AtariReplaySource, warehouse: WarehouseStorage
 ) -> dg.MaterializeResult:
-    """Real steps of one game/run in stream order: padding dropped, episodes stitched."""
+    """Real steps of one game/run in episode order (Dopamine: padding dropped, episodes
+    stitched across files; RL Unplugged: each record's N-1 transitions)."""
     # Idempotent: rebuilt only when the mirrored files or this code version changed.
     key = context.partition_key
     layout = warehouse.layout()
-    built = decode_atari(layout, key, code_version=versions.of(context), workers=warehouse.workers)
+    built = decode_atari(
+        layout,
+        key,
+        code_version=versions.of(context),
+        workers=warehouse.workers,
+        endpoint=atari_replay.endpoint(),
+        limits=warehouse.input_limits(),
+    )
     meta = built.meta
-    return dg.MaterializeResult(
-        metadata={
-            "frames": meta["rows"],
-            "episodes": meta["episodes"],
+    if meta.get("format_source") == "rl_unplugged":
+        details = {
+            "files": dg.MetadataValue.json(meta["files"]),
+            "single_step_records": meta["single_step_records"],
+        }
+    else:
+        details = {
             "padding_rows_dropped": meta["padding_rows"],
             "lost_rows": meta["lost_rows"],
             "gaps": dg.MetadataValue.json(meta["gaps"]),
             "suffixes": dg.MetadataValue.json(meta["suffixes"]),
+        }
+    return dg.MaterializeResult(
+        metadata={
+            "frames": meta["rows"],
+            "episodes": meta["episodes"],
+            **details,
             "rebuilt": built.rebuilt,
             "path": dg.MetadataValue.path(str(layout.decoded_dir("atari", key))),
         },

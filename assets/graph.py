@@ -2,7 +2,7 @@
 
 from assets.atari import atari_episodes, atari_replay_files
 from assets.catalog import catalog_rows_asset, episode_catalog
-from assets.checks import export_check, rows_check, ted_check
+from assets.checks import export_check, recorded_returns_check, rows_check, ted_check
 from assets.lerobot import partition_export_asset, selection_lerobot_export
 from assets.openx import openx_episodes, openx_shards
 from assets.partitions import atari_runs, openx_datasets
@@ -57,6 +57,7 @@ ALL_CHECKS = [
     ted_check("openx", openx_ted),
     rows_check("atari", atari_catalog_rows),
     rows_check("openx", openx_catalog_rows),
+    recorded_returns_check(atari_catalog_rows),
     export_check(atari_lerobot_export, _partition_export_name("atari")),
     export_check(openx_lerobot_export, _partition_export_name("openx")),
     export_check(selection_lerobot_export, lambda context: context.partition_key),

@@ -5,12 +5,12 @@ Rule: bump an asset's version when its output format or the logic that computes 
 metadata. Dagster then marks exactly that asset and everything downstream stale ("unsynced").
 """
 
-ATARI_REPLAY_FILES = "1"
-ATARI_EPISODES = "1"
-OPENX_SHARDS = "1"
-OPENX_EPISODES = "1"
-TED = "1"
-CATALOG_ROWS = "1"
+ATARI_REPLAY_FILES = "2"  # 2: one record per raw folder (meta.json), RL Unplugged layout
+ATARI_EPISODES = "2"  # 2: RL Unplugged decoding; source ids in the episodes table
+OPENX_SHARDS = "2"  # 2: meta.json record, verified while copying
+OPENX_EPISODES = "2"  # 2: tar members read by name, every value checked
+TED = "2"  # 2: final observations of RL Unplugged episodes, validated before publishing
+CATALOG_ROWS = "2"  # 2: one folder per partition, source id columns
 EPISODE_CATALOG = "1"
 LEROBOT_EXPORT = "1"
 

@@ -11,12 +11,13 @@ and publish by rename, so a corrupt or partial file is never visible under its f
 from __future__ import annotations
 
 import base64
+import io
 import logging
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import google_crc32c
 
@@ -90,6 +91,8 @@ class BlobStore(Protocol):
         part: Path | None = None,
     ) -> str: ...
 
+    def open(self, blob: BlobInfo) -> BinaryIO: ...
+
 
 def _verify(part: Path, blob: BlobInfo, stats: DownloadStats) -> str | None:
     """The crc32c of a complete ``.part`` file if it matches ``blob``; else delete it, None."""
@@ -124,16 +127,18 @@ class LocalBlobStore:
             )
 
     def list(self, prefix: str) -> list[BlobInfo]:
-        """Files under ``prefix``, from ``stat`` alone (size and mtime; no contents read)."""
-        base = self.root / prefix
+        """Files whose name starts with ``prefix`` (as a GCS prefix: ``Pong/run_5-`` matches
+        ``Pong/run_5-00000-of-00050``), from ``stat`` alone (size and mtime; no contents read)."""
+        folder, _, _ = prefix.rpartition("/")
+        base = self.root / folder
         if not base.is_dir():
             return []
         out = []
         for path in sorted(p for p in base.rglob("*") if p.is_file()):
-            st = path.stat()
-            out.append(
-                BlobInfo(str(path.relative_to(self.root)), st.st_size, "", str(st.st_mtime_ns))
-            )
+            name = str(path.relative_to(self.root))
+            if name.startswith(prefix):
+                st = path.stat()
+                out.append(BlobInfo(name, st.st_size, "", str(st.st_mtime_ns)))
         return out
 
     def download(
@@ -168,6 +173,10 @@ class LocalBlobStore:
         stats.downloaded_bytes += blob.size
         os.replace(part, dest)
         return crc32c_b64(checksum)
+
+    def open(self, blob: BlobInfo) -> BinaryIO:
+        """Read one file as a stream."""
+        return open(self.root / blob.name, "rb")  # noqa: SIM115 - the caller closes it
 
 
 class GcsBlobStore:
@@ -306,6 +315,44 @@ class GcsBlobStore:
             subject=subject,
             fix="check the source and retry; the partial file is kept and resumed next time",
         )
+
+    def open(self, blob: BlobInfo) -> BinaryIO:
+        """Read one object as a buffered stream of ranged requests (no local copy)."""
+        return io.BufferedReader(_GcsReader(self, blob), buffer_size=8 << 20)
+
+
+class _GcsReader(io.RawIOBase):
+    """A GCS object (``blob.size`` bytes) read in ranged requests of ``chunk`` bytes, pinned to
+    one generation;
+    each request retried on transient failures (streaming decode reads files this way)."""
+
+    def __init__(self, store: GcsBlobStore, blob: BlobInfo, chunk: int = 8 << 20) -> None:
+        self.store, self.blob, self.chunk, self.pos = store, blob, chunk, 0
+        self.gblob = store.client.bucket(store.bucket_name).blob(
+            store._key(blob.name), generation=int(blob.generation)
+        )
+        self.subject = f"{store.url}/{blob.name}"
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        want = min(len(buffer), self.chunk, self.blob.size - self.pos)
+        if want <= 0:
+            return 0
+        end = self.pos + want - 1
+        data = call_with_retries(
+            lambda: self.gblob.download_as_bytes(
+                start=self.pos, end=end, raw_download=True, checksum=None, retry=None,
+                timeout=self.store.retry.timeout_s,
+            ),
+            policy=self.store.retry,
+            subject=self.subject,
+        )  # fmt: skip
+        n = len(data)
+        buffer[:n] = data
+        self.pos += n
+        return n
 
 
 def open_blob_store(

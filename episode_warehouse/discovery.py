@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 from episode_warehouse.atari.games import parse_partition_key
+from episode_warehouse.atari.rlu_files import parse_file_name as parse_rlu_name
 from episode_warehouse.blobstore import BlobStore
 from episode_warehouse.errors import PartitionKeyError
 from episode_warehouse.incremental import fingerprint
@@ -33,14 +34,18 @@ def _fingerprints(groups: dict[str, list], validate, where: str) -> dict[str, st
 
 
 def atari_fingerprints(store: BlobStore) -> dict[str, str]:
-    """``{"Pong/5": fingerprint}`` for every valid game/run folder with replay files."""
+    """``{"Pong/5": fingerprint}`` for every valid game/run with files, in either layout
+    (``Pong/5/replay_logs/...`` or ``Pong/run_5-NNNNN-of-MMMMM``)."""
     groups: dict[str, list] = {}
     for blob in store.list(""):
         parts = blob.name.split("/")
-        if len(parts) != 4 or parts[2] != "replay_logs":
+        if len(parts) == 4 and parts[2] == "replay_logs":  # Dopamine
+            key = f"{parts[0]}/{parts[1]}"
+        elif len(parts) == 2 and (parsed := parse_rlu_name(parts[1])) is not None:  # RLU
+            key = f"{parts[0]}/{parsed[0]}"
+        else:
             continue
-        key = f"{parts[0]}/{parts[1]}"
-        groups.setdefault(key, []).append([parts[3], blob.generation, blob.crc32c, blob.size])
+        groups.setdefault(key, []).append([parts[-1], blob.generation, blob.crc32c, blob.size])
     return _fingerprints(groups, parse_partition_key, "Atari source")
 
 

@@ -48,25 +48,72 @@ def _lineage(source: str, key: str, raw: dict) -> dict:
     }
 
 
-def decode_atari(layout: WarehouseLayout, key: str, *, code_version: str, workers: int) -> Built:
-    """Decoded episodes of one Atari run from its raw folder (held still while it is read)."""
-    from episode_warehouse.atari.decode import decode_run
-
+def decode_atari(
+    layout: WarehouseLayout,
+    key: str,
+    *,
+    code_version: str,
+    workers: int,
+    endpoint: str | None = None,
+    limits: InputLimits | None = None,
+) -> Built:
+    """Decoded episodes of one Atari run from its raw folder (held still while it is read),
+    in the layout the raw stage found: Dopamine checkpoints or RL Unplugged TFRecord files
+    (``endpoint`` reaches the bucket when the raw stage only listed them: streaming)."""
     raw_dir = layout.raw_dir("atari", key)
     with reading(raw_dir):
         raw = require(raw_dir, "atari_replay_files", key)
-        return build_if_changed(
-            layout.decoded_dir("atari", key),
-            {"raw": raw["version"], "code_version": code_version},
-            lambda tmp: decode_run(
-                raw_dir / "replay_logs",
-                raw["suffixes"],
-                tmp,
-                workers=workers,
-                file_prefix=f"{key}/replay_logs/",
-                lineage=_lineage("atari", key, raw),
-            ),
+        inputs = {"raw": raw["version"], "code_version": code_version}
+        lineage = _lineage("atari", key, raw)
+        if raw.get("format") == "atari-rlu-raw":
+            build = _rlu_build(raw_dir, raw, key, workers, endpoint, limits, lineage)
+        else:
+            from episode_warehouse.atari.decode import decode_run
+
+            def build(tmp: Path) -> dict:
+                return decode_run(
+                    raw_dir / "replay_logs",
+                    raw["suffixes"],
+                    tmp,
+                    workers=workers,
+                    file_prefix=f"{key}/replay_logs/",
+                    lineage=lineage,
+                )
+
+        return build_if_changed(layout.decoded_dir("atari", key), inputs, build)
+
+
+def _rlu_build(raw_dir, raw, key, workers, endpoint, limits, lineage):
+    from episode_warehouse.atari.rlu_decode import RluSource, decode_rlu_run
+
+    names = sorted(raw["files"])
+    if raw.get("mode") == "streaming":
+        sources = [
+            RluSource(
+                name,
+                store_url=raw["store_url"],
+                endpoint=endpoint,
+                blob=raw["blobs"][name],
+                size=raw["files"][name]["size"],
+                generation=raw["files"][name]["generation"],
+            )
+            for name in names
+        ]
+    else:
+        sources = [RluSource(name, path=str(raw_dir / "rlu" / name)) for name in names]
+    max_record = (limits or InputLimits()).max_member_bytes
+
+    def build(tmp: Path) -> dict:
+        return decode_rlu_run(
+            sources,
+            tmp,
+            workers=workers,
+            file_prefix=f"{key.split('/')[0]}/",
+            lineage=lineage,
+            max_record_bytes=max_record,
         )
+
+    return build
 
 
 def decode_openx(

@@ -14,13 +14,23 @@ run's retry policy), as is a job that runs past ``timeout_s``.
 
 ``processes=0`` runs every job in the calling thread (same interface, no processes): for small
 inputs and for one-core machines.
+
+Workers do not re-run the main script. multiprocessing's forkserver and spawn children execute
+the parent's ``__main__`` file again (CPython 3.12 never preloads it in the forkserver), which
+for a Dagster run process is the ``dagster`` entry script: 2-3 s of imports per worker, and for
+an unguarded user script its whole body. The workers are started when the pool is made, with
+``__main__`` presented as a module named ``__main__`` (which multiprocessing skips); jobs are
+module-level functions of this package, so nothing of the main script is needed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.machinery
 import logging
 import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -37,6 +47,25 @@ DEFAULT_TIMEOUT_S = 3600.0
 def default_processes(reserve: int = 0, most: int = 8) -> int:
     """Processes to use: the cores minus ``reserve`` (at least 1, at most ``most``)."""
     return max(1, min(most, (os.cpu_count() or 2) - reserve))
+
+
+def _ready() -> int:
+    return os.getpid()
+
+
+@contextlib.contextmanager
+def _main_not_rerun():
+    """While workers start: a ``__main__`` run from a file path looks like a module named
+    ``__main__`` to multiprocessing, which then does not execute it again in the child."""
+    main = sys.modules.get("__main__")
+    if main is None or getattr(main, "__spec__", None) is not None or not hasattr(main, "__file__"):
+        yield  # run with -m (the child imports that module by name) or interactive
+        return
+    main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
+    try:
+        yield
+    finally:
+        main.__spec__ = None
 
 
 class WorkerPool:
@@ -58,6 +87,10 @@ class WorkerPool:
         if self.processes:
             context = multiprocessing.get_context("forkserver")
             self._pool = ProcessPoolExecutor(self.processes, mp_context=context)
+            with _main_not_rerun():  # every worker starts now (later jobs reuse them)
+                started = [self._pool.submit(_ready) for _ in range(self.processes)]
+                for future in started:
+                    self.result(future)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
         """Run ``fn(*args)`` in a worker (``fn`` must be a module-level function)."""

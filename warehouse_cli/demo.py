@@ -5,7 +5,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from episode_warehouse.fixtures.demo import ATARI_RUNS, OPENX_DATASETS, write_demo_fixtures
+from episode_warehouse.fixtures.demo import (
+    ATARI_RUNS,
+    OPENX_DATASETS,
+    RLU_RUNS,
+    write_demo_fixtures,
+)
 from episode_warehouse.fixtures.gcs_emulator import running_emulator, upload_tree
 from warehouse_cli.environment import cli_instance, default_dagster_home
 
@@ -46,8 +51,7 @@ def run_demo(folder: Path) -> int:
     with running_emulator() as endpoint:
         upload_tree(endpoint, summary["bucket"], folder / "fixtures" / "atari-bucket")
         resources = demo_resources(folder, summary, endpoint)
-        for run in ATARI_RUNS:
-            key = f"{run.game}/{run.run}"
+        for key in [f"{r.game}/{r.run}" for r in ATARI_RUNS] + [f"{g}/{r}" for g, r, _ in RLU_RUNS]:
             t = time.perf_counter()
             materialize_partition("atari", key, instance=instance, resources=resources)
             print(f"atari {key}: done in {time.perf_counter() - t:.1f} s")

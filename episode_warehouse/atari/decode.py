@@ -20,7 +20,7 @@ from episode_warehouse.atari.dopamine_files import file_name
 from episode_warehouse.atari.frame_copy import copy_frames, read_slots, verify_frames
 from episode_warehouse.atari.stream_plan import StreamPlan, plan_stream
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
-from episode_warehouse.decoded.format import EPISODE_SCHEMA
+from episode_warehouse.decoded.format import episode_table
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.workers import WorkerPool
 
@@ -134,7 +134,7 @@ def _episode_table(plan: StreamPlan, file_prefix: str) -> pa.Table:
         ]
         for a, b in zip(plan.fragment_first_suffix, plan.fragment_last_suffix, strict=True)
     ]
-    return pa.table(
+    return episode_table(
         {
             "episode": np.arange(len(starts), dtype=np.int64),
             "start": starts,
@@ -146,6 +146,5 @@ def _episode_table(plan: StreamPlan, file_prefix: str) -> pa.Table:
             "complete": plan.fragment_true_start & terminated,
             "language_instruction": pa.nulls(len(starts), pa.string()),
             "source_files": files,
-        },
-        schema=EPISODE_SCHEMA,
+        }
     )

@@ -1,12 +1,21 @@
-"""Mirror one run's Dopamine checkpoint files from a blob store into the warehouse.
+"""Mirror one Atari run's files from a blob store into the warehouse, in either layout.
 
-The raw folder (``<root>/raw/atari/<Game>/<run>/``) holds ``replay_logs/<files>`` and
-``meta.json``; it is one artifact of the incremental rule (``episode_warehouse.incremental``):
-its inputs are the source's listing of the chosen files (size, generation, crc32c) and the code
-version. A new version is built aside: files whose listing entry did not change are hard-linked
-from the published version (no byte is transferred), the others are downloaded (resumable:
-partial files live in ``.partial-<run>/`` beside the folder and survive a failure), and the
-folder is swapped in atomically. A decoder holds the folder's readers lock, so a re-mirror never
+Two layouts of the DQN Replay data exist: Dopamine's checkpoints
+(``<Game>/<run>/replay_logs/$store$_observation_ckpt.<i>.gz`` ...; the original bucket is
+gone) and the RL Unplugged copy in episode order (``<Game>/run_<run>-<i>-of-<n>``, GZIP-ed
+TFRecord files). :func:`detect_layout` tells them apart from the listing (``ATARI_FORMAT``
+overrides it).
+
+The raw folder (``<root>/raw/atari/<Game>/<run>/``) holds ``replay_logs/<files>`` (Dopamine)
+or ``rlu/<files>`` (RL Unplugged) and ``meta.json``; it is one artifact of the incremental rule
+(``episode_warehouse.incremental``): its inputs are the source's listing of the chosen files
+(size, generation, crc32c), the mode and the code version. In ``streaming`` mode (RL Unplugged
+only) the record lists the files and nothing is copied: the decoder reads the bucket.
+
+A new version is built aside: files whose listing entry did not change are hard-linked from the
+published version (no byte is transferred), the others are downloaded (resumable: partial files
+live in ``.partial-<run>/`` beside the folder and survive a failure), and the folder is swapped
+in atomically. A decoder holds the folder's readers lock, so a re-mirror never
 replaces files under it.
 """
 
@@ -25,13 +34,21 @@ from episode_warehouse.atari.dopamine_files import (
     file_name,
     parse_file_name,
 )
+from episode_warehouse.atari.rlu_files import RLU_GAMES, list_rlu_run
 from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.blobstore import BlobInfo, BlobStore, DownloadStats
-from episode_warehouse.errors import CorruptInputError, SourceMissingError
+from episode_warehouse.errors import ConfigError, CorruptInputError, SourceMissingError
 from episode_warehouse.incremental import Built, build_if_changed, published
 
 log = logging.getLogger(__name__)
 REPLAY_LOGS = "replay_logs"
+RLU = "rlu"
+LAYOUTS = ("auto", "dopamine", "rlu")
+MODES = ("download", "streaming")
+_BOTH = (
+    "<Game>/<run>/replay_logs/$store$_observation_ckpt.0.gz ... (Dopamine) or "
+    "<Game>/run_<run>-00000-of-00050 ... (RL Unplugged)"
+)
 
 
 @dataclass
@@ -84,8 +101,7 @@ def chosen_files(
         raise SourceMissingError(
             f"no checkpoint files under {game}/{run}/{REPLAY_LOGS}/",
             subject=store.url,
-            fix="check ATARI_REPLAY_URL: below it the layout must be "
-            "<Game>/<run>/replay_logs/$store$_observation_ckpt.0.gz ...",
+            fix="check ATARI_REPLAY_URL: below it the layout must be " + _BOTH,
         )
     chosen = subset.select(sorted(listing))
     wanted: dict[str, BlobInfo] = {}
@@ -159,6 +175,39 @@ def mirror_files(
     return dict(sorted(files.items()))
 
 
+def detect_layout(store: BlobStore, game: str, run: int, layout: str = "auto") -> str:
+    """``"dopamine"`` or ``"rlu"``: ``layout`` itself, or (``auto``) the one the listing has.
+
+    Raises:
+        ConfigError: an unknown layout name, or both layouts present for this run.
+        SourceMissingError: neither layout has files for this run (names both).
+    """
+    if layout not in LAYOUTS:
+        raise ConfigError(
+            f"unknown Atari format {layout!r}",
+            subject="ATARI_FORMAT",
+            fix="use auto, dopamine or rlu",
+        )
+    if layout != "auto":
+        return layout
+    dopamine = bool(store.list(f"{game}/{run}/{REPLAY_LOGS}/"))
+    rlu = bool(list_rlu_run(store, game, run))
+    if dopamine and rlu:
+        raise ConfigError(
+            f"both layouts hold {game}/{run}",
+            subject=store.url,
+            fix="set ATARI_FORMAT to dopamine or rlu",
+        )
+    if not dopamine and not rlu:
+        hint = "" if game in RLU_GAMES else f" ({game} is not one of the 46 RL Unplugged games)"
+        raise SourceMissingError(
+            f"no files of {game}/{run} in either layout{hint}",
+            subject=store.url,
+            fix="check ATARI_REPLAY_URL; below it the layout must be " + _BOTH,
+        )
+    return "dopamine" if dopamine else "rlu"
+
+
 def mirror_run(
     store: BlobStore,
     game: str,
@@ -168,19 +217,45 @@ def mirror_run(
     *,
     code_version: str,
     workers: int = 4,
+    layout: str = "auto",
+    mode: str = "download",
 ) -> tuple[Built, MirrorReport]:
     """Bring the raw folder ``target`` of one run in line with the chosen checkpoints.
 
     Raises:
-        SourceMissingError: the run has no checkpoint files in the source.
-        CorruptInputError: a chosen checkpoint lacks one of its six files, or two files hold
-            the same element.
+        SourceMissingError: the run has no files in the source (in either layout).
+        CorruptInputError: a chosen Dopamine checkpoint lacks one of its six files, or two
+            files hold the same element or checkpoint.
+        ConfigError: an unknown layout or mode, or streaming for the Dopamine layout.
     """
     started = time.perf_counter()
-    chosen, wanted = chosen_files(store, game, run, subset)
-    source_url = f"{store.url}/{game}/{run}/{REPLAY_LOGS}"
+    if mode not in MODES:
+        raise ConfigError(
+            f"unknown mode {mode!r}", subject="ATARI_MODE", fix="use download or streaming"
+        )
+    layout = detect_layout(store, game, run, layout)
+    if layout == "dopamine":
+        if mode == "streaming":
+            raise ConfigError(
+                "streaming reads the RL Unplugged layout only; this run is in Dopamine's",
+                subject="ATARI_MODE",
+                fix="set ATARI_MODE=download for Dopamine checkpoints",
+            )
+        chosen, wanted = chosen_files(store, game, run, subset)
+        subdir, record_format, source_url = (
+            REPLAY_LOGS,
+            "atari-dopamine-raw",
+            (f"{store.url}/{game}/{run}/{REPLAY_LOGS}"),
+        )
+    else:
+        listing = list_rlu_run(store, game, run)
+        chosen = subset.select(sorted(listing))
+        wanted = {listing[i].name.rsplit("/", 1)[-1]: listing[i] for i in chosen}
+        subdir, record_format, source_url = RLU, "atari-rlu-raw", f"{store.url}/{game}"
     inputs = {
         "source_url": source_url,
+        "layout": layout,
+        "mode": mode,
         "subset": subset.spec,
         "suffixes": chosen,
         "files": {name: blob.to_json() for name, blob in wanted.items()},
@@ -189,15 +264,22 @@ def mirror_run(
     report = MirrorReport()
 
     def build(staging: Path) -> dict:
-        files = mirror_files(
-            store, wanted, target, staging, report, subdir=REPLAY_LOGS, workers=workers
-        )
+        if mode == "download":
+            files = mirror_files(
+                store, wanted, target, staging, report, subdir=subdir, workers=workers
+            )
+        else:
+            files = {name: blob.to_json() for name, blob in wanted.items()}
         return {
-            "format": "atari-dopamine-raw",
+            "format": record_format,
+            "layout": layout,
+            "mode": mode,
             "source_url": source_url,
+            "store_url": store.url,
             "subset": subset.spec,
             "suffixes": chosen,
             "files": files,
+            "blobs": {name: blob.name for name, blob in wanted.items()},
         }
 
     built = build_if_changed(target, inputs, build)

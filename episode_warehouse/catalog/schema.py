@@ -52,6 +52,9 @@ _EPISODE_COLUMNS = (
     Column("complete", pa.bool_(), "BOOLEAN", "true_start and terminated"),
     Column("language_instruction", pa.string(), "VARCHAR", "task text (null for Atari)"),
     Column("source_files", pa.list_(pa.string()), "VARCHAR[]", "files/shards it came from"),
+    Column("checkpoint_idx", pa.int64(), "BIGINT", "RL Unplugged: the source's checkpoint id"),
+    Column("episode_idx", pa.int64(), "BIGINT", "RL Unplugged: the source's episode id"),
+    Column("recorded_return", pa.float64(), "DOUBLE", "RL Unplugged: the episode_return recorded"),
 )
 
 # What a decoder writes per episode (decoded and TED ``episodes.parquet``).

@@ -19,10 +19,26 @@ VERSION = 2
 META = RECORD
 EPISODES = "episodes.parquet"
 ARRAYS = "arrays"
-ROLES = ("observation", "reward", "terminal", "step")
+# observation: stored once, rows+1 rows; TED's ("next", key) is the same file shifted by one
+# reward / terminal: ("next", "reward") / ("next", "terminated"); next: another ("next", key)
+# step: any other per-step value, at the TED root
+# final: one row per episode, the observation after its last step where the source has it
+#        (key "final/<observation key>"); TED's ("next", key) reads it on each last step
+ROLES = ("observation", "reward", "terminal", "next", "step", "final")
 
 # the per-episode columns every decoder writes: the catalog's, less partition and lineage
 EPISODE_SCHEMA = EPISODE_DATA.arrow_schema
+
+
+def episode_table(columns: dict) -> pa.Table:
+    """A decoder's episodes as a table of :data:`EPISODE_SCHEMA`; columns a source does not
+    have (RL Unplugged's ids for Dopamine and OpenX) are nulls."""
+    n = len(columns["episode"])
+    full = {
+        f.name: columns[f.name] if f.name in columns else pa.nulls(n, f.type)
+        for f in EPISODE_SCHEMA
+    }
+    return pa.table(full, schema=EPISODE_SCHEMA)
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
-from episode_warehouse.decoded.format import EPISODE_SCHEMA
+from episode_warehouse.decoded.format import episode_table
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.openx.episode_decode import FLAG_KEYS, decode_episode
@@ -118,7 +117,7 @@ def decode_shards(
         )
     n = len(rows["start"])
     terminated = np.array(rows["terminated"], dtype=bool)
-    episodes = pa.table(
+    episodes = episode_table(
         {
             "episode": np.arange(n, dtype=np.int64),
             "start": np.array(rows["start"], dtype=np.int64),
@@ -130,8 +129,7 @@ def decode_shards(
             "complete": terminated,
             "language_instruction": rows["instruction"],
             "source_files": rows["source"],
-        },
-        schema=EPISODE_SCHEMA,
+        }
     )
     meta = writer.finish(episodes, {"tasks": list(tasks), **(lineage or {})})
     log.info("decoded %d episodes, %d steps in %.1f s", n, start, time.perf_counter() - started)

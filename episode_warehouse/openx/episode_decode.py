@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
+from episode_warehouse.image_header import image_size
 from episode_warehouse.limits import InputLimits
-from episode_warehouse.openx.image_header import image_size
 
 FLAG_KEYS = ("is_first", "is_last", "is_terminal")
 INSTRUCTION_KEY = "language_instruction"

@@ -11,5 +11,6 @@ __all__ = ["ARRAY", "EPISODES", "FORMAT", "META", "NEXT_OF", "UNSQUEEZE", "VERSI
 # How a TED key is stored (the "kind" of an entry in meta.json "keys"):
 ARRAY = "array"  # the file as it is
 UNSQUEEZE = "unsqueeze"  # the file with a trailing singleton dim added (N,) -> (N, 1)
-NEXT_OF = "next_of"  # rows [1, N] of an observation file, zeros on each episode's last step
+NEXT_OF = "next_of"  # rows [1, N] of an observation file; on each episode's last step the
+# episode's row of the entry's "final" file when it has one (RL Unplugged), else zeros
 ZEROS = "zeros"  # all False / 0, not stored (root done, terminated, truncated)

@@ -1,9 +1,11 @@
 """("next", observation) without a second copy: a shifted view that reads zeros at episode ends.
 
 ``NextObservation`` wraps rows [1, N] of the observation file (a zero-copy view). Indexing it
-returns a plain tensor in which the rows of each episode's last step are zeros, as TED asks
-("next" of a last step has no frame in the data): ``td[i]``, ``td[a:b]``, ``td[index_tensor]``,
-``torch.stack`` of such slices and ``.clone()`` of them cost only the rows they read.
+returns a plain tensor in which the rows of each episode's last step hold the frame after that
+step when the source recorded one (RL Unplugged's last observation: a small ``final`` tensor, one
+row per episode), else zeros, as TED asks (Dopamine's logs have no such frame): ``td[i]``,
+``td[a:b]``, ``td[index_tensor]``, ``torch.stack`` of such slices and ``.clone()`` of them cost
+only the rows they read.
 
 Shape, dtype and device queries pass through, and ``.to()`` to the same device and dtype is a
 no-op. Any other operation on the *whole* tensor (``.float()``, ``.mean()``, ``.to("cuda")``,
@@ -35,37 +37,62 @@ _PASS_THROUGH_FUNCS = {
 
 
 class NextObservation(torch.Tensor):
-    """Rows [1, N] of an observation tensor; rows where ``last_step`` is True read as zeros."""
+    """Rows [1, N] of an observation tensor; rows where ``last_step`` is True read as the
+    episode's row of ``final`` (``episode`` gives each row's episode), or zeros without one."""
 
     _base_rows: torch.Tensor
     _last_step: torch.Tensor
+    _final: torch.Tensor | None
+    _episode: torch.Tensor | None
 
     @staticmethod
-    def __new__(cls, shifted: torch.Tensor, last_step: torch.Tensor) -> NextObservation:
+    def __new__(
+        cls,
+        shifted: torch.Tensor,
+        last_step: torch.Tensor,
+        final: torch.Tensor | None = None,
+        episode: torch.Tensor | None = None,
+    ) -> NextObservation:
         out = shifted.as_subclass(cls)
         out._base_rows = shifted
         out._last_step = last_step
+        out._final = final
+        out._episode = episode
         return out
 
+    def _fill(self, out: torch.Tensor, mask: torch.Tensor, first) -> None:
+        """Write the last steps' next frames (or zeros) into ``out`` where ``mask``."""
+        if self._final is None or self._episode is None:
+            out[mask] = 0
+        else:
+            out[mask] = self._final[self._episode[first][mask].long()]
+
     def corrected(self, index=slice(None)) -> torch.Tensor:
-        """``self[index]`` as a plain tensor with episode-end rows zeroed."""
+        """``self[index]`` as a plain tensor with episode-end rows filled."""
+        if isinstance(index, tuple) and len(index) == 1:
+            index = index[0]
+        if isinstance(index, tuple) and index and index[0] is not Ellipsis and index[0] is not None:
+            first, rest = index[0], index[1:]  # rows first, then the rest of the index
+            rows = self.corrected(first)
+            return rows[rest] if _is_scalar(first) else rows[(slice(None), *rest)]
         base = self._base_rows
-        out = base[index]
-        first = index[0] if isinstance(index, tuple) and index else index
-        if first is Ellipsis or first is None:
+        if index is Ellipsis or index is None or isinstance(index, tuple):
             full = base.clone()
-            full[self._last_step] = 0
+            self._fill(full, self._last_step, slice(None))
             return full[index]
-        mask = self._last_step[first]
+        out = base[index]
+        mask = self._last_step[index]
         shares_memory = out.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
         if mask.ndim == 0:
-            if bool(mask):
+            if not bool(mask):
+                return out.clone() if shares_memory else out
+            if self._final is None or self._episode is None:
                 return torch.zeros_like(out)
-            return out.clone() if shares_memory else out
+            return self._final[int(self._episode[index])].clone()
         if bool(mask.any()):
-            if shares_memory:  # a view of the file (basic slicing): copy before zeroing
+            if shares_memory:  # a view of the file (basic slicing): copy before filling
                 out = out.clone()
-            out[mask] = 0  # advanced indexing already returned a fresh copy
+            self._fill(out, mask, index)  # advanced indexing already returned a fresh copy
         return out
 
     def __reduce_ex__(self, protocol):
@@ -88,6 +115,13 @@ class NextObservation(torch.Tensor):
         ):
             return func(*_plain(args, corrected=False), **kwargs)
         return func(*_plain(args, corrected=True), **_plain_kwargs(kwargs))
+
+
+def _is_scalar(index) -> bool:
+    """Whether indexing the first dimension with ``index`` removes it."""
+    if isinstance(index, int):
+        return True
+    return isinstance(index, torch.Tensor) and index.ndim == 0 and index.dtype != torch.bool
 
 
 def _plain(args, *, corrected: bool) -> tuple:

@@ -74,7 +74,9 @@ def open_ted_folder(folder: Path, next_obs: str = "view") -> TensorDictBase:
         elif kind == UNSQUEEZE:
             leaves[tuple(key.split("/"))] = tensor.unsqueeze(-1)
         elif kind == NEXT_OF:
-            view = NextObservation(tensor[1 : rows + 1], done)
+            final = _map(folder / entry["final"]) if "final" in entry else None
+            episode = _map(folder / "episode.npy") if final is not None else None
+            view = NextObservation(tensor[1 : rows + 1], done, final, episode)
             leaves[tuple(key.split("/"))] = view if next_obs == "view" else view.corrected()
         else:
             raise NotMaterializedError(f"unknown key kind {kind!r}", subject=str(meta_path))

@@ -1,0 +1,154 @@
+"""One RL Unplugged Atari record (a ``tf.train.Example`` episode), checked and decoded.
+
+A record of N steps holds N PNG frames and N of each per-step value (actions, unclipped and
+clipped rewards, discounts); the mapping to TED (TFDS's ``atari_example_to_rlds``, and RLDS's
+rule that the last step holds only an observation) keeps N - 1 steps: step t has frame t,
+``actions[t]``, ``unclipped_rewards[t]`` and, as its next observation, frame t + 1. The episode
+ended in a terminal state iff ``discounts[N-1] == 0``; otherwise it was truncated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.image_header import image_size
+from episode_warehouse.tfrecord.example import parse_example
+
+FRAME_SHAPE = (84, 84)
+_PER_STEP = ("observations", "actions", "unclipped_rewards", "clipped_rewards", "discounts")
+_SCALARS = {
+    "checkpoint_idx": "int64_list",
+    "episode_idx": "int64_list",
+    "episode_return": "float_list",
+    "clipped_episode_return": "float_list",
+}
+_FIX = "the file is not an RL Unplugged Atari episode file; re-download it or leave it out"
+
+
+@dataclass(frozen=True)
+class RluRecord:
+    """A checked record: per-step values (N each) and the PNG frames, not yet decoded."""
+
+    checkpoint_idx: int
+    episode_idx: int
+    episode_return: float
+    clipped_episode_return: float
+    pngs: list[bytes]
+    actions: np.ndarray  # int64 (N,)
+    rewards: np.ndarray  # float32 (N,), unclipped
+    clipped_rewards: np.ndarray  # float32 (N,)
+    discounts: np.ndarray  # float32 (N,)
+
+    @property
+    def steps(self) -> int:
+        """N, the number of observations."""
+        return len(self.pngs)
+
+    @property
+    def terminal(self) -> bool:
+        return bool(self.discounts[-1] == 0)
+
+
+def _feature(features, name: str, kind: str, where: str):
+    if name not in features:
+        raise CorruptInputError(f"{where}: the episode has no {name!r} feature", fix=_FIX)
+    feature = features[name]
+    if feature.WhichOneof("kind") != kind:
+        raise CorruptInputError(
+            f"{where}: {name!r} is a {feature.WhichOneof('kind')}, expected {kind}", fix=_FIX
+        )
+    return getattr(feature, kind).value
+
+
+def parse_record(data: bytes, where: str) -> RluRecord:
+    """Parse and check one record; ``where`` is ``<file> record at byte <offset>``.
+
+    Raises:
+        CorruptInputError: not an Example, a missing or mistyped feature, per-step lists of
+            different lengths, an empty episode, actions outside 0-17 or non-finite rewards.
+    """
+    try:
+        features = parse_example(data).features.feature
+    except DecodeError as exc:
+        raise CorruptInputError(f"{where}: not a tf.train.Example ({exc})", fix=_FIX) from None
+    scalars = {}
+    for name, kind in _SCALARS.items():
+        values = _feature(features, name, kind, where)
+        if len(values) != 1:
+            raise CorruptInputError(
+                f"{where}: {name!r} holds {len(values)} values, not 1", fix=_FIX
+            )
+        scalars[name] = values[0]
+    pngs = list(_feature(features, "observations", "bytes_list", where))
+    lists: dict[str, np.ndarray] = {
+        "actions": np.array(_feature(features, "actions", "int64_list", where), dtype=np.int64),
+        "unclipped_rewards": np.array(
+            _feature(features, "unclipped_rewards", "float_list", where), dtype=np.float32
+        ),
+        "clipped_rewards": np.array(
+            _feature(features, "clipped_rewards", "float_list", where), dtype=np.float32
+        ),
+        "discounts": np.array(
+            _feature(features, "discounts", "float_list", where), dtype=np.float32
+        ),
+    }
+    lengths = {"observations": len(pngs), **{k: len(v) for k, v in lists.items()}}
+    if len(set(lengths.values())) != 1:
+        raise CorruptInputError(
+            f"{where}: per-step lists of different lengths "
+            + ", ".join(f"{k} {lengths[k]}" for k in _PER_STEP),
+            fix=_FIX,
+        )
+    if not pngs:
+        raise CorruptInputError(f"{where}: the episode has no step", fix=_FIX)
+    actions = lists["actions"]
+    if ((actions < 0) | (actions >= 18)).any():
+        bad = int(np.argmax((actions < 0) | (actions >= 18)))
+        raise CorruptInputError(
+            f"{where}: step {bad} action {int(actions[bad])} is not an ALE action (0-17)", fix=_FIX
+        )
+    for name in ("unclipped_rewards", "clipped_rewards", "discounts"):
+        if not np.isfinite(lists[name]).all():
+            bad = int(np.argmax(~np.isfinite(lists[name])))
+            raise CorruptInputError(f"{where}: step {bad} {name} is not finite", fix=_FIX)
+    return RluRecord(
+        checkpoint_idx=int(scalars["checkpoint_idx"]),
+        episode_idx=int(scalars["episode_idx"]),
+        episode_return=float(scalars["episode_return"]),
+        clipped_episode_return=float(scalars["clipped_episode_return"]),
+        pngs=pngs,
+        actions=actions,
+        rewards=lists["unclipped_rewards"],
+        clipped_rewards=lists["clipped_rewards"],
+        discounts=lists["discounts"],
+    )
+
+
+def decode_frames(pngs: list[bytes], out: np.ndarray, where: str, first_step: int = 0) -> None:
+    """Decode ``pngs`` into ``out`` (len(pngs), 84, 84) uint8 with OpenCV.
+
+    Raises:
+        CorruptInputError: a frame that does not decode, or is not an 84x84 single-channel
+            8-bit image (names the step).
+    """
+    import cv2
+
+    for i, data in enumerate(pngs):
+        if image_size(data) != (1, *FRAME_SHAPE):  # from the header, before any decoding
+            raise CorruptInputError(
+                f"{where}: step {first_step + i} frame declares {image_size(data)} "
+                "(channels, height, width), expected an 84x84 gray PNG (1, 84, 84)",
+                fix=_FIX,
+            )
+        frame = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_UNCHANGED)
+        if frame is None or frame.shape != FRAME_SHAPE or frame.dtype != np.uint8:
+            what = "does not decode" if frame is None else f"is {frame.dtype} {frame.shape}"
+            raise CorruptInputError(
+                f"{where}: step {first_step + i} frame {what}, expected an 84x84 gray PNG",
+                fix=_FIX,
+            )
+        out[i] = frame
