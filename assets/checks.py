@@ -90,7 +90,7 @@ def export_check(export: dg.AssetsDefinition, name_of) -> dg.AssetChecksDefiniti
             metadata={
                 "episodes": ds.meta.total_episodes,
                 "frames": ds.meta.total_frames,
-                "codebase_version": ds.meta.info["codebase_version"],
+                "codebase_version": ds.meta.info.codebase_version,
             },
         )
 

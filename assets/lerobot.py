@@ -28,19 +28,20 @@ def _export(
     request: ExportRequest,
 ) -> dg.MaterializeResult:
     target = layout.lerobot_dir(request.name)
-    meta = export_lerobot(
+    built = export_lerobot(
         request,
         target,
         workers=warehouse.export_processes(),
         scratch_dir=warehouse.scratch_dir(),
         code_version=versions.of(context),
     )
-    return _result(meta, target)
+    return _result(built.meta, target, built.rebuilt)
 
 
-def _result(meta: dict, path) -> dg.MaterializeResult:
+def _result(meta: dict, path, rebuilt: bool) -> dg.MaterializeResult:
     return dg.MaterializeResult(
         metadata={
+            "rebuilt": rebuilt,
             "episodes": meta["episodes"],
             "frames": meta["frames"],
             "video": meta["request"]["video"],

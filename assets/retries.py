@@ -26,6 +26,6 @@ def only_transient_retries(context: dg.AssetExecutionContext) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        if is_transient(exc) and context.run_tags.get(NO_RETRIES_TAG) != "off":
+        if is_transient(exc) and context.op_execution_context.run_tags.get(NO_RETRIES_TAG) != "off":
             raise
         raise dg.Failure(description=str(exc), allow_retries=False) from exc

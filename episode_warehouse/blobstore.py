@@ -101,7 +101,7 @@ def _verify(part: Path, blob: BlobInfo, stats: DownloadStats) -> str | None:
     if size == blob.size and (not blob.crc32c or crc == blob.crc32c):
         return crc
     stats.rejected_corrupt += 1
-    log.warning(
+    log.info(
         "%s: size/crc32c mismatch (got %d bytes, crc %s; want %d, %s); retrying",
         blob.name,
         size,
@@ -303,8 +303,8 @@ class GcsBlobStore:
                 if not is_transient(exc):
                     raise classify(exc, subject=subject) from exc
                 last = exc
-                log.warning(
-                    "%s: attempt %d failed (%s: %s)",
+                log.info(
+                    "%s: attempt %d failed (%s: %s); retrying",
                     blob.name,
                     attempt + 1,
                     type(exc).__name__,

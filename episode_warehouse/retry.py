@@ -56,7 +56,7 @@ def call_with_retries[T](
         except Exception as exc:  # noqa: BLE001 - classified: transient retried, else raised typed
             if not is_transient(exc) or attempt == policy.attempts - 1:
                 raise classify(exc, subject=subject, fix=fix) from exc
-            log.warning(
+            log.info(
                 "%s: attempt %d failed (%s: %s); retrying",
                 subject,
                 attempt + 1,

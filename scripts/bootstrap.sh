@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Make .venv ready: find a Python >= 3.12, get uv, and sync the locked dependencies.
-# Sourced by ./warehouse and ./test. Prints what is missing when it cannot go on.
+# Make the machine ready: the system libraries the features need (when this user can install
+# them), a Python >= 3.12, uv, and the locked dependencies in .venv.
+# Run by ./warehouse and ./test. Prints what is missing when it cannot go on.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -25,6 +26,27 @@ find_python() {
   done
   return 1
 }
+
+# System packages: Debian's chromium (the browser test of the Dagster UI) and the FFmpeg
+# libraries torchcodec loads (LeRobot's video decoding). Installed when we are root with apt,
+# else named once with the command to run.
+system_packages() {
+  local need=()
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  if ! ldconfig -p 2>/dev/null | grep -q 'libavcodec\.so\.59'; then
+    need+=(libavutil57 libavcodec59 libavformat59 libavdevice59 libavfilter8 libswscale6 libswresample4)
+  fi
+  [ ${#need[@]} -gt 0 ] || return 0
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    say "installing ${need[*]} (apt, once)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "${need[@]}"; } >/dev/null 2>&1 \
+      || say "could not install ${need[*]}; run: sudo apt-get install -y ${need[*]}"
+  else
+    say "optional: sudo apt-get install -y ${need[*]}  (browser test; LeRobot video via torchcodec)"
+  fi
+}
+[ "${EPISODE_WAREHOUSE_NO_SYSTEM_PACKAGES:-}" = 1 ] || system_packages
 
 if [ ! -x "$here/.venv/bin/python" ] || ! is_py312 "$here/.venv/bin/python" \
    || [ "$here/uv.lock" -nt "$here/.venv/.synced" ] || [ "$here/pyproject.toml" -nt "$here/.venv/.synced" ]; then

@@ -38,32 +38,38 @@ def demo_resources(folder: Path, summary: dict, endpoint: str) -> dict[str, dict
     }
 
 
+def demo_partitions() -> list[tuple[str, str]]:
+    """(source, partition) of every demo partition, in the order the demo builds them."""
+    atari = [f"{r.game}/{r.run}" for r in ATARI_RUNS] + [f"{g}/{r}" for g, r, _ in RLU_RUNS]
+    return [("atari", k) for k in atari] + [("openx", spec.name) for spec, _ in OPENX_DATASETS]
+
+
 def run_demo(folder: Path) -> int:
     from episode_warehouse.catalog import run_query
     from episode_warehouse.paths import WarehouseLayout
+    from warehouse_cli.console import partition_line
     from warehouse_cli.output import print_table
     from warehouse_cli.runner import materialize_partition
 
     started = time.perf_counter()
     home = default_dagster_home()
     instance = cli_instance()
+    if not (folder / "fixtures" / "fixtures.json").is_file():
+        print("writing the demo fixtures (Dopamine and RL Unplugged Atari files, OpenX shards)")
     summary = write_demo_fixtures(folder / "fixtures")
     with running_emulator() as endpoint:
         upload_tree(endpoint, summary["bucket"], folder / "fixtures" / "atari-bucket")
+        print(f"serving gs://{summary['bucket']} from a GCS emulator at {endpoint}")
         resources = demo_resources(folder, summary, endpoint)
-        for key in [f"{r.game}/{r.run}" for r in ATARI_RUNS] + [f"{g}/{r}" for g, r, _ in RLU_RUNS]:
+        for source, key in demo_partitions():
             t = time.perf_counter()
-            materialize_partition("atari", key, instance=instance, resources=resources)
-            print(f"atari {key}: done in {time.perf_counter() - t:.1f} s")
-        for spec, _ in OPENX_DATASETS:
-            t = time.perf_counter()
-            materialize_partition("openx", spec.name, instance=instance, resources=resources)
-            print(f"openx {spec.name}: done in {time.perf_counter() - t:.1f} s")
+            result = materialize_partition(source, key, instance=instance, resources=resources)
+            print(partition_line(source, key, result, time.perf_counter() - t), flush=True)
     layout = WarehouseLayout.from_root(folder / "warehouse")
-    print(f"\nDemo finished in {time.perf_counter() - started:.0f} s.")
-    print(f"  warehouse:  {layout.root}  (raw/, decoded/, ted/, catalog/, lerobot/)")
-    print(f"  catalog:    {layout.catalog_dir / 'catalog.duckdb'}")
-    print(f"  dagster:    DAGSTER_HOME={home}\n")
+    print(
+        f"\nDemo finished in {time.perf_counter() - started:.0f} s: warehouse in {layout.root}, "
+        f"Dagster runs in {home}\n"
+    )
     print_table(*run_query(layout.catalog_dir, QUERY))
     print("\nNext:")
     print(

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import time
 from pathlib import Path
 
 from episode_warehouse.errors import WarehouseError
-from warehouse_cli.environment import PROJECT_ROOT, cli_instance
-
-log = logging.getLogger("warehouse")
+from warehouse_cli.environment import PROJECT_ROOT, cli_instance, default_dagster_home
 
 
 def _resources(args: argparse.Namespace) -> dict[str, dict]:
@@ -47,10 +44,9 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         video=args.video,
         resources=_resources(args),
     )
-    print(
-        f"materialized {args.source} {args.partition} in {time.perf_counter() - started:.1f} s "
-        f"(run {result.run_id})"
-    )
+    from warehouse_cli.console import partition_line
+
+    print(partition_line(args.source, args.partition, result, time.perf_counter() - started))
     return 0
 
 
@@ -110,6 +106,9 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="warehouse", description=__doc__)
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="every log line (Dagster's, lerobot's, ...)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("demo", help="build every asset of the embedded fixtures, headless")
@@ -176,12 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from warehouse_cli.console import crash_report, setup
+
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S"
-    )
-    for noisy in ("alembic", "dagster", "gcp_storage_emulator", "httpx", "urllib3"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    setup(args.verbose)
     try:
         return args.func(args)
     except WarehouseError as exc:
@@ -189,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # noqa: BLE001 - the one place an unexpected error is reported
+        print(crash_report(exc, default_dagster_home() / "logs"), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

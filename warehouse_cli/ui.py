@@ -4,57 +4,32 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from warehouse_cli import processes
 from warehouse_cli.environment import PROJECT_ROOT, default_dagster_home
 
 
 def start_dagster_dev(port: int, env: dict[str, str], log_file=None) -> subprocess.Popen:
     """Start ``dagster dev`` on 127.0.0.1:port in a new session (its own process group)."""
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "dagster",
-            "dev",
-            "-w",
-            str(PROJECT_ROOT / "workspace.yaml"),
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(port),
-        ],
-        cwd=PROJECT_ROOT,
-        env=env,
-        start_new_session=True,
-        stdout=log_file,
-        stderr=subprocess.STDOUT if log_file else None,
+    cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml")]
+    return processes.start(
+        [*cmd, "-h", "127.0.0.1", "-p", str(port)], env=env, cwd=PROJECT_ROOT, log=log_file
     )
 
 
 def stop_process_group(proc: subprocess.Popen, timeout: float = 15.0) -> None:
-    """SIGTERM the whole group, then SIGKILL what is left after ``timeout``."""
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # children that outlived their parent
+    """Stop dagster dev and its whole tree (webserver, daemon, code server)."""
+    processes.stop(proc, timeout)
 
 
 def run_ui(port: int, demo_folder: Path | None) -> int:
+    """``dagster dev`` until Ctrl-C or SIGTERM (a second one kills at once); with the demo, the
+    GCS emulator serves its bucket meanwhile. Nothing of the process tree is left behind."""
     env = {**os.environ, "DAGSTER_HOME": str(default_dagster_home())}
-    stack = contextlib.ExitStack()
-    with stack:
+    with contextlib.ExitStack() as stack:
         if demo_folder is not None:
             from episode_warehouse.fixtures.demo import write_demo_fixtures
             from episode_warehouse.fixtures.gcs_emulator import running_emulator, upload_tree
@@ -65,12 +40,14 @@ def run_ui(port: int, demo_folder: Path | None) -> int:
             upload_tree(endpoint, summary["bucket"], demo_folder / "fixtures" / "atari-bucket")
             env.update(demo_environment(demo_folder, summary, endpoint))
         proc = start_dagster_dev(port, env)
-        print(f"Dagster UI: http://127.0.0.1:{port}  (Ctrl-C to stop)")
-        previous = signal.signal(signal.SIGTERM, lambda *_: stop_process_group(proc))
-        try:
-            return proc.wait()
-        except KeyboardInterrupt:
-            return 0
-        finally:
-            stop_process_group(proc)
-            signal.signal(signal.SIGTERM, previous)
+        print(f"Dagster UI: http://127.0.0.1:{port}  (Ctrl-C to stop)", flush=True)
+        kill = lambda: processes.stop(proc, timeout=0)  # noqa: E731 - the second Ctrl-C
+        with processes.signals_stop(kill):
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:
+                print("stopping the Dagster UI ...", flush=True)
+                return 0
+            finally:
+                processes.stop(proc)
+    return 0

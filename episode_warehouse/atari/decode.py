@@ -22,6 +22,7 @@ from episode_warehouse.atari.stream_plan import StreamPlan, plan_stream
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.progress import progress
 from episode_warehouse.workers import WorkerPool
 
 log = logging.getLogger(__name__)
@@ -107,12 +108,13 @@ def _fill_frames(metas: list[CheckpointMeta], plan: StreamPlan, frames: Path, wo
     ]
     done = 0
     processes = min(workers, len(jobs)) if workers > 1 else 0
-    with WorkerPool(processes, what="frame copy") as pool:
-        for i, (job, copied) in enumerate(zip(jobs, pool.map(copy_frames, jobs), strict=True), 1):
+    with (
+        progress("copying frames", len(jobs), "files") as bar,
+        WorkerPool(processes, what="frame copy") as pool,
+    ):
+        for copied in pool.map(copy_frames, jobs):
             done += copied
-            log.info(
-                "copied frames of %s (%d/%d files, %d frames)", job[0].name, i, len(jobs), done
-            )
+            bar.update()
     for m in metas:
         runs = plan.verify_runs.get(m.suffix)
         if runs:

@@ -39,6 +39,7 @@ from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.blobstore import BlobInfo, BlobStore, DownloadStats
 from episode_warehouse.errors import ConfigError, CorruptInputError, SourceMissingError
 from episode_warehouse.incremental import Built, build_if_changed, published
+from episode_warehouse.progress import progress
 
 log = logging.getLogger(__name__)
 REPLAY_LOGS = "replay_logs"
@@ -153,24 +154,21 @@ def mirror_files(
             report.linked.append(name)
         else:
             todo.append((name, blob))
-    if todo:
-        log.info(
-            "downloading %d of %d files (%.1f MB)",
-            len(todo),
-            len(wanted),
-            sum(b.size for _, b in todo) / 1e6,
-        )
 
     def fetch(item: tuple[str, BlobInfo]) -> tuple[str, str]:
         name, blob = item
         part = partial / f"{name}.{blob.generation}.part"
         return name, store.download(blob, folder / name, report.stats, part)
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for i, (name, crc) in enumerate(pool.map(fetch, todo), 1):
+    megabytes = sum(b.size for _, b in todo) / 1e6
+    with (
+        progress(f"downloading {len(todo)} files ({megabytes:,.1f} MB)", len(todo), "files") as bar,
+        ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
+    ):
+        for name, crc in pool.map(fetch, todo):
             files[name] = {**wanted[name].to_json(), "crc32c": crc}
             report.downloaded.append(name)
-            log.info("downloaded %s (%d/%d)", name, i, len(todo))
+            bar.update()
     shutil.rmtree(partial, ignore_errors=True)
     return dict(sorted(files.items()))
 

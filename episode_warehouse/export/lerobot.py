@@ -25,7 +25,7 @@ from episode_warehouse.export import lerobot_compat
 from episode_warehouse.export.episodes import ExportEpisode, create_dataset, export_episodes
 from episode_warehouse.export.frames import frame_paths, png_jobs, scratch_bytes, scratch_root
 from episode_warehouse.export.png_writer import PngWriters
-from episode_warehouse.incremental import build_if_changed, published
+from episode_warehouse.incremental import Built, build_if_changed, published
 from episode_warehouse.paths import WarehouseLayout
 
 log = logging.getLogger(__name__)
@@ -142,8 +142,9 @@ def export_lerobot(
     batched_embedding: bool = True,
     scratch_dir: Path | None = None,
     code_version: str = "1",
-) -> dict:
-    """Export ``request`` to ``target`` (a LeRobot dataset root); return the export's record.
+) -> Built:
+    """Export ``request`` to ``target`` (a LeRobot dataset root); returns what was published
+    (``.meta`` is the export's record, ``.rebuilt`` whether it was written now).
 
     ``workers`` processes write the PNG frames while this one feeds lerobot's writer;
     ``batched_embedding=False`` leaves lerobot's row-by-row embedding in place (to measure it);
@@ -208,4 +209,4 @@ def export_lerobot(
             built.meta["frames"],
             target,
         )
-    return built.meta
+    return built

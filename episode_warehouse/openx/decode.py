@@ -24,9 +24,9 @@ from episode_warehouse.openx.episode_decode import FLAG_KEYS, decode_episode
 from episode_warehouse.openx.members import iter_members
 from episode_warehouse.openx.restricted_pickle import restricted_loads
 from episode_warehouse.openx.shards import Shard
+from episode_warehouse.progress import progress
 
 log = logging.getLogger(__name__)
-_PROGRESS_S = 10.0
 
 
 def _role(key: str) -> str:
@@ -37,6 +37,84 @@ def _role(key: str) -> str:
     if key == "is_terminal":
         return "terminal"
     return "step"
+
+
+class _Episodes:
+    """The decoded folder being filled: arrays appended episode by episode, one row each."""
+
+    def __init__(self, staging: Path, limits: InputLimits) -> None:
+        self.writer = DecodedWriter(staging)
+        self.limits = limits
+        self.specs: dict[str, ArraySpec] | None = None  # the first episode's layout
+        self.tasks: dict[str, int] = {}
+        self.rows: dict[str, list] = {
+            k: [] for k in ("start", "length", "return", "terminated", "instruction", "source")
+        }
+        self.steps = 0
+
+    def add(self, shard: Shard, key: str, payload: bytes) -> None:
+        """Decode one member's episode and append it.
+
+        Raises:
+            CorruptInputError: the episode is malformed or its layout differs from the first.
+        """
+        subject = f"{shard.name}:{key}.data.pickle"
+        episode = decode_episode(
+            restricted_loads(payload, subject=subject),
+            subject,
+            member_bytes=len(payload),
+            limits=self.limits,
+        )
+        arrays = episode.arrays
+        for k in FLAG_KEYS[:2]:  # is_first / is_last: the episode boundaries themselves
+            arrays.pop(k, None)
+        task = self.tasks.setdefault(episode.instruction or "", len(self.tasks))
+        arrays["task_index"] = np.full(episode.length, task, dtype=np.int64)
+        these = {
+            k: ArraySpec(k, tuple(v.shape[1:]), v.dtype.str, _role(k)) for k, v in arrays.items()
+        }
+        if self.specs is None:
+            self.specs = these
+        elif these != self.specs:
+            specs = self.specs
+            diff = sorted(k for k in set(specs) | set(these) if specs.get(k) != these.get(k))
+            raise CorruptInputError(
+                f"keys or shapes differ from the dataset's first episode: {diff[:4]}",
+                subject=subject,
+                fix="the dataset mixes episode layouts; remove this one",
+            )
+        for k, spec in self.specs.items():
+            self.writer.append(spec, arrays[k])
+        terminal = arrays.get("is_terminal")
+        rows = self.rows
+        rows["start"].append(self.steps)
+        rows["length"].append(episode.length)
+        rows["return"].append(
+            float(arrays["reward"].astype(np.float64).sum()) if "reward" in arrays else 0.0
+        )
+        rows["terminated"].append(bool(terminal[-1]) if terminal is not None else False)
+        rows["instruction"].append(episode.instruction)
+        rows["source"].append([shard.name])
+        self.steps += episode.length
+
+    def finish(self, lineage: dict) -> dict:
+        rows, n = self.rows, len(self.rows["start"])
+        terminated = np.array(rows["terminated"], dtype=bool)
+        episodes = episode_table(
+            {
+                "episode": np.arange(n, dtype=np.int64),
+                "start": np.array(rows["start"], dtype=np.int64),
+                "length": np.array(rows["length"], dtype=np.int64),
+                "return": np.array(rows["return"], dtype=np.float64),
+                "terminated": terminated,
+                "truncated": ~terminated,
+                "true_start": np.ones(n, dtype=bool),
+                "complete": terminated,
+                "language_instruction": rows["instruction"],
+                "source_files": rows["source"],
+            }
+        )
+        return self.writer.finish(episodes, {"tasks": list(self.tasks), **lineage})
 
 
 def decode_shards(
@@ -53,84 +131,24 @@ def decode_shards(
         LimitExceededError: an episode over the input limits (named).
     """
     limits = limits or InputLimits()
-    writer = DecodedWriter(staging)
-    specs: dict[str, ArraySpec] | None = None
-    tasks: dict[str, int] = {}
-    rows: dict[str, list] = {
-        name: [] for name in ("start", "length", "return", "terminated", "instruction", "source")
-    }
-    start = 0
-    started = last_log = time.perf_counter()
-    for shard in shards:
-        for key, payload in iter_members(shard, limits):
-            subject = f"{shard.name}:{key}.data.pickle"
-            episode = decode_episode(
-                restricted_loads(payload, subject=subject),
-                subject,
-                member_bytes=len(payload),
-                limits=limits,
-            )
-            arrays = episode.arrays
-            for k in FLAG_KEYS[:2]:  # is_first / is_last: the episode boundaries themselves
-                arrays.pop(k, None)
-            task = tasks.setdefault(episode.instruction or "", len(tasks))
-            arrays["task_index"] = np.full(episode.length, task, dtype=np.int64)
-            these = {
-                k: ArraySpec(k, tuple(v.shape[1:]), v.dtype.str, _role(k))
-                for k, v in arrays.items()
-            }
-            if specs is None:
-                specs = these
-            elif these != specs:
-                diff = sorted(k for k in set(specs) | set(these) if specs.get(k) != these.get(k))
-                raise CorruptInputError(
-                    f"keys or shapes differ from the dataset's first episode: {diff[:4]}",
-                    subject=subject,
-                    fix="the dataset mixes episode layouts; remove this one",
-                )
-            for k, spec in specs.items():
-                writer.append(spec, arrays[k])
-            terminal = arrays.get("is_terminal")
-            rows["start"].append(start)
-            rows["length"].append(episode.length)
-            rows["return"].append(
-                float(arrays["reward"].astype(np.float64).sum()) if "reward" in arrays else 0.0
-            )
-            rows["terminated"].append(bool(terminal[-1]) if terminal is not None else False)
-            rows["instruction"].append(episode.instruction)
-            rows["source"].append([shard.name])
-            start += episode.length
-            now = time.perf_counter()
-            if now - last_log > _PROGRESS_S:
-                log.info(
-                    "decoded %d episodes, %d steps (%.0f steps/s)",
-                    len(rows["start"]),
-                    start,
-                    start / (now - started),
-                )
-                last_log = now
-    if specs is None:
+    started = time.perf_counter()
+    out = _Episodes(staging, limits)
+    with progress("decoding episodes", None, "episodes") as bar:
+        for shard in shards:
+            for key, payload in iter_members(shard, limits):
+                out.add(shard, key, payload)
+                bar.update()
+    if out.specs is None:
         raise CorruptInputError(
             "the dataset has no episodes",
             subject=", ".join(s.location for s in shards) or "(no shards)",
             fix="check that the shards hold *.data.pickle members",
         )
-    n = len(rows["start"])
-    terminated = np.array(rows["terminated"], dtype=bool)
-    episodes = episode_table(
-        {
-            "episode": np.arange(n, dtype=np.int64),
-            "start": np.array(rows["start"], dtype=np.int64),
-            "length": np.array(rows["length"], dtype=np.int64),
-            "return": np.array(rows["return"], dtype=np.float64),
-            "terminated": terminated,
-            "truncated": ~terminated,
-            "true_start": np.ones(n, dtype=bool),
-            "complete": terminated,
-            "language_instruction": rows["instruction"],
-            "source_files": rows["source"],
-        }
+    meta = out.finish(lineage or {})
+    log.info(
+        "decoded %d episodes, %d steps in %.1f s",
+        meta["episodes"],
+        out.steps,
+        time.perf_counter() - started,
     )
-    meta = writer.finish(episodes, {"tasks": list(tasks), **(lineage or {})})
-    log.info("decoded %d episodes, %d steps in %.1f s", n, start, time.perf_counter() - started)
     return meta

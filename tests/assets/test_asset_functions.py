@@ -42,7 +42,7 @@ def test_raw_decoded_and_ted_assets_report_the_files_versions(resources, tmp_pat
     assert again.data_version == raw.data_version and again.metadata["rebuilt"] is False
     assert again.metadata["downloaded"] == 0
 
-    decoded = _call(atari_episodes, "Pong/5", warehouse=resources["warehouse"])
+    decoded = _call(atari_episodes, "Pong/5", **resources)
     assert decoded.metadata["frames"] == 3088 and decoded.metadata["episodes"] == 12
     assert published(layout.decoded_dir("atari", "Pong/5"))["inputs"]["raw"] == record["version"]
     ted = _call(atari_ted, "Pong/5", warehouse=resources["warehouse"])

@@ -1,0 +1,64 @@
+"""``warehouse ui`` stops on Ctrl-C and on SIGTERM within 20 s, with its whole process tree
+(dagster dev, its webserver, daemon and code server; the demo's GCS emulator)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from episode_warehouse.fixtures.gcs_emulator import free_port
+from warehouse_cli.processes import alive, descendants
+
+pytestmark = pytest.mark.e2e
+
+
+def _wait_up(port: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "warehouse ui exited early"
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2):
+                return
+        except OSError:
+            time.sleep(1)
+    raise AssertionError("the Dagster UI did not answer")
+
+
+@pytest.mark.parametrize(("sig", "demo"), [(signal.SIGINT, True), (signal.SIGTERM, False)])
+def test_ui_stops_with_its_whole_tree(tmp_path, demo_fixtures, sig, demo):
+    port = free_port()
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "fixtures").symlink_to(demo_fixtures)
+    args = ["ui", "--port", str(port)] + (["--demo", str(tmp_path / "demo")] if demo else [])
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        "EPISODE_WAREHOUSE_ROOT": str(tmp_path / "wh"),
+    }
+    with open(tmp_path / "ui.log", "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "warehouse_cli.main", *args],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # like a terminal's foreground job, apart from pytest
+        )
+        try:
+            _wait_up(port, proc)
+            tree = [proc.pid, *descendants(proc.pid)]
+            assert len(tree) >= 4  # the CLI, dagster dev, and its services
+            started = time.monotonic()
+            os.kill(proc.pid, sig)  # Ctrl-C reaches the CLI; it must take its tree down
+            proc.wait(20)
+            seconds = time.monotonic() - started
+            time.sleep(0.5)
+            left = [p for p in tree if alive(p)]
+            assert left == [], f"left running: {left}"
+            assert seconds < 20 and proc.returncode == 0
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
