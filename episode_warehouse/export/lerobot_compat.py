@@ -95,18 +95,18 @@ def episode_buffer(
 
 def _embed_images_batched(dataset):
     """``lerobot.datasets.io_utils.embed_images``, mapped over batches of rows."""
+    import datasets
     from datasets.table import embed_table_storage
-    import datasets as datasets_tqdm  # its progress-bar switches
 
     fmt = dataset.format
     dataset = dataset.with_format("arrow")
-    shown = not datasets_tqdm.are_progress_bars_disabled()
-    datasets_tqdm.disable_progress_bars()  # one "Map" bar per episode is noise
+    shown = not datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()  # one "Map" bar per episode is noise
     try:
         dataset = dataset.map(embed_table_storage, batched=True, batch_size=_BATCH_ROWS)
     finally:
         if shown:
-            datasets_tqdm.enable_progress_bars()
+            datasets.enable_progress_bars()
     return dataset.with_format(**fmt)
 
 
