@@ -54,10 +54,12 @@ def test_same_partition_twice_at_once(runner, tmp_path, reference):
 
 
 QUERY_LOOP = """
-import duckdb, json, sys, time
-db, until = sys.argv[1], time.time() + float(sys.argv[2])
+import duckdb, json, os, sys, time
+db, stop = sys.argv[1], sys.argv[2]
 seen, errors = [], []
-while time.time() < until:
+last = False
+while not last:
+    last = os.path.exists(stop)  # one more query after the writers are done
     try:
         con = duckdb.connect(db, read_only=True)
         con.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout after 2 s
@@ -76,14 +78,16 @@ def test_two_partitions_at_once_while_another_process_queries(runner, tmp_path):
 
     root = tmp_path / "busy"
     assert runner.run("materialize", "openx", "bridge", root=root) == 0  # creates the catalog
+    stop = tmp_path / "writers-done"
     queries = subprocess.Popen(
-        [sys.executable, "-c", QUERY_LOOP, str(root / "catalog" / "catalog.duckdb"), "25"],
+        [sys.executable, "-c", QUERY_LOOP, str(root / "catalog" / "catalog.duckdb"), str(stop)],
         stdout=subprocess.PIPE,
         text=True,
     )
     a = runner.start("materialize", "atari", "Pong/1", "--through", "catalog", root=root)
     b = runner.start("materialize", "atari", "Breakout/2", "--through", "catalog", root=root)
     assert a.wait(300) == 0 and b.wait(300) == 0
+    stop.touch()
     out = json.loads(queries.communicate(timeout=120)[0])
     assert out["errors"] == []
     import duckdb
@@ -99,4 +103,8 @@ def test_two_partitions_at_once_while_another_process_queries(runner, tmp_path):
     for rows in out["seen"]:  # every observation holds whole partitions only
         for partition, n, total in rows:
             assert (n, total) == final[partition]
-    assert len(out["seen"]) > 50
+    # The reader ran while the writers did (it saw the catalog before they published) and
+    # saw their result at the end; the machine's speed decides how many looks fit between.
+    assert len(out["seen"]) >= 3
+    assert {p for p, _, _ in out["seen"][0]} < set(final)
+    assert {p for p, _, _ in out["seen"][-1]} == set(final)
