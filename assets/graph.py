@@ -6,12 +6,15 @@ from assets.checks import export_check, recorded_returns_check, rows_check, ted_
 from assets.lerobot import partition_export_asset, selection_lerobot_export
 from assets.openx import openx_episodes, openx_shards
 from assets.partitions import atari_runs, openx_datasets
+from assets.statistics import statistics_asset
 from assets.ted import ted_asset
 
 atari_ted = ted_asset("atari", atari_runs, atari_episodes)
 openx_ted = ted_asset("openx", openx_datasets, openx_episodes)
 atari_catalog_rows = catalog_rows_asset("atari", atari_runs, atari_ted)
 openx_catalog_rows = catalog_rows_asset("openx", openx_datasets, openx_ted)
+atari_statistics = statistics_asset("atari", atari_runs, atari_ted)
+openx_statistics = statistics_asset("openx", openx_datasets, openx_ted)
 
 atari_lerobot_export = partition_export_asset("atari", atari_runs, atari_catalog_rows)
 openx_lerobot_export = partition_export_asset("openx", openx_datasets, openx_catalog_rows)
@@ -33,6 +36,8 @@ OPENX_STAGES = {
 ALL_ASSETS = [
     *ATARI_STAGES.values(),
     *OPENX_STAGES.values(),
+    atari_statistics,
+    openx_statistics,
     episode_catalog,
     selection_lerobot_export,
 ]

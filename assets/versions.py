@@ -12,6 +12,7 @@ OPENX_EPISODES = "2"  # 2: tar members read by name, every value checked
 TED = "2"  # 2: final observations of RL Unplugged episodes, validated before publishing
 CATALOG_ROWS = "2"  # 2: one folder per partition, source id columns
 EPISODE_CATALOG = "1"
+STATISTICS = "1"
 LEROBOT_EXPORT = "1"
 
 

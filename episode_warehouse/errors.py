@@ -91,6 +91,10 @@ class ForeignArtifactError(TerminalError):
     """A destination holds files that this warehouse did not write; it is never overwritten."""
 
 
+class StaleSelectionError(TerminalError):
+    """A pinned selection names partitions whose TED was rebuilt since it was saved."""
+
+
 class CatalogQueryError(TerminalError):
     """A catalog query is refused (not read-only, outside the catalog) or failed in DuckDB."""
 

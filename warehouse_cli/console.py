@@ -109,8 +109,8 @@ def partition_line(source: str, partition: str, result, seconds: float) -> str:
         stage, text = _stage_text(name, meta)
         if meta.get("rebuilt") is False:
             kept.append(stage)
-            continue
-        parts.append(text)
+        elif text:
+            parts.append(text)
     if kept:
         parts.append(f"up to date: {', '.join(kept)}")
     return f"{source} {partition:<12} " + "  ".join(parts) + f"  {seconds:.1f} s"
@@ -125,6 +125,8 @@ def _stage_text(name: str, meta: dict) -> tuple[str, str]:
         return "decoded", f"decoded {_count(meta.get('frames', 0))} frames"
     if name.endswith("_ted"):
         return "ted", "ted"
+    if name.endswith("_statistics"):
+        return "statistics", ""  # derived from the TED: not worth a word on the line
     if name.endswith("_catalog_rows"):
         return "catalog", f"catalog {meta.get('episodes', 0)} episodes"
     if name.endswith("lerobot_export"):

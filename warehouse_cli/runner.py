@@ -11,12 +11,16 @@ from episode_warehouse.openx.datasets import check_dataset_id
 from warehouse_cli.code_location import load_defs
 
 STAGES = ("raw", "decoded", "ted", "catalog", "lerobot")
-ASSETS = {
-    "atari": ("atari_replay_files", "atari_episodes", "atari_ted", "atari_catalog_rows",
-              "atari_lerobot_export"),
-    "openx": ("openx_shards", "openx_episodes", "openx_ted", "openx_catalog_rows",
-              "openx_lerobot_export"),
-}  # fmt: skip
+ASSETS = {  # per stage, the assets it materializes
+    source: (
+        (f"{source}_{raw}",),
+        (f"{source}_episodes",),
+        (f"{source}_ted",),
+        (f"{source}_catalog_rows", f"{source}_statistics"),
+        (f"{source}_lerobot_export",),
+    )
+    for source, raw in (("atari", "replay_files"), ("openx", "shards"))
+}
 DYNAMIC = {"openx": "openx_datasets", "selection": "lerobot_selections"}
 
 
@@ -24,12 +28,12 @@ def stage_assets(source: str, through: str | None) -> list[str]:
     """The asset names of ``source``'s stages up to and including ``through`` (default: all)."""
     if source == "selection":
         return ["selection_lerobot_export"]
-    names = ASSETS[source]
+    stages = ASSETS[source]
     if through is None:
-        return list(names)
+        return [name for stage in stages for name in stage]
     if through not in STAGES:
         raise PartitionKeyError(f"unknown stage (expected one of {STAGES})", subject=repr(through))
-    return list(names[: STAGES.index(through) + 1])
+    return [name for stage in stages[: STAGES.index(through) + 1] for name in stage]
 
 
 def _error_names() -> set[str]:

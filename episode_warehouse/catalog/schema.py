@@ -17,9 +17,18 @@ class Column:
 
 @dataclass(frozen=True)
 class Table:
+    """A view of the catalog: ``folder/<source>/<partition>/file`` Parquet files of every
+    partition (one artifact per partition and folder)."""
+
     name: str
     columns: tuple[Column, ...]
     doc: str
+    folder: str = "rows"
+    file: str = ""
+
+    @property
+    def file_name(self) -> str:
+        return self.file or f"{self.name}.parquet"
 
     @property
     def arrow_schema(self) -> pa.Schema:
@@ -33,6 +42,12 @@ class Table:
             f"CREATE OR REPLACE VIEW {self.name} AS SELECT\n  {cols}\n"
             f"FROM read_parquet('{path}', union_by_name = true)"
         )
+
+    def empty_view_sql(self) -> str:
+        """``CREATE VIEW`` of no rows with this table's columns (a catalog that has no files of
+        it yet, e.g. one written before the table existed)."""
+        cols = ",\n  ".join(f'CAST(NULL AS {c.sql}) AS "{c.name}"' for c in self.columns)
+        return f"CREATE OR REPLACE VIEW {self.name} AS SELECT\n  {cols}\nLIMIT 0"
 
     def markdown(self) -> str:
         rows = "\n".join(f"| `{c.name}` | {c.sql} | {c.doc} |" for c in self.columns)
@@ -89,9 +104,29 @@ PARTITIONS = Table(
         Column("source_url", pa.string(), "VARCHAR", "where the source files were read"),
     ),
     "One row per materialized partition.",
+    file="partition.parquet",
 )
 
-TABLES = (EPISODES, PARTITIONS)
+STATISTICS = Table(
+    "statistics",
+    (
+        Column("source", pa.string(), "VARCHAR", "'atari' or 'openx'"),
+        Column("partition", pa.string(), "VARCHAR", "partition key"),
+        Column("episode", pa.int64(), "BIGINT", "episode id within the partition"),
+        Column("key", pa.string(), "VARCHAR", "TED key, nested parts joined by '/'"),
+        Column("count", pa.int64(), "BIGINT", "values per feature dimension (steps x pixels)"),
+        Column("mean", pa.list_(pa.float64()), "DOUBLE[]", "per feature dimension"),
+        Column("m2", pa.list_(pa.float64()), "DOUBLE[]", "sum of squared deviations, per dim"),
+        Column("min", pa.list_(pa.float64()), "DOUBLE[]", "per feature dimension"),
+        Column("max", pa.list_(pa.float64()), "DOUBLE[]", "per feature dimension"),
+        Column("hist", pa.list_(pa.float32()), "FLOAT[]", "256-bin histogram per dim, [min, max]"),
+    ),
+    "Per-episode partial statistics of every numeric TED key (the statistics asset): "
+    "`selection_stats` merges them exactly (moments, extremes) or within 0.8% (quantiles).",
+    folder="statistics",
+)
+
+TABLES = (EPISODES, PARTITIONS, STATISTICS)
 
 
 def schema_markdown() -> str:

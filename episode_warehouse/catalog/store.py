@@ -20,23 +20,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from episode_warehouse.atomic import staging_path, unpublish
-from episode_warehouse.catalog.schema import EPISODES, PARTITIONS, TABLES, Table
+from episode_warehouse.catalog.schema import EPISODES, PARTITIONS, STATISTICS, TABLES, Table
 from episode_warehouse.incremental import RECORD, Built, build_if_changed
 
 log = logging.getLogger(__name__)
 DB_NAME = "catalog.duckdb"
 ROWS = "rows"
 _EMPTY = "_empty"  # a schema-only row set, so that the views work before any partition
-LAYOUT = 2  # of the rows folders the views read; an older catalog.duckdb is rebuilt
+LAYOUT = 4  # of the folders the views read; an older catalog.duckdb is rebuilt
 
 
-def _file(table: Table) -> str:
-    return "partition.parquet" if table is PARTITIONS else f"{table.name}.parquet"
+def _empty_tables(tables: list[Table]):
+    def write(folder: Path) -> None:
+        for table in tables:
+            pq.write_table(table.arrow_schema.empty_table(), folder / table.file_name)
 
-
-def _write_empty_tables(folder: Path) -> None:
-    for table in TABLES:
-        pq.write_table(table.arrow_schema.empty_table(), folder / _file(table))
+    return write
 
 
 class CatalogStore:
@@ -49,16 +48,23 @@ class CatalogStore:
     def db_path(self) -> Path:
         return self.folder / DB_NAME
 
-    def partition_dir(self, source: str, partition: str) -> Path:
-        return self.folder / ROWS / source / quote(partition, safe="")
+    def partition_dir(self, source: str, partition: str, table: Table = EPISODES) -> Path:
+        """The artifact folder of one partition's files of ``table`` (rows or statistics)."""
+        return self.folder / table.folder / source / quote(partition, safe="")
 
     def glob(self, table: Table) -> str:
         """The Parquet files of ``table`` across every published partition."""
-        return str(self.folder / ROWS / "*" / "[!.]*" / _file(table))
+        return str(self.folder / table.folder / "*" / "[!.]*" / table.file_name)
 
     def view_statements(self) -> list[str]:
-        """``CREATE VIEW`` of every table over this folder's row files."""
-        return [table.view_sql(self.glob(table)) for table in TABLES]
+        """``CREATE VIEW`` of every table over this folder's row files (an empty view of a table
+        with no file yet, so that a catalog written by an older version still queries)."""
+        return [
+            table.view_sql(self.glob(table))
+            if next(self.folder.glob(self.glob(table).removeprefix(str(self.folder) + "/")), None)
+            else table.empty_view_sql()
+            for table in TABLES
+        ]
 
     @staticmethod
     def write_rows(folder: Path, episodes: pa.Table, partition_row: dict) -> None:
@@ -68,7 +74,7 @@ class CatalogStore:
             (PARTITIONS, pa.Table.from_pylist([partition_row], schema=PARTITIONS.arrow_schema)),
         ):
             schema = table.arrow_schema
-            pq.write_table(data.select(schema.names).cast(schema), folder / _file(table))
+            pq.write_table(data.select(schema.names).cast(schema), folder / table.file_name)
 
     def publish_partition(
         self, source: str, key: str, episodes: pa.Table, partition_row: dict, inputs: dict
@@ -86,8 +92,9 @@ class CatalogStore:
         return built
 
     def remove_partition(self, source: str, partition: str) -> bool:
-        """Remove a partition's rows; True if there were any."""
-        return unpublish(self.partition_dir(source, partition))
+        """Remove a partition's rows and statistics; True if there were any."""
+        statistics = unpublish(self.partition_dir(source, partition, STATISTICS))
+        return unpublish(self.partition_dir(source, partition)) or statistics
 
     def published(self) -> list[tuple[str, str]]:
         """(source, partition) of every partition with rows."""
@@ -103,12 +110,13 @@ class CatalogStore:
         The file is built aside and renamed into place, so readers holding the old one keep
         working; it holds no data, only views, so it never needs a writer while rows change.
         """
-        schemas = {t.name: t.arrow_schema.to_string() for t in TABLES}
-        build_if_changed(
-            self.folder / ROWS / _EMPTY / "_schema",
-            {"schemas": schemas, "layout": LAYOUT},
-            _write_empty_tables,
-        )
+        for folder in sorted({t.folder for t in TABLES}):  # schema-only files: views work empty
+            tables = [t for t in TABLES if t.folder == folder]
+            build_if_changed(
+                self.folder / folder / _EMPTY / "_schema",
+                {"schemas": {t.name: t.arrow_schema.to_string() for t in tables}, "layout": LAYOUT},
+                _empty_tables(tables),
+            )
         if self.db_path.exists() and not rebuild and self._views_point_here():
             return self.db_path
         tmp = staging_path(self.db_path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from episode_warehouse.export.lerobot import EXPORT_META
+from episode_warehouse.export.lerobot import EXPORT_META, SELECTION_MANIFEST
 
 
 def differing_files(a: Path, b: Path) -> list[str]:
@@ -14,14 +14,17 @@ def differing_files(a: Path, b: Path) -> list[str]:
     ``fingerprint`` that ``datasets`` draws at random for every in-memory table it writes.
     JSON files are compared as values (lerobot orders the keys of ``stats.json`` by a set, which
     changes from process to process); every other file byte for byte. Our
-    ``meta/warehouse_export.json`` is ignored.
+    ``meta/warehouse_export.json`` and ``meta/warehouse_selection.json`` are ignored.
     """
     import json
 
     import pyarrow.parquet as pq
 
     def files(root: Path) -> set[str]:
-        return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()} - {EXPORT_META}
+        return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()} - {
+            EXPORT_META,
+            SELECTION_MANIFEST,
+        }
 
     def schema_meta(table) -> dict:
         meta = dict(table.schema.metadata or {})

@@ -30,6 +30,7 @@ from episode_warehouse.paths import WarehouseLayout
 
 log = logging.getLogger(__name__)
 EXPORT_META = "meta/warehouse_export.json"
+SELECTION_MANIFEST = "meta/warehouse_selection.json"  # Selection.load reads it back
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -171,7 +172,9 @@ def export_lerobot(
         )
     from episode_warehouse.loading.selection import Selection
 
-    Selection.from_rows(list(request.episodes), request.root)  # rows match their TEDs
+    selection = Selection.from_rows(  # the rows match their TEDs
+        list(request.episodes), request.root, query=request.query
+    )
     layout = WarehouseLayout(Path(request.root))
     teds = {
         f"{s}:{p}": published(layout.ted_dir(s, p)).get("version")
@@ -193,6 +196,7 @@ def export_lerobot(
             frames = write_per_frame(
                 request.repo_id, Path(request.root), rows, staging, video=request.video
             )
+        selection.save(staging / SELECTION_MANIFEST)  # what trained on it can pin it again
         return {
             "name": request.name,
             "frames": frames,

@@ -8,27 +8,36 @@ from episode_warehouse.ted.reader import open_ted
 
 
 def replay_buffer(
-    partitions: list[tuple[str, str]],
+    partitions,
     *,
     slice_len: int = 64,
     batch_size: int = 256 * 64,
     root: str | os.PathLike | None = None,
+    seed: int | None = None,
 ):
     """A TorchRL replay buffer sampling ``batch_size // slice_len`` slices of ``slice_len`` steps
     that never cross an episode boundary (trajectories from the ``episode`` key).
 
-    One partition gives a ``ReplayBuffer(TensorStorage(ted), SliceSampler)``; several give a
-    :class:`PartitionMixture` of those, sampled in proportion to their number of steps (no
-    partition is copied or concatenated).
+    ``partitions`` is a list of (source, partition): one gives a
+    ``ReplayBuffer(TensorStorage(ted), SliceSampler)``; several give a :class:`PartitionMixture`
+    of those, sampled in proportion to their number of steps (no partition is copied or
+    concatenated). Or it is a :class:`Selection`: slices come from its episodes only, each
+    episode drawn in proportion to the selection's ``weight`` column (uniformly without one),
+    among the episodes of at least ``slice_len`` steps.
 
     Example:
         >>> rb = replay_buffer([("atari", "Pong/5"), ("atari", "Pong/1")], slice_len=64)
         >>> batch = rb.sample()   # 256 slices x 64 steps
+        >>> rb = replay_buffer(select_episodes("SELECT ..., weight FROM episodes"), slice_len=64)
     """
     from torchrl.data import ReplayBuffer, SliceSampler, TensorStorage
 
+    from episode_warehouse.loading.selection import Selection
+
     if batch_size % slice_len:
         raise ValueError(f"batch_size {batch_size} must be a multiple of slice_len {slice_len}")
+    if isinstance(partitions, Selection):
+        return _selection_buffer(partitions, slice_len, batch_size, seed)
     buffers = []
     for source, partition in partitions:
         td = open_ted(source, partition, root)
@@ -43,23 +52,77 @@ def replay_buffer(
         )
     if len(buffers) == 1:
         return buffers[0]
-    return PartitionMixture(buffers, slice_len, batch_size)
+    return PartitionMixture(buffers, slice_len, batch_size, seed=seed)
+
+
+def _selection_buffer(selection, slice_len: int, batch_size: int, seed: int | None):
+    """Per partition a buffer whose sampler draws its selected episodes by weight; several are
+    mixed by their total weight, so an episode's share is its weight over all of them."""
+    import numpy as np
+    from torchrl.data import ReplayBuffer, TensorStorage
+
+    from episode_warehouse.loading.episode_sampler import EpisodeWeightSampler
+
+    weight = selection.weight if selection.weight is not None else np.ones(len(selection))
+    fits = np.where(selection.length >= slice_len, weight, 0.0)
+    pairs = list(zip(selection.source, selection.partition, strict=True))
+    buffers, totals = [], []
+    for n, (source, partition) in enumerate(selection.partitions):
+        rows = np.array([i for i, pair in enumerate(pairs) if pair == (source, partition)])
+        if not fits[rows].sum() > 0:
+            continue  # no episode of this partition can give a slice
+        sampler = EpisodeWeightSampler(
+            selection.start[rows],
+            selection.length[rows],
+            weight[rows],
+            slice_len,
+            seed=None if seed is None else seed + 1 + n,
+        )
+        td = open_ted(source, partition, selection.root)
+        single = len(selection.partitions) == 1
+        buffers.append(
+            ReplayBuffer(
+                storage=TensorStorage(td),
+                sampler=sampler,
+                batch_size=batch_size if single else None,
+            )
+        )
+        totals.append(float(fits[rows].sum()))
+    if not buffers:
+        from episode_warehouse.errors import ConfigError
+
+        raise ConfigError(
+            f"no selected episode with a positive weight has {slice_len} steps",
+            subject="replay_buffer",
+            fix="lower slice_len or select longer episodes",
+        )
+    if len(buffers) == 1:
+        return buffers[0]
+    return PartitionMixture(buffers, slice_len, batch_size, seed=seed, weights=totals)
 
 
 class PartitionMixture:
-    """Samples each batch's slices across partitions in proportion to their steps.
+    """Samples each batch's slices across partitions in proportion to their steps (or to
+    ``weights``).
 
     ``sample()`` draws how many of the ``batch_size // slice_len`` slices come from each
     partition (multinomial), samples them from that partition's buffer and concatenates them.
     """
 
     def __init__(
-        self, buffers: list, slice_len: int, batch_size: int, seed: int | None = None
+        self,
+        buffers: list,
+        slice_len: int,
+        batch_size: int,
+        seed: int | None = None,
+        weights: list[float] | None = None,
     ) -> None:
         import torch
 
         self.buffers, self.slice_len, self.batch_size = buffers, slice_len, batch_size
-        sizes = torch.tensor([len(b) for b in buffers], dtype=torch.float64)
+        sizes = torch.tensor(
+            weights if weights is not None else [len(b) for b in buffers], dtype=torch.float64
+        )
         self.weights = sizes / sizes.sum()
         self.generator = torch.Generator()
         if seed is not None:

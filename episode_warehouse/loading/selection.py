@@ -1,23 +1,40 @@
-"""A selection of episodes: rows (source, partition, episode, start, length) of the catalog."""
+"""A selection of episodes: rows (source, partition, episode, start, length[, weight]) of the
+catalog, checked against the TEDs, and pinnable as a JSON manifest.
+
+A query may return a sixth column ``weight`` (per episode; a per-dataset mixture is
+``weight / count(*) OVER (PARTITION BY partition)``), which weighted streams and replay buffers
+sample by. ``Selection.save(path)`` writes the query, its parameters, the rows and each
+partition's TED version (the incremental rule's fingerprint); ``Selection.load(path)`` gives the
+same selection back, or a :class:`StaleSelectionError` naming the partitions rebuilt since.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 
+from episode_warehouse.atomic import read_json, write_json
 from episode_warehouse.catalog import run_query
-from episode_warehouse.errors import CatalogQueryError, NotMaterializedError
+from episode_warehouse.errors import (
+    CatalogQueryError,
+    ConfigError,
+    NotMaterializedError,
+    StaleSelectionError,
+)
+from episode_warehouse.incremental import published
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.ted.layout import EPISODES, META
 
 REQUIRED = ("source", "partition", "episode", "start", "length")
+WEIGHT = "weight"
+MANIFEST_FORMAT = "episode-warehouse-selection"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Selection:
     """Episodes to train on, in catalog order; everything a loader needs to read them."""
 
@@ -27,17 +44,63 @@ class Selection:
     episode: np.ndarray
     start: np.ndarray
     length: np.ndarray
+    weight: np.ndarray | None = None
+    query: str | None = None
+    params: tuple = field(default_factory=tuple)
 
     def __len__(self) -> int:
         return len(self.episode)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Selection):
+            return NotImplemented
+        same_weight = (self.weight is None and other.weight is None) or (
+            self.weight is not None
+            and other.weight is not None
+            and np.array_equal(self.weight, other.weight)
+        )
+        return (
+            self.root == other.root
+            and self.rows() == other.rows()
+            and same_weight
+            and (self.query, tuple(self.params)) == (other.query, tuple(other.params))
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
     @property
     def partitions(self) -> list[tuple[str, str]]:
         return sorted(set(zip(self.source, self.partition, strict=True)))
 
+    def rows(self) -> list[tuple[str, str, int, int, int]]:
+        """(source, partition, episode, start, length) per selected episode."""
+        return [
+            (s, p, int(e), int(a), int(n))
+            for s, p, e, a, n in zip(
+                self.source, self.partition, self.episode, self.start, self.length, strict=True
+            )
+        ]
+
+    def ted_versions(self) -> dict[str, str]:
+        """``"source:partition"`` -> the version of the TED each partition is read from."""
+        layout = WarehouseLayout(self.root)
+        return {
+            f"{s}:{p}": published(layout.ted_dir(s, p)).get("version", "")
+            for s, p in self.partitions
+        }
+
     @classmethod
-    def from_rows(cls, rows: list[tuple], root: str | os.PathLike | None = None) -> Selection:
-        """From rows whose first five fields are source, partition, episode, start, length.
+    def from_rows(
+        cls,
+        rows: list[tuple],
+        root: str | os.PathLike | None = None,
+        *,
+        query: str | None = None,
+        params: list | tuple | None = None,
+        weighted: bool | None = None,
+    ) -> Selection:
+        """From rows whose first five fields are source, partition, episode, start, length,
+        and, with ``weighted`` (default: when the rows have a sixth field), a weight.
 
         Every row is matched against its partition's TED: the episode must exist there with
         exactly that start and length, so a query cannot read past an episode's end or into
@@ -45,7 +108,8 @@ class Selection:
 
         Raises:
             NotMaterializedError: a row names a partition without a TED (lists them all).
-            CatalogQueryError: a row's start or length is not its episode's (names the row).
+            CatalogQueryError: a row's start or length is not its episode's (names the row), or
+                a weight that is negative, NaN, infinite, or all weights zero.
         """
         layout = WarehouseLayout.from_root(root)
         partitions = sorted({(r[0], r[1]) for r in rows})  # one check per partition, not per row
@@ -58,6 +122,8 @@ class Selection:
                 fix="materialize those partitions (warehouse materialize SOURCE PARTITION) or "
                 "drop them from the query",
             )
+        weighted = (len(rows[0]) > 5) if weighted is None and rows else bool(weighted)
+        weight = _weights([r[5] for r in rows]) if weighted else None
         selection = cls(
             layout.root,
             tuple(r[0] for r in rows),
@@ -65,6 +131,9 @@ class Selection:
             np.array([r[2] for r in rows], dtype=np.int64),
             np.array([r[3] for r in rows], dtype=np.int64),
             np.array([r[4] for r in rows], dtype=np.int64),
+            weight,
+            query,
+            tuple(params or ()),
         )
         for source, partition in partitions:
             selection._check_against_ted(layout, source, partition)
@@ -101,15 +170,129 @@ class Selection:
             fix="select episode, start and length from the episodes view unchanged",
         )
 
+    def manifest(self) -> dict:
+        """The selection as a pinned manifest (what :meth:`save` writes)."""
+        return {
+            "format": MANIFEST_FORMAT,
+            "format_version": 1,
+            "root": str(self.root),
+            "query": self.query,
+            "params": list(self.params),
+            "columns": [*REQUIRED, WEIGHT] if self.weight is not None else list(REQUIRED),
+            "rows": [
+                [*row, float(w)] if self.weight is not None else list(row)
+                for row, w in zip(self.rows(), self._weights_or_ones(), strict=True)
+            ],
+            "teds": self.ted_versions(),
+        }
+
+    def _weights_or_ones(self) -> np.ndarray:
+        return self.weight if self.weight is not None else np.ones(len(self))
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the pinned manifest to ``path`` (JSON, atomically); returns the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, self.manifest())
+        return path
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike,
+        root: str | os.PathLike | None = None,
+        *,
+        allow_stale: bool = False,
+    ) -> Selection:
+        """The selection pinned at ``path``.
+
+        Args:
+            path: a manifest written by :meth:`save`.
+            root: the warehouse root to read it from (default: the one it was saved from); a
+                different root is refused.
+            allow_stale: accept partitions whose TED was rebuilt since the manifest was saved
+                (their episodes must still match).
+
+        Raises:
+            ConfigError: not a selection manifest, or one of another warehouse root.
+            StaleSelectionError: partitions rebuilt since (named), without ``allow_stale``.
+        """
+        manifest = read_json(Path(path))
+        if manifest.get("format") != MANIFEST_FORMAT:
+            raise ConfigError(
+                "not a selection manifest",
+                subject=str(path),
+                fix="pass a file Selection.save wrote",
+            )
+        saved_root = Path(manifest["root"])
+        if root is not None and WarehouseLayout.from_root(root).root != saved_root:
+            raise ConfigError(
+                f"the manifest pins a selection of the warehouse at {saved_root}",
+                subject=str(path),
+                fix=f"load it with root={str(saved_root)!r}, or select again in this warehouse",
+            )
+        if not saved_root.is_dir():
+            raise ConfigError(
+                "the warehouse root it was saved from does not exist here",
+                subject=f"{path} (root {saved_root})",
+                fix="mount that warehouse at the same path, or select again here",
+            )
+        rows = [tuple(r) for r in manifest["rows"]]
+        selection = cls.from_rows(
+            rows,
+            saved_root,
+            query=manifest.get("query"),
+            params=manifest.get("params"),
+            weighted=WEIGHT in manifest.get("columns", []),
+        )
+        now = selection.ted_versions()
+        stale = sorted(k for k, v in manifest["teds"].items() if now.get(k) != v)
+        if stale and not allow_stale:
+            raise StaleSelectionError(
+                f"the TED of {', '.join(stale[:5])}"
+                + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
+                + " changed since the selection was pinned",
+                subject=str(path),
+                fix="train on the current data with Selection.load(..., allow_stale=True), or "
+                "restore the pinned versions",
+            )
+        return selection
+
+
+def _weights(values: list) -> np.ndarray:
+    """Checked weights: finite, non-negative, not all zero."""
+    try:
+        weight = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise CatalogQueryError(
+            f"the weight column is not numeric ({exc})", subject="selection"
+        ) from None
+    bad = ~np.isfinite(weight) | (weight < 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CatalogQueryError(
+            f"row {i} has weight {float(weight[i])!r} ({int(bad.sum())} rows are negative, NaN or "
+            "infinite)",
+            subject="selection",
+            fix="weights must be finite and >= 0 (coalesce NULLs, clamp negatives)",
+        )
+    if not weight.sum() > 0:
+        raise CatalogQueryError(
+            "every weight is zero", subject="selection", fix="give some episodes a positive weight"
+        )
+    return weight
+
 
 def select_episodes(
     sql: str, root: str | os.PathLike | None = None, params: list | None = None
 ) -> Selection:
     """Run ``sql`` over the catalog; its rows must start with source, partition, episode,
-    start, length (``SELECT source, partition, episode, start, length FROM episodes WHERE ...``).
+    start, length (``SELECT source, partition, episode, start, length FROM episodes WHERE ...``),
+    optionally followed by ``weight``.
 
     Raises:
-        CatalogQueryError: the query is not read-only, fails, or lacks the columns.
+        CatalogQueryError: the query is not read-only, fails, lacks the columns, or has bad
+            weights.
         NotMaterializedError: it names partitions that have no TED.
     """
     layout = WarehouseLayout.from_root(root)
@@ -124,4 +307,11 @@ def select_episodes(
         raise CatalogQueryError(
             "the query selects no episode", subject="query", fix="loosen the WHERE clause"
         )
-    return Selection.from_rows(rows, layout.root)
+    weighted = len(columns) > 5 and columns[5] == WEIGHT
+    return Selection.from_rows(
+        [tuple(r[:6]) if weighted else tuple(r[:5]) for r in rows],
+        layout.root,
+        query=sql,
+        params=params,
+        weighted=weighted,
+    )

@@ -11,6 +11,9 @@ import torch
 from tensordict import TensorDictBase
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
+from episode_warehouse.errors import ConfigError
+from episode_warehouse.incremental import fingerprint
+from episode_warehouse.loading.schedule import Plan, epoch_items, remaining_items, shard_items
 from episode_warehouse.loading.selection import Selection
 from episode_warehouse.paths import WarehouseLayout
 
@@ -47,23 +50,15 @@ class _TedCache:
 
     def read(self, i: int, offset: int, length: int) -> TensorDictBase:
         """Steps [offset, offset+length) of selected episode ``i``, plus ``selection_index``
-        (= i, the row of the selection, to map items back to the catalog)."""
+        (= i, the row of the selection, to map items back to the catalog) and ``step`` (each
+        step's index within its episode)."""
         s = self.selection
         td = self.get(s.source[i], s.partition[i])
         start = int(s.start[i]) + offset
         out = td[start : start + length]
         out["selection_index"] = torch.full((length,), i, dtype=torch.int64)
+        out["step"] = torch.arange(offset, offset + length, dtype=torch.int64)
         return out
-
-
-def _chunks(length: int, slice_len: int | None, drop_last: bool) -> list[tuple[int, int]]:
-    if slice_len is None:
-        return [(0, length)]
-    out = [(o, slice_len) for o in range(0, length - slice_len + 1, slice_len)]
-    rest = length % slice_len
-    if rest and not drop_last:
-        out.append((length - rest, rest))
-    return out
 
 
 class EpisodeSliceDataset(Dataset):
@@ -88,20 +83,35 @@ class EpisodeSliceDataset(Dataset):
         return self.cache.read(int(self._episode[k]), int(self._offset[k]), self.slice_len)
 
 
+STATE_MARKER = "episode_warehouse_stream"
+
+
 class EpisodeStream(IterableDataset):
     """Iterable over the selected episodes, each delivered exactly once per epoch across all
-    DataLoader workers and distributed ranks.
+    DataLoader workers and distributed ranks, resumable mid-epoch.
 
     Episodes are shuffled with ``seed + epoch`` (call :meth:`set_epoch` each epoch), then
     dealt round-robin to ranks, then to workers. Yields whole episodes (``slice_len=None``)
     or consecutive slices of ``slice_len`` steps (the last, shorter one too unless
-    ``drop_last``).
+    ``drop_last``). With ``weighted=True`` an epoch is ``num_samples`` draws (episodes, or
+    slices at random offsets) with probability proportional to the selection's ``weight``
+    column, deterministic per seed and epoch and dealt the same way (no draw twice).
+
+    Resuming: :meth:`state_dict` is the shard's position in the epoch; a stream restored with
+    :meth:`load_state_dict` in a new process (same selection, seed, rank and world size)
+    yields exactly the remaining items, in the same order. With DataLoader workers, use
+    ``torchdata.stateful_dataloader.StatefulDataLoader``: it saves and restores each worker's
+    state through these two methods. To resume with another world size or worker count, pass
+    :meth:`merge_states` of the states of every old rank (and worker): the unread items are
+    dealt again, none repeated or lost.
 
     Args:
         selection: the episodes.
         slice_len: steps per item, or None for whole episodes.
-        seed: shuffling seed; ``shuffle=False`` keeps catalog order.
+        seed: shuffling (or drawing) seed; ``shuffle=False`` keeps catalog order.
         rank, world_size: default to torch.distributed's when it is initialized, else 0 and 1.
+        weighted: draw ``num_samples`` items per epoch by the selection's weights.
+        num_samples: draws per epoch (default: the number of selected episodes).
     """
 
     def __init__(
@@ -114,9 +124,26 @@ class EpisodeStream(IterableDataset):
         drop_last: bool = False,
         rank: int | None = None,
         world_size: int | None = None,
+        weighted: bool = False,
+        num_samples: int | None = None,
     ) -> None:
         super().__init__()
         self.cache = _TedCache(selection)
+        if weighted and selection.weight is None:
+            raise ConfigError(
+                "weighted=True needs a weight column in the selection",
+                subject="EpisodeStream",
+                fix="SELECT source, partition, episode, start, length, <expr> AS weight FROM ...",
+            )
+        self.plan = Plan(
+            lengths=tuple(int(n) for n in selection.length),
+            slice_len=slice_len,
+            drop_last=drop_last,
+            seed=seed,
+            shuffle=shuffle,
+            weights=tuple(float(w) for w in selection.weight) if weighted else None,  # type: ignore[union-attr]
+            num_samples=num_samples if weighted else None,
+        )
         self.slice_len, self.seed, self.shuffle, self.drop_last = (
             slice_len,
             seed,
@@ -131,26 +158,138 @@ class EpisodeStream(IterableDataset):
             else (torch.distributed.get_world_size() if dist else 1)
         )
         self.epoch = 0
+        self._position = 0  # items of this shard delivered this epoch
+        # the shard states of earlier layouts this epoch resumed from (oldest first): the
+        # items left after each are dealt again, and positions count in what remains
+        self._layers: list[list[dict]] = []
 
     def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
+        """Start epoch ``epoch`` from its beginning (a no-op for the epoch already running, so
+        it may be called after :meth:`load_state_dict`)."""
+        if epoch != self.epoch:
+            self.epoch, self._position, self._layers = epoch, 0, []
+
+    @staticmethod
+    def _worker() -> tuple[int, int]:
+        info = get_worker_info()
+        return (info.id, info.num_workers) if info is not None else (0, 1)
+
+    def _fingerprint(self) -> str:
+        s = self.cache.selection
+        return fingerprint(s.source, s.partition, s.episode.tolist(), self.plan.__dict__)
+
+    def shard_items(self) -> np.ndarray:
+        """The items (selection row, offset, length) this process delivers this epoch."""
+        worker, workers = self._worker()
+        items = epoch_items(self.plan, self.epoch)
+        for layer in self._layers:
+            items = remaining_items(items, layer)
+        return shard_items(items, self.rank, self.world_size, worker, workers)
 
     def episode_order(self) -> np.ndarray:
-        """The episodes this process (rank, worker) delivers this epoch, in order."""
-        n = len(self.cache.selection)
-        order = (
-            np.random.default_rng(self.seed + self.epoch).permutation(n)
-            if self.shuffle
-            else np.arange(n)
-        )
-        mine = order[self.rank :: self.world_size]
-        info = get_worker_info()
-        if info is not None:
-            mine = mine[info.id :: info.num_workers]
-        return mine
+        """The selection rows this process delivers this epoch, in order (each once per episode
+        or draw)."""
+        items = self.shard_items()
+        keep = np.ones(len(items), dtype=bool)
+        keep[1:] = (items[1:, 0] != items[:-1, 0]) | (items[1:, 1] <= items[:-1, 1])
+        return items[keep, 0]
 
     def __iter__(self):
-        lengths = self.cache.selection.length
-        for i in self.episode_order():
-            for offset, length in _chunks(int(lengths[i]), self.slice_len, self.drop_last):
-                yield self.cache.read(int(i), offset, length)
+        items = self.shard_items()
+        for row, offset, length in items[self._position :]:
+            self._position += 1
+            yield self.cache.read(int(row), int(offset), int(length))
+
+    def state_dict(self) -> dict:
+        """This shard's place in the epoch (call it in the process that iterates: the main one,
+        or a DataLoader worker, as StatefulDataLoader does)."""
+        worker, workers = self._worker()
+        return {
+            STATE_MARKER: 1,
+            "selection": self._fingerprint(),
+            "epoch": self.epoch,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "worker": worker,
+            "num_workers": workers,
+            "position": self._position,
+            "layers": self._layers,
+        }
+
+    @staticmethod
+    def merge_states(states: list[dict]) -> dict:
+        """One state from the states of every (rank, worker) of a run (StatefulDataLoader
+        states are searched for them), to resume that epoch with another layout."""
+        found = [s for state in states for s in _stream_states(state)]
+        if not found:
+            raise ConfigError(
+                "no EpisodeStream state in what was given",
+                subject="stream state",
+                fix="pass the state_dict() of every rank (or of its StatefulDataLoader)",
+            )
+        runs = {(s["epoch"], s["selection"], fingerprint(s["layers"])) for s in found}
+        if len(runs) != 1:
+            raise ConfigError(
+                "the states are of different epochs, selections or resumptions",
+                subject="stream state",
+                fix="pass states saved at one point of one run",
+            )
+        first = found[0]
+        shards = [{k: v for k, v in s.items() if k != "layers"} for s in found]
+        return {
+            STATE_MARKER: 1,
+            "selection": first["selection"],
+            "epoch": first["epoch"],
+            "layers": [*first["layers"], shards],
+            "merged": True,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue where ``state`` (this shard's own, or :meth:`merge_states` of another
+        layout) left the epoch.
+
+        Raises:
+            ConfigError: the state is of another selection or plan, or of another shard
+                layout without being merged.
+        """
+        if state.get(STATE_MARKER) != 1:
+            raise ConfigError("not an EpisodeStream state", subject="stream state")
+        if state["selection"] != self._fingerprint():
+            raise ConfigError(
+                "the state was saved for another selection, seed or slicing",
+                subject="stream state",
+                fix="restore with the same selection, seed, slice_len and weights",
+            )
+        self.epoch = state["epoch"]
+        if state.get("merged"):
+            self._layers, self._position = list(state["layers"]), 0
+            return
+        worker, workers = self._worker()
+        layout = (state["rank"], state["world_size"], state["worker"], state["num_workers"])
+        if get_worker_info() is not None or state["num_workers"] == 1:
+            here = (self.rank, self.world_size, worker, workers)
+            if layout != here:
+                raise ConfigError(
+                    f"the state is of shard {layout} (rank, world size, worker, workers), this "
+                    f"stream is {here}",
+                    subject="stream state",
+                    fix="pass EpisodeStream.merge_states(states of every old rank and worker)",
+                )
+        self._position, self._layers = state["position"], list(state["layers"])
+
+
+def _stream_states(value) -> list[dict]:
+    """Every EpisodeStream state inside ``value`` (a state, or a StatefulDataLoader state)."""
+    if isinstance(value, dict):
+        if value.get(STATE_MARKER) == 1:
+            if value.get("merged"):
+                raise ConfigError(
+                    "a merged state cannot be merged again before it was resumed",
+                    subject="stream state",
+                    fix="merge the states saved by the streams that resumed from it",
+                )
+            return [value]
+        return [s for v in value.values() for s in _stream_states(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _stream_states(v)]
+    return []

@@ -19,6 +19,8 @@ def test_asset_keys_and_groups():
         "openx_ted": "openx",
         "atari_catalog_rows": "catalog",
         "openx_catalog_rows": "catalog",
+        "atari_statistics": "catalog",
+        "openx_statistics": "catalog",
         "episode_catalog": "catalog",
         "atari_lerobot_export": "lerobot",
         "openx_lerobot_export": "lerobot",

@@ -38,6 +38,13 @@ def test_selection_export_records_query_and_episodes(warehouse_env, capsys):
         (warehouse_env / "lerobot" / "top3" / "meta" / "warehouse_export.json").read_text()
     )
     assert meta["request"]["query"] == query and len(meta["episode_list"]) == 3
+    from episode_warehouse.loading import Selection, select_episodes
+
+    pinned = Selection.load(
+        warehouse_env / "lerobot" / "top3" / "meta" / "warehouse_selection.json"
+    )
+    assert pinned.rows() == select_episodes(query, root=warehouse_env).rows()  # pinned episodes
+    assert pinned.query.strip() == query
     capsys.readouterr()
     assert main(["export", "top3", query.replace("3", "4")]) == 2
     assert "exists with another query" in capsys.readouterr().err

@@ -73,8 +73,10 @@ def snapshot(root: Path) -> dict[str, bytes]:
             table = pq.read_table(path)
             keep = [c for c in table.column_names if c not in LINEAGE]
             out[rel] = repr(table.select(keep).to_pylist()).encode()
-        elif rel.startswith("lerobot/") and rel.endswith("warehouse_export.json"):
-            continue
+        elif rel.startswith("lerobot/") and rel.endswith(
+            ("warehouse_export.json", "warehouse_selection.json")
+        ):
+            continue  # records of when and from which root (their content is tested apart)
         elif rel.startswith("lerobot/") and path.suffix == ".parquet":
             # lerobot orders some columns by set iteration (PYTHONHASHSEED): compare content
             table = pq.read_table(path)

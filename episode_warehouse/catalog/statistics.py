@@ -1,0 +1,62 @@
+"""The catalog's ``statistics`` table: per-episode partial statistics of each partition's TED.
+
+One artifact per partition (``catalog/statistics/<source>/<partition>/statistics.parquet``,
+rebuilt when the TED's version changes), read by ``selection_stats`` so that the statistics of a
+selection of whole episodes cost a query, not a pass over the data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from episode_warehouse.catalog.schema import STATISTICS
+from episode_warehouse.catalog.store import CatalogStore
+from episode_warehouse.incremental import Built, build_if_changed, published
+from episode_warehouse.paths import WarehouseLayout
+
+
+def publish_statistics(
+    layout: WarehouseLayout, source: str, partition: str, *, code_version: str
+) -> Built:
+    """Compute (once per TED version) and publish one partition's statistics rows."""
+    from episode_warehouse.loading.statistics import numeric_keys, partition_partials
+    from episode_warehouse.stages import require
+    from episode_warehouse.ted.reader import open_ted_folder
+
+    ted_dir = layout.ted_dir(source, partition)
+    ted = require(ted_dir, f"{source}_ted", partition)
+    store = CatalogStore(layout.catalog_dir)
+    store.ensure_database()
+
+    def build(tmp: Path) -> dict:
+        td = open_ted_folder(ted_dir)
+        episodes = pq.read_table(ted_dir / "episodes.parquet")
+        keys = numeric_keys(td)
+        table = partition_partials(
+            td, episodes.column("start").to_numpy(), episodes.column("length").to_numpy(), keys
+        )
+        n = table.num_rows
+        table = table.add_column(0, "partition", pa.array([partition] * n, pa.string()))
+        table = table.add_column(0, "source", pa.array([source] * n, pa.string()))
+        pq.write_table(table.cast(STATISTICS.arrow_schema), tmp / STATISTICS.file_name)
+        return {"keys": [k if isinstance(k, str) else "/".join(k) for k in keys], "rows": n}
+
+    return build_if_changed(
+        store.partition_dir(source, partition, STATISTICS),
+        {"ted": ted["version"], "code_version": code_version},
+        build,
+    )
+
+
+def read_partition_statistics(root: Path, source: str, partition: str) -> pa.Table | None:
+    """The partition's statistics rows when they describe its current TED, else None."""
+    layout = WarehouseLayout(Path(root))
+    folder = CatalogStore(layout.catalog_dir).partition_dir(source, partition, STATISTICS)
+    record = published(folder)
+    ted = published(layout.ted_dir(source, partition)).get("version")
+    if not record or record.get("inputs", {}).get("ted") != ted:
+        return None
+    return pq.read_table(folder / STATISTICS.file_name)

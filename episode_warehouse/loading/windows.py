@@ -1,0 +1,125 @@
+"""Step windows: every step of a selection with its history and future, as policies train.
+
+``StepWindowDataset(selection, {"observation": [-3, -2, -1, 0], "action": list(range(16))})``:
+item i is step i of the selection (episodes in selection order, every step); ``item[key]``
+stacks the values at ``t + d`` for each offset d, clamped to the episode's first and last step
+(windows never cross an episode boundary), and ``item[key + "_is_pad"]`` flags the clamped
+offsets, as LeRobot's ``delta_timestamps`` does. For a nested key the flag sits beside the leaf
+(``("observation", "state_is_pad")``).
+
+Batches are gathered with one vectorized index per key and partition (``__getitems__``, which
+torch's DataLoader calls with a whole batch of indices): pass ``collate_fn=no_collate``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch.utils.data import Dataset
+
+from episode_warehouse.errors import ConfigError
+from episode_warehouse.loading.selection import Selection
+from episode_warehouse.loading.torch_datasets import _TedCache
+
+Key = str | tuple[str, ...]
+
+
+def _key(key: Key) -> tuple[str, ...]:
+    return (key,) if isinstance(key, str) else tuple(key)
+
+
+def _name(key: tuple[str, ...]) -> Key:
+    return key if len(key) > 1 else key[0]
+
+
+def pad_key(key: Key) -> tuple[str, ...]:
+    """The pad flag's key beside ``key``'s leaf: ``observation_is_pad``,
+    ``("observation", "state_is_pad")``."""
+    parts = _key(key)
+    return (*parts[:-1], parts[-1] + "_is_pad")
+
+
+class StepWindowDataset(Dataset):
+    """Map-style dataset of every selected step with windows of other steps around it.
+
+    Args:
+        selection: the episodes (their order is the item order).
+        deltas: TED key -> step offsets, e.g. ``{"observation": [-1, 0], "action": [0, 1]}``.
+
+    Raises:
+        ConfigError: a key the TEDs do not have, an empty or non-integer offset list.
+    """
+
+    def __init__(self, selection: Selection, deltas: dict[Key, list[int]]) -> None:
+        if not deltas:
+            raise ConfigError("no keys in deltas", subject="StepWindowDataset", fix="name a key")
+        self.cache = _TedCache(selection)
+        self.deltas = {}
+        for key, offsets in deltas.items():
+            if not offsets or not all(isinstance(d, int | np.integer) for d in offsets):
+                raise ConfigError(
+                    f"offsets of {key!r} must be a non-empty list of integers, not {offsets!r}",
+                    subject="StepWindowDataset",
+                )
+            self.deltas[_key(key)] = torch.as_tensor(list(offsets), dtype=torch.int64)
+        for source, partition in selection.partitions:
+            td = self.cache.get(source, partition)
+            known = set(td.keys(True, True))
+            for key in self.deltas:
+                if _name(key) not in known:
+                    raise ConfigError(
+                        f"the TED of {source}:{partition} has no key {_name(key)!r}",
+                        subject="StepWindowDataset deltas",
+                        fix="use one of " + ", ".join(sorted(map(str, known))),
+                    )
+        lengths = torch.as_tensor(selection.length, dtype=torch.int64)
+        self._ends = torch.cumsum(lengths, 0)
+        self._lengths = lengths
+        self._starts = torch.as_tensor(selection.start, dtype=torch.int64)
+        pairs = list(zip(selection.source, selection.partition, strict=True))
+        self._parts = sorted(set(pairs))
+        self._part_of = torch.as_tensor([self._parts.index(p) for p in pairs], dtype=torch.int64)
+
+    def __len__(self) -> int:
+        return int(self._ends[-1]) if len(self._ends) else 0
+
+    def __getitem__(self, index: int) -> TensorDictBase:
+        return self.__getitems__([index])[0]
+
+    def __getitems__(self, indices) -> TensorDictBase:
+        """A batch of items as one TensorDict of batch size ``len(indices)``."""
+        idx = torch.as_tensor(indices, dtype=torch.int64)
+        if len(idx) and (idx.min() < 0 or idx.max() >= len(self)):
+            raise IndexError(f"step index out of range 0..{len(self) - 1}")
+        row = torch.searchsorted(self._ends, idx, right=True)
+        step = idx - (self._ends[row] - self._lengths[row])
+        out = TensorDict({"selection_index": row, "step": step}, batch_size=[len(idx)])
+        for key, offsets in self.deltas.items():
+            at = step[:, None] + offsets[None, :]
+            last = (self._lengths[row] - 1)[:, None]
+            pad = (at < 0) | (at > last)
+            rows = self._starts[row][:, None] + torch.minimum(torch.clamp(at, min=0), last)
+            out.set(key, self._gather(key, row, rows))
+            out.set(pad_key(key), pad)
+        return out
+
+    def _gather(self, key: tuple[str, ...], row: torch.Tensor, rows: torch.Tensor):
+        """``td[key][rows]`` for each item's partition; one advanced index per partition."""
+        part = self._part_of[row]
+        result = None
+        present = torch.unique(part).tolist()
+        if len(present) == 1:  # the common case: no second copy into a result tensor
+            td = self.cache.get(*self._parts[present[0]])
+            values = td.get(_name(key))[rows.reshape(-1)]
+            return values.reshape(*rows.shape, *values.shape[1:])
+        for p in present:
+            mine = part == p
+            td = self.cache.get(*self._parts[p])
+            leaf = td.get(_name(key))
+            values = leaf[rows[mine].reshape(-1)]
+            values = values.reshape(int(mine.sum()), rows.shape[1], *values.shape[1:])
+            if result is None:
+                result = torch.empty((len(row), *values.shape[1:]), dtype=values.dtype)
+            result[mine] = values
+        return result
