@@ -23,6 +23,7 @@ class WarehouseLayout:
     def from_root(cls, root: str | os.PathLike | None = None) -> WarehouseLayout:
         """``root``, else ``$EPISODE_WAREHOUSE_ROOT``, else ``./warehouse-data``."""
         value = root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT
+        _refuse_url(str(value))
         path = Path(value).expanduser()
         if path.exists() and not path.is_dir():
             raise ConfigError(
@@ -57,3 +58,23 @@ class WarehouseLayout:
     @property
     def catalog_dir(self) -> Path:
         return self.root / "catalog"
+
+
+def _refuse_url(value: str) -> None:
+    """A URL root is refused by name: taken for a path, ``gs://b/p`` would become a local
+    folder ``./gs:/b/p`` that fills up unnoticed."""
+    scheme, sep, _ = value.partition("://")
+    if not sep or not scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
+        return
+    if scheme == "gs":
+        raise ConfigError(
+            "an object-storage root is not supported by this version (artifacts are built and "
+            "published in a local folder)",
+            subject=value,
+            fix=f"set {ROOT_ENV} to a local folder, or to a gcsfuse mount of the bucket",
+        )
+    raise ConfigError(
+        f"the warehouse root must be a local folder, not a {scheme}:// URL",
+        subject=value,
+        fix=f"set {ROOT_ENV} to a local folder",
+    )

@@ -74,6 +74,20 @@ def test_unusable_root(warehouse_env, capsys, monkeypatch, tmp_path):
     assert "Fix: point EPISODE_WAREHOUSE_ROOT at a folder you can write" in err[0]
 
 
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [("gs://bucket/prefix", "object-storage root is not supported"), ("s3://b/p", "not a s3://")],
+)
+def test_a_url_root_is_refused_not_made_a_folder(
+    warehouse_env, capsys, monkeypatch, tmp_path, url, says
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", url)
+    rc, err = _run(capsys, "materialize", "openx", "bridge")
+    assert rc == 2 and len(err) == 1 and says in err[0] and url in err[0]
+    assert not (tmp_path / (url.split(":")[0] + ":")).exists()
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write into any folder")
 def test_unwritable_root(warehouse_env, capsys, monkeypatch, tmp_path):
     locked = tmp_path / "locked"
