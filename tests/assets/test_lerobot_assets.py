@@ -31,7 +31,7 @@ def test_selection_export_records_query_and_episodes(warehouse_env, capsys):
     assert main(["materialize", "atari", "Pong/1", "--through", "catalog"]) == 0
     query = (
         "SELECT source, partition, episode, start, length FROM episodes WHERE source = "
-        "'atari' ORDER BY \"return\" DESC LIMIT 3"
+        "'atari' ORDER BY \"return\" DESC, partition, episode LIMIT 3"
     )
     assert main(["export", "top3", query]) == 0
     meta = json.loads(

@@ -339,7 +339,9 @@ def test_an_interrupted_stream_resumes_exactly(root, tmp_path, world_size):
     assert sorted(seen) == sorted(everything)
 
 
-@pytest.mark.parametrize("world_size", [1, 2])
+@pytest.mark.parametrize(
+    "world_size", [pytest.param(1, marks=pytest.mark.slow), 2]
+)  # 2 ranks covers 1 in the default set: each new process costs ~14 s of imports
 def test_a_stream_stopped_in_one_process_resumes_in_another(root, tmp_path, world_size):
     rank = world_size - 1
     whole, _ = _here(tmp_path, "whole", root, rank=rank, world_size=world_size)
