@@ -1,0 +1,172 @@
+"""A LeRobot v3.0 dataset in a folder: its metadata, checked before any frame is read.
+
+``<folder>/meta/info.json`` (features, fps, robot type), ``meta/episodes/*/*.parquet`` (one row
+per episode: length, tasks, which data file holds it), ``meta/tasks.parquet`` (task text ->
+``task_index``) and ``data/chunk-*/file-*.parquet`` (the frames, many episodes per file, in
+dataset order). Format facts: shared/reference/lerobot-v3.md.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from episode_warehouse.errors import CorruptInputError, FormatVersionError
+
+CODEBASE_VERSION = "v3.0"
+INFO = "meta/info.json"
+TASKS = "meta/tasks.parquet"
+# columns every LeRobot frame has besides its features (utils/constants.py)
+BOOKKEEPING = ("timestamp", "frame_index", "episode_index", "index", "task_index")
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    dtype: str  # "image", "video", or a numpy dtype name
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LeRobotFolder:
+    """The checked metadata of one dataset (frames are read by ``decode.py``)."""
+
+    folder: Path
+    fps: int
+    robot_type: str | None
+    features: dict[str, Feature]
+    tasks: list[str]  # by task_index
+    episodes: pa.Table  # episode_index, length, tasks, dataset_from_index, dataset_to_index
+    data_files: list[Path]  # in dataset order
+
+    @property
+    def frames(self) -> int:
+        return int(np.sum(self.episodes.column("length").to_numpy()))
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CorruptInputError(
+            "not a LeRobot dataset: meta/info.json is missing",
+            subject=str(path),
+            fix="point LEROBOT_URL at the folder holding <owner>/<name>/meta/info.json",
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptInputError(
+            f"cannot read it ({exc})", subject=str(path), fix="download the dataset again"
+        ) from None
+
+
+def _table(path: Path, columns: list[str] | None = None) -> pa.Table:
+    try:
+        return pq.read_table(path, columns=columns)
+    except (OSError, pa.ArrowException) as exc:
+        raise CorruptInputError(
+            f"not a readable Parquet file ({str(exc).splitlines()[0]})",
+            subject=str(path),
+            fix="download the dataset again (the file is truncated or corrupt)",
+        ) from None
+
+
+def open_lerobot_folder(folder: Path) -> LeRobotFolder:
+    """Read and check a dataset's metadata.
+
+    Raises:
+        CorruptInputError: missing or unreadable metadata, an episode index gap, episodes that
+            do not tile the frames, a data file that is missing.
+        FormatVersionError: a v2.x dataset (names lerobot's converter).
+    """
+    folder = Path(folder)
+    info = _read_json(folder / INFO)
+    version = str(info.get("codebase_version", "?"))
+    if version != CODEBASE_VERSION:
+        raise FormatVersionError(
+            f"a LeRobot {version} dataset; this warehouse reads {CODEBASE_VERSION}",
+            subject=str(folder / INFO),
+            fix="convert it with lerobot: python -m lerobot.datasets.v30."
+            "convert_dataset_v21_to_v30 --repo-id=<owner>/<name>",
+        )
+    try:
+        features = {
+            name: Feature(name, str(spec["dtype"]), tuple(int(d) for d in spec["shape"]))
+            for name, spec in info["features"].items()
+        }
+        fps = int(info["fps"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptInputError(
+            f"features or fps are malformed ({exc!r})",
+            subject=str(folder / INFO),
+            fix="download the dataset again",
+        ) from None
+    tasks_table = _table(folder / TASKS, ["task_index", "task"])
+    order = np.argsort(tasks_table.column("task_index").to_numpy())
+    names = tasks_table.column("task").to_pylist()
+    tasks = [names[i] for i in order]
+    episodes = _episodes(folder)
+    data_files = sorted((folder / "data").glob("chunk-*/file-*.parquet"))
+    wanted = {
+        folder / "data" / f"chunk-{c:03d}" / f"file-{f:03d}.parquet"
+        for c, f in zip(
+            episodes.column("data/chunk_index").to_pylist(),
+            episodes.column("data/file_index").to_pylist(),
+            strict=True,
+        )
+    }
+    missing = sorted(str(p) for p in wanted - set(data_files))
+    if missing:
+        raise CorruptInputError(
+            f"the episodes' data file is missing ({len(missing)} missing)",
+            subject=missing[0],
+            fix="download the dataset again",
+        )
+    return LeRobotFolder(
+        folder, fps, info.get("robot_type"), features, tasks, episodes, sorted(wanted)
+    )
+
+
+def _episodes(folder: Path) -> pa.Table:
+    files = sorted((folder / "meta" / "episodes").glob("chunk-*/file-*.parquet"))
+    if not files:
+        raise CorruptInputError(
+            "the dataset has no episode metadata",
+            subject=str(folder / "meta" / "episodes"),
+            fix="download the dataset again (meta/episodes/chunk-*/file-*.parquet)",
+        )
+    columns = [
+        "episode_index",
+        "length",
+        "tasks",
+        "data/chunk_index",
+        "data/file_index",
+        "dataset_from_index",
+        "dataset_to_index",
+    ]
+    table = pa.concat_tables([_table(f, columns) for f in files]).sort_by("episode_index")
+    index = table.column("episode_index").to_numpy()
+    if len(index) and not np.array_equal(index, np.arange(len(index))):
+        gap = int(np.flatnonzero(index != np.arange(len(index)))[0])
+        raise CorruptInputError(
+            f"episode indices are not 0..{len(index) - 1}: episode {gap} is missing or "
+            f"duplicated (found {int(index[gap])})",
+            subject=str(folder / "meta" / "episodes"),
+            fix="download the dataset again, or re-index it with lerobot",
+        )
+    start = table.column("dataset_from_index").to_numpy()
+    end = table.column("dataset_to_index").to_numpy()
+    length = table.column("length").to_numpy()
+    if len(start) and (
+        start[0] != 0 or (start[1:] != end[:-1]).any() or (end - start != length).any()
+    ):
+        raise CorruptInputError(
+            "episodes do not tile the frames (dataset_from_index/to_index/length disagree)",
+            subject=str(folder / "meta" / "episodes"),
+            fix="download the dataset again",
+        )
+    return table

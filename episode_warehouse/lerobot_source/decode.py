@@ -1,0 +1,243 @@
+"""Decode a LeRobot v3.0 dataset folder into a decoded-episodes folder, one data file at a time.
+
+Keys follow TorchRL's layout for LeRobot data (``torchrl.data.datasets.lerobot``):
+``observation.images.<cam>`` -> ``observation/image/<cam>`` (uint8 CHW, LeRobot's pixels exactly),
+``observation.state`` -> ``observation/state``, other dotted names -> nested keys, ``frame_index``
+-> ``frame``, ``next.reward`` -> the reward, ``next.<x>`` -> ``("next", x)``, ``task_index`` kept
+with the tasks' text in ``meta.json["tasks"]``. ``episode_index`` and ``index`` become the TED's
+own episode ids and rows. ``terminated`` comes from ``next.terminated`` (else ``next.done``, less
+``next.truncated``) on each episode's last frame; without either, every episode ends truncated
+(a recording that stops is not a terminal state). Memory: one data file's columns at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from episode_warehouse.decoded import ArraySpec, DecodedWriter
+from episode_warehouse.decoded.format import episode_table
+from episode_warehouse.errors import ConfigError, CorruptInputError
+from episode_warehouse.image_header import image_size
+from episode_warehouse.lerobot_source.dataset import Feature, LeRobotFolder, _table
+from episode_warehouse.progress import progress
+
+log = logging.getLogger(__name__)
+TERMINAL = ("next.terminated", "next.done")  # read into the terminal flag, not kept as keys
+
+
+def decoded_key(name: str) -> tuple[str, str]:
+    """(decoded key, role) of a LeRobot feature."""
+    if name.startswith("observation.images."):
+        return "observation/image/" + name.removeprefix("observation.images."), "observation"
+    if name.startswith("observation."):
+        return name.replace(".", "/"), "observation"
+    if name == "next.reward":
+        return "reward", "reward"
+    if name.startswith("next."):
+        return name.removeprefix("next.").replace(".", "/"), "next"
+    if name == "frame_index":
+        return "frame", "step"
+    return name.replace(".", "/"), "step"
+
+
+def _spec(feature: Feature) -> ArraySpec:
+    key, role = decoded_key(feature.name)
+    if feature.dtype == "image":
+        h, w, c = feature.shape
+        return ArraySpec(key, (c, h, w), "|u1", role)
+    shape = feature.shape if feature.shape != (1,) else ()  # scalars: one value per frame
+    if role in ("reward", "next") and shape:
+        role = "step"  # the TED adds the trailing dim to these; a vector stays as it is
+        key = "next_" + key.replace("/", "_")
+    return ArraySpec(key, shape, np.dtype(feature.dtype).str, role)
+
+
+def _decode_images(column: pa.ChunkedArray, feature: Feature, file: Path) -> np.ndarray:
+    import cv2
+
+    h, w, c = feature.shape
+    out = np.empty((len(column), c, h, w), dtype=np.uint8)
+    data = column.combine_chunks().field("bytes").to_pylist()
+    for i, png in enumerate(data):
+        frame = None
+        if png is not None and image_size(png) == (c, h, w):
+            frame = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_UNCHANGED)
+        if frame is None:
+            raise CorruptInputError(
+                f"row {i} of {feature.name} declares {image_size(png) if png else None} "
+                f"(channels, height, width), info.json says {(c, h, w)}",
+                subject=str(file),
+                fix="download the dataset again",
+            )
+        frame = frame.reshape(h, w, -1)
+        if c == 3:
+            frame = frame[:, :, ::-1]  # OpenCV decodes to BGR
+        out[i] = frame.transpose(2, 0, 1)
+    return out
+
+
+def _values(table: pa.Table, feature: Feature, spec: ArraySpec, file: Path) -> np.ndarray:
+    column = table.column(feature.name)
+    if feature.dtype == "image":
+        return _decode_images(column, feature, file)
+    flat = column.combine_chunks()
+    while pa.types.is_fixed_size_list(flat.type) or pa.types.is_list(flat.type):
+        flat = flat.flatten()
+    values = flat.to_numpy(zero_copy_only=False).astype(np.dtype(spec.dtype), copy=False)
+    try:
+        return values.reshape(len(table), *spec.row_shape)
+    except ValueError:
+        raise CorruptInputError(
+            f"column {feature.name} holds {values.size} values for {len(table)} frames, "
+            f"info.json says shape {list(feature.shape)}",
+            subject=str(file),
+            fix="the dataset's info.json disagrees with its data: download it again",
+        ) from None
+
+
+def _check_schema(table: pa.Table, dataset: LeRobotFolder, file: Path) -> None:
+    missing = [n for n in dataset.features if n not in table.schema.names]
+    if missing:
+        raise CorruptInputError(
+            f"info.json lists feature {missing[0]!r}, which the data file has no column for",
+            subject=str(file),
+            fix="the dataset's info.json disagrees with its data: download it again",
+        )
+
+
+def decode_lerobot(dataset: LeRobotFolder, staging: Path, *, lineage: dict | None = None) -> dict:
+    """Every frame of ``dataset`` into the decoded folder ``staging``; returns its meta.json.
+
+    Raises:
+        ConfigError: a video feature (not read by this version).
+        CorruptInputError: a data file that is truncated, disagrees with info.json or the
+            episode metadata (each named).
+    """
+    videos = [f.name for f in dataset.features.values() if f.dtype == "video"]
+    if videos:
+        raise ConfigError(
+            f"video features are not read by this version ({', '.join(videos)})",
+            subject=str(dataset.folder),
+            fix="use a dataset stored with images (use_videos=False)",
+        )
+    features = [
+        f
+        for f in dataset.features.values()
+        if f.name not in ("episode_index", "index", "timestamp")
+    ]
+    features += [dataset.features[n] for n in ("timestamp",) if n in dataset.features]
+    specs = {f.name: _spec(f) for f in features if f.name not in (*TERMINAL, "next.truncated")}
+    writer = DecodedWriter(staging)
+    rows = 0
+    episode_of, rewards, terminals = [], [], []
+    with progress("decoding frames", dataset.frames, "frames") as bar:
+        for file in dataset.data_files:
+            table = _table(file)
+            _check_schema(table, dataset, file)
+            index = table.column("index").to_numpy()
+            if len(index) and not np.array_equal(index, np.arange(rows, rows + len(index))):
+                raise CorruptInputError(
+                    f"frames {int(index[0])}..{int(index[-1])} follow frame {rows - 1}",
+                    subject=str(file),
+                    fix="download the dataset again (a data file is missing or out of order)",
+                )
+            for name, spec in specs.items():
+                values = _values(table, dataset.features[name], spec, file)
+                writer.append(spec, values)
+                if spec.role == "reward":
+                    rewards.append(values.astype(np.float64))
+            episode_of.append(table.column("episode_index").to_numpy())
+            terminal = _terminal(table)
+            if terminal is not None:
+                writer.append(ArraySpec("terminated", (), "|b1", "terminal"), terminal)
+                terminals.append(terminal)
+            rows += len(index)
+            bar.update(len(index))
+    if rows != dataset.frames:
+        raise CorruptInputError(
+            f"the data files hold {rows} frames, the episode metadata {dataset.frames}",
+            subject=str(dataset.folder / "data"),
+            fix="download the dataset again",
+        )
+
+    def joined(parts: list) -> np.ndarray | None:
+        return np.concatenate(parts) if parts else None
+
+    episodes = _episode_rows(dataset, joined(episode_of), joined(rewards), joined(terminals))
+    return writer.finish(
+        episodes,
+        {
+            "tasks": dataset.tasks,
+            "fps": dataset.fps,
+            "robot_type": dataset.robot_type,
+            **(lineage or {}),
+        },
+    )
+
+
+def _terminal(table: pa.Table) -> np.ndarray | None:
+    """Per frame, whether it ends in a terminal state: ``next.terminated``, else ``next.done``
+    less ``next.truncated`` where the dataset has it; None without either."""
+
+    def flag(name: str) -> np.ndarray | None:
+        if name not in table.schema.names:
+            return None
+        return table.column(name).to_numpy(zero_copy_only=False).astype(bool).reshape(-1)
+
+    terminated, done, truncated = (flag(n) for n in (*TERMINAL, "next.truncated"))
+    if terminated is not None:
+        return terminated
+    if done is not None and truncated is not None:
+        return done & ~truncated
+    return done
+
+
+def _episode_rows(
+    dataset: LeRobotFolder,
+    episode_of: np.ndarray | None,
+    reward: np.ndarray | None,
+    terminal: np.ndarray | None,
+) -> pa.Table:
+    meta = dataset.episodes
+    start = meta.column("dataset_from_index").to_numpy()
+    length = meta.column("length").to_numpy()
+    expected = np.repeat(np.arange(len(start)), length)
+    episode_of = episode_of if episode_of is not None else np.zeros(0, dtype=np.int64)
+    if not np.array_equal(episode_of, expected):
+        row = int(np.flatnonzero(episode_of != expected)[0])
+        raise CorruptInputError(
+            f"frame {row} has episode_index {int(episode_of[row])}, the episode metadata says "
+            f"{int(expected[row])}",
+            subject=str(dataset.folder / "data"),
+            fix="download the dataset again",
+        )
+    tasks = meta.column("tasks").to_pylist()
+    n = len(start)
+    last = start + length - 1
+    terminated = terminal[last] if terminal is not None else np.zeros(n, dtype=bool)
+    returns = np.add.reduceat(reward, start) if reward is not None and n else np.zeros(n)
+    return episode_table(
+        {
+            "episode": np.arange(n, dtype=np.int64),
+            "start": start.astype(np.int64),
+            "length": length.astype(np.int64),
+            "return": returns,
+            "terminated": terminated,
+            "truncated": ~terminated,
+            "true_start": np.ones(n, dtype=bool),
+            "complete": terminated,
+            "language_instruction": [t[0] if t else None for t in tasks],
+            "source_files": [
+                [f"data/chunk-{c:03d}/file-{f:03d}.parquet"]
+                for c, f in zip(
+                    meta.column("data/chunk_index").to_pylist(),
+                    meta.column("data/file_index").to_pylist(),
+                    strict=True,
+                )
+            ],
+        }
+    )

@@ -1,0 +1,144 @@
+"""LeRobot v3.0 datasets (written by lerobot's own writer) into decoded episodes and TED,
+checked frame by frame against what ``LeRobotDataset`` returns, and bad datasets refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from episode_warehouse.decoded import open_decoded
+from episode_warehouse.errors import ConfigError, CorruptInputError, FormatVersionError
+from episode_warehouse.fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
+from episode_warehouse.incremental import build_if_changed
+from episode_warehouse.lerobot_source.dataset import open_lerobot_folder
+from episode_warehouse.lerobot_source.decode import decode_lerobot
+from episode_warehouse.ted import build_ted, open_ted_folder
+
+SPEC = LeRobotSpec()
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    return write_lerobot_dataset(SPEC, tmp_path_factory.mktemp("lerobot"))
+
+
+def _ted(folder: Path, work: Path):
+    source = open_lerobot_folder(folder)
+    build_if_changed(work / "dec", {"t": 1}, lambda tmp: decode_lerobot(source, tmp))
+    (work / "ted").mkdir()
+    build_ted(open_decoded(work / "dec"), work / "ted")
+    return open_ted_folder(work / "ted"), open_decoded(work / "dec")
+
+
+def test_the_ted_equals_what_lerobot_returns_frame_by_frame(dataset, tmp_path):
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    source = open_lerobot_folder(dataset)
+    assert len(source.data_files) > 1  # episodes spread over several data files
+    td, decoded = _ted(dataset, tmp_path)
+    theirs = LeRobotDataset(SPEC.repo_id, root=dataset)
+    assert td.batch_size[0] == len(theirs) == sum(SPEC.lengths)
+    for i in range(len(theirs)):
+        frame = theirs[i]
+        for cam in SPEC.cameras:  # LeRobot's float [0, 1] pixels are uint8 / 255
+            pixels = (frame[f"observation.images.{cam}"] * 255).round().to(torch.uint8)
+            assert torch.equal(td["observation", "image", cam][i], pixels), (i, cam)
+        assert torch.equal(td["observation", "state"][i], frame["observation.state"])
+        assert torch.equal(td["action"][i], frame["action"])
+        assert float(td["next", "reward"][i, 0]) == float(frame["next.reward"])
+        assert int(td["frame"][i]) == int(frame["frame_index"])
+        assert float(td["timestamp"][i]) == float(frame["timestamp"])
+        assert int(td["episode"][i]) == int(frame["episode_index"])
+        task = decoded.meta["tasks"][int(td["task_index"][i])]
+        assert task == frame["task"]
+        assert bool(td["next", "done"][i, 0]) == bool(frame["next.done"])
+        assert bool(td["next", "terminated"][i, 0]) == bool(frame["next.done"])
+    # the shifted next observation: the following frame inside an episode
+    assert torch.equal(td["next", "observation", "state"][0], td["observation", "state"][1])
+    episodes = decoded.episodes().to_pylist()
+    assert [e["length"] for e in episodes] == list(SPEC.lengths)
+    assert [e["language_instruction"] for e in episodes] == [
+        SPEC.tasks[e % len(SPEC.tasks)] for e in range(len(SPEC.lengths))
+    ]
+    want = [sum(t / n for t in range(n)) for n in SPEC.lengths]
+    np.testing.assert_allclose([e["return"] for e in episodes], want, rtol=1e-6)
+    assert all(e["terminated"] and not e["truncated"] for e in episodes)
+    assert decoded.meta["fps"] == SPEC.fps and decoded.meta["robot_type"] == "fixture_arm"
+
+
+def _copy(dataset: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "copy" / SPEC.repo_id
+    shutil.copytree(dataset, out)
+    return out
+
+
+def test_a_missing_info_json_is_named(dataset, tmp_path):
+    folder = _copy(dataset, tmp_path)
+    (folder / "meta" / "info.json").unlink()
+    with pytest.raises(CorruptInputError, match=r"info.json: not a LeRobot dataset.*LEROBOT_URL"):
+        open_lerobot_folder(folder)
+
+
+def test_a_v21_dataset_names_the_converter(dataset, tmp_path):
+    folder = _copy(dataset, tmp_path)
+    info = json.loads((folder / "meta" / "info.json").read_text())
+    (folder / "meta" / "info.json").write_text(json.dumps({**info, "codebase_version": "v2.1"}))
+    with pytest.raises(FormatVersionError, match="v2.1 dataset.*convert_dataset_v21_to_v30"):
+        open_lerobot_folder(folder)
+
+
+def test_a_truncated_data_file_is_named_and_nothing_is_published(dataset, tmp_path):
+    folder = _copy(dataset, tmp_path)
+    victim = sorted((folder / "data").rglob("*.parquet"))[1]
+    victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
+    with pytest.raises(CorruptInputError, match=f"{victim.name}: not a readable Parquet file"):
+        _ted(folder, tmp_path)
+    assert not (tmp_path / "dec").exists()
+
+
+def test_a_missing_data_file_is_named(dataset, tmp_path):
+    folder = _copy(dataset, tmp_path)
+    victim = sorted((folder / "data").rglob("*.parquet"))[-1]
+    victim.unlink()
+    with pytest.raises(
+        CorruptInputError, match=f"{victim.name}: the episodes' data file is missing"
+    ):
+        open_lerobot_folder(folder)
+
+
+def test_an_episode_index_gap_is_named(dataset, tmp_path):
+    folder = _copy(dataset, tmp_path)
+    meta = next((folder / "meta" / "episodes").rglob("*.parquet"))
+    table = pq.read_table(meta)
+    index = table.column("episode_index").to_numpy().copy()
+    index[2:] += 1  # episode 2 is missing
+    table = table.set_column(
+        table.schema.get_field_index("episode_index"), "episode_index", [index]
+    )
+    pq.write_table(table, meta)
+    with pytest.raises(CorruptInputError, match="episode 2 is missing or duplicated"):
+        open_lerobot_folder(folder)
+
+
+def test_a_feature_without_a_column_is_named(dataset, tmp_path):
+    folder = _copy(dataset, tmp_path)
+    info = json.loads((folder / "meta" / "info.json").read_text())
+    info["features"]["observation.gripper"] = {"dtype": "float32", "shape": [1], "names": None}
+    (folder / "meta" / "info.json").write_text(json.dumps(info))
+    with pytest.raises(CorruptInputError, match="'observation.gripper', which the data file"):
+        _ted(folder, tmp_path)
+
+
+def test_video_features_are_refused_clearly(dataset, tmp_path):
+    folder = _copy(dataset, tmp_path)
+    info = json.loads((folder / "meta" / "info.json").read_text())
+    info["features"]["observation.images.top"]["dtype"] = "video"
+    (folder / "meta" / "info.json").write_text(json.dumps(info))
+    with pytest.raises(ConfigError, match="video features are not read by this version"):
+        _ted(folder, tmp_path)
