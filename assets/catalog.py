@@ -58,7 +58,7 @@ def catalog_rows_asset(
 
 
 @dg.asset(
-    deps=[dg.AssetKey("atari_catalog_rows"), dg.AssetKey("openx_catalog_rows")],
+    deps=[dg.AssetKey(f"{s}_catalog_rows") for s in ("atari", "openx", "lerobot")],
     group_name="catalog",
     kinds={"duckdb"},
     code_version=versions.EPISODE_CATALOG,

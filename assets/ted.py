@@ -21,13 +21,16 @@ def picture_metadata(target) -> dict:
 
 
 def ted_asset(
-    source: str, partitions_def: dg.PartitionsDefinition, decoded: dg.AssetsDefinition
+    source: str,
+    partitions_def: dg.PartitionsDefinition,
+    decoded: dg.AssetsDefinition,
+    group: str | None = None,
 ) -> dg.AssetsDefinition:
     @dg.asset(
         name=f"{source}_ted",
         partitions_def=partitions_def,
         deps=[decoded],
-        group_name=source,
+        group_name=group or source,
         kinds={"torch", "numpy"},
         code_version=versions.TED,
         automation_condition=dg.AutomationCondition.eager(),

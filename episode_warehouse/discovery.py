@@ -76,6 +76,24 @@ def openx_fingerprints(url: str) -> dict[str, str]:
     return _fingerprints(groups, check_dataset_id, "OpenX source")
 
 
+def lerobot_fingerprints(store: BlobStore) -> dict[str, str]:
+    """``{"owner/name": fingerprint}`` for every ``<owner>/<name>/`` holding ``meta/info.json``
+    (its meta/, data/ and videos/ files count)."""
+    from episode_warehouse.lerobot_source.mirror import FOLDERS, check_repo_id
+
+    groups: dict[str, list] = {}
+    datasets = set()
+    for blob in store.list(""):
+        parts = blob.name.split("/", 2)
+        if len(parts) < 3 or not parts[2].startswith(FOLDERS):
+            continue
+        key = f"{parts[0]}/{parts[1]}"
+        datasets.update([key] if parts[2] == "meta/info.json" else [])
+        groups.setdefault(key, []).append([parts[2], blob.generation, blob.crc32c, blob.size])
+    found = {k: v for k, v in groups.items() if k in datasets}
+    return _fingerprints(found, check_repo_id, "LeRobot source")
+
+
 def changed(previous: dict[str, str], current: dict[str, str]) -> list[str]:
     """Keys that are new or whose fingerprint differs (removed keys are not reported)."""
     return sorted(k for k, fp in current.items() if previous.get(k) != fp)

@@ -10,7 +10,7 @@ from episode_warehouse.errors import ConfigError, PartitionKeyError
 
 ROOT_ENV = "EPISODE_WAREHOUSE_ROOT"
 DEFAULT_ROOT = "warehouse-data"
-SOURCES = ("atari", "openx")
+SOURCES = ("atari", "openx", "lerobot")
 
 
 @dataclass(frozen=True)

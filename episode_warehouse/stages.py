@@ -138,6 +138,23 @@ def decode_openx(
         )
 
 
+def decode_lerobot_stage(layout: WarehouseLayout, key: str, *, code_version: str) -> Built:
+    """Decoded episodes of one LeRobot dataset, from its mirrored folder."""
+    from episode_warehouse.lerobot_source.dataset import open_lerobot_folder
+    from episode_warehouse.lerobot_source.decode import decode_lerobot
+
+    raw_dir = layout.raw_dir("lerobot", key)
+    with reading(raw_dir):
+        raw = require(raw_dir, "lerobot_files", key)
+        return build_if_changed(
+            layout.decoded_dir("lerobot", key),
+            {"raw": raw["version"], "code_version": code_version},
+            lambda tmp: decode_lerobot(
+                open_lerobot_folder(raw_dir), tmp, lineage=_lineage("lerobot", key, raw)
+            ),
+        )
+
+
 def build_ted_stage(layout: WarehouseLayout, source: str, key: str, *, code_version: str) -> Built:
     """The TED of one partition, validated in staging before it is published.
 

@@ -1,10 +1,17 @@
 """Dagster resources: one per external system, resolved from environment variables at run start."""
 
 from resources.atari_replay import AtariReplaySource
+from resources.lerobot_source import LeRobotSource
 from resources.openx_source import OpenXSource
 from resources.warehouse import WarehouseStorage
 
-__all__ = ["AtariReplaySource", "OpenXSource", "WarehouseStorage", "build_resources"]
+__all__ = [
+    "AtariReplaySource",
+    "LeRobotSource",
+    "OpenXSource",
+    "WarehouseStorage",
+    "build_resources",
+]
 
 
 def build_resources() -> dict:
@@ -14,4 +21,5 @@ def build_resources() -> dict:
         "warehouse": WarehouseStorage(),
         "atari_replay": AtariReplaySource(),
         "openx_source": OpenXSource(),
+        "lerobot_source": LeRobotSource(),
     }

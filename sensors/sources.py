@@ -4,10 +4,15 @@ import json
 
 import dagster as dg
 
-from assets.graph import atari_replay_files, openx_shards
-from assets.partitions import openx_datasets
-from episode_warehouse.discovery import atari_fingerprints, changed, openx_fingerprints
-from resources import AtariReplaySource, OpenXSource
+from assets.graph import atari_replay_files, lerobot_files, openx_shards
+from assets.partitions import lerobot_datasets, openx_datasets
+from episode_warehouse.discovery import (
+    atari_fingerprints,
+    changed,
+    lerobot_fingerprints,
+    openx_fingerprints,
+)
+from resources import AtariReplaySource, LeRobotSource, OpenXSource
 
 MAX_ADDS_PER_TICK = 10_000  # Dagster adds dynamic partitions in one SQL IN (...): keep it small
 
@@ -53,6 +58,28 @@ def openx_source_sensor(context: dg.SensorEvaluationContext, openx_source: OpenX
     )
 
 
+@dg.sensor(
+    target=[lerobot_files],
+    minimum_interval_seconds=300,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Lists LEROBOT_URL; adds new <owner>/<name> datasets as partitions and requests "
+    "lerobot_files for each dataset whose files appeared or changed.",
+)
+def lerobot_source_sensor(context: dg.SensorEvaluationContext, lerobot_source: LeRobotSource):
+    previous = json.loads(context.cursor or "{}")
+    current = lerobot_fingerprints(lerobot_source.store())
+    keys = changed(previous, current)[:MAX_ADDS_PER_TICK]
+    if not keys:
+        return dg.SkipReason(f"no change in {len(current)} LeRobot datasets")
+    has = context.instance.has_dynamic_partition
+    new = [k for k in keys if not has(lerobot_datasets.name, k)]
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(partition_key=k, run_key=f"{k}@{current[k]}") for k in keys],
+        dynamic_partitions_requests=[lerobot_datasets.build_add_request(new)] if new else [],
+        cursor=json.dumps({**previous, **{k: current[k] for k in keys}}, sort_keys=True),
+    )
+
+
 automation_sensor = dg.AutomationConditionSensorDefinition(
     "warehouse_automation",
     target=dg.AssetSelection.all(),
@@ -61,4 +88,4 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     "rows and exports follow their upstream partition by partition.",
 )
 
-SENSORS = [atari_source_sensor, openx_source_sensor, automation_sensor]
+SENSORS = [atari_source_sensor, openx_source_sensor, lerobot_source_sensor, automation_sensor]

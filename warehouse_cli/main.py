@@ -120,8 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("materialize", help="materialize one partition through the asset graph")
-    p.add_argument("source", choices=["atari", "openx"])
-    p.add_argument("partition", help="e.g. Pong/5 or cmu_stretch")
+    p.add_argument("source", choices=["atari", "openx", "lerobot"])
+    p.add_argument("partition", help="e.g. Pong/5, cmu_stretch or lerobot/pusht")
     p.add_argument(
         "--through",
         choices=["raw", "decoded", "ted", "catalog", "lerobot"],

@@ -7,6 +7,7 @@ import dagster as dg
 
 from episode_warehouse.atari.games import parse_partition_key
 from episode_warehouse.errors import PartitionKeyError, WarehouseError
+from episode_warehouse.lerobot_source.mirror import check_repo_id
 from episode_warehouse.openx.datasets import check_dataset_id
 from warehouse_cli.code_location import load_defs
 
@@ -21,7 +22,18 @@ ASSETS = {  # per stage, the assets it materializes
     )
     for source, raw in (("atari", "replay_files"), ("openx", "shards"))
 }
-DYNAMIC = {"openx": "openx_datasets", "selection": "lerobot_selections"}
+ASSETS["lerobot"] = (  # no LeRobot export of a LeRobot source
+    ("lerobot_files",),
+    ("lerobot_episodes",),
+    ("lerobot_ted",),
+    ("lerobot_catalog_rows", "lerobot_statistics"),
+    (),
+)
+DYNAMIC = {
+    "openx": "openx_datasets",
+    "lerobot": "lerobot_datasets",
+    "selection": "lerobot_selections",
+}
 
 
 def stage_assets(source: str, through: str | None) -> list[str]:
@@ -57,9 +69,11 @@ def _check_key(source: str, partition: str) -> None:
         parse_partition_key(partition)
     elif source == "openx":
         check_dataset_id(partition)
+    elif source == "lerobot":
+        check_repo_id(partition)
     elif source != "selection":
         raise PartitionKeyError(
-            "unknown source (expected 'atari' or 'openx')", subject=repr(source)
+            "unknown source (expected 'atari', 'openx' or 'lerobot')", subject=repr(source)
         )
 
 

@@ -148,6 +148,7 @@ def mirror_files(
             and entry.get("generation") == blob.generation
             and (not blob.crc32c or entry.get("crc32c") == blob.crc32c)
         )
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)  # names may hold folders
         if unchanged and current.is_file():
             link_or_copy(current, folder / name)
             files[name] = entry

@@ -78,7 +78,7 @@ EPISODE_DATA = Table("episode_data", _EPISODE_COLUMNS, "Per-episode columns of o
 EPISODES = Table(
     "episodes",
     (
-        Column("source", pa.string(), "VARCHAR", "'atari' or 'openx'"),
+        Column("source", pa.string(), "VARCHAR", "'atari', 'openx' or 'lerobot'"),
         Column("partition", pa.string(), "VARCHAR", "partition key, e.g. 'Pong/5', 'cmu_stretch'"),
         *_EPISODE_COLUMNS,
         Column("source_version", pa.string(), "VARCHAR", "version of the raw source files"),
@@ -92,7 +92,7 @@ EPISODES = Table(
 PARTITIONS = Table(
     "partitions",
     (
-        Column("source", pa.string(), "VARCHAR", "'atari' or 'openx'"),
+        Column("source", pa.string(), "VARCHAR", "'atari', 'openx' or 'lerobot'"),
         Column("partition", pa.string(), "VARCHAR", "partition key"),
         Column("frames", pa.int64(), "BIGINT", "steps in the partition's TED"),
         Column("episodes", pa.int64(), "BIGINT", "episodes in the partition"),
@@ -110,7 +110,7 @@ PARTITIONS = Table(
 STATISTICS = Table(
     "statistics",
     (
-        Column("source", pa.string(), "VARCHAR", "'atari' or 'openx'"),
+        Column("source", pa.string(), "VARCHAR", "'atari', 'openx' or 'lerobot'"),
         Column("partition", pa.string(), "VARCHAR", "partition key"),
         Column("episode", pa.int64(), "BIGINT", "episode id within the partition"),
         Column("key", pa.string(), "VARCHAR", "TED key, nested parts joined by '/'"),

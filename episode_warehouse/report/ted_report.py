@@ -23,10 +23,12 @@ def write_ted_report(folder: Path, thumbnails: int = 6) -> None:
     out.mkdir(exist_ok=True)
     (out / "distributions.png").write_bytes(distributions_png(episodes))
     td = open_ted_folder(folder)
-    obs = td["observation"]
-    if hasattr(obs, "keys"):  # OpenX: the first camera
-        name = next(k for k in obs.keys() if obs[k].ndim == 4)  # noqa: SIM118 - TensorDict
-        obs = obs[name]
+    obs = td.get("observation")
+    if hasattr(obs, "keys"):  # OpenX and LeRobot: the first camera (keys may nest)
+        cameras = [k for k in obs.keys(True, True) if obs.get(k).ndim == 4]
+        if not cameras:
+            return  # no camera: the distributions only
+        obs = obs.get(cameras[0])
     starts = episodes.column("start").to_numpy()[:thumbnails]
     (out / "first_frames.png").write_bytes(thumbnails_png([obs[int(s)].numpy() for s in starts]))
 

@@ -112,7 +112,7 @@ def open_ted(
     ``next_obs="copy"`` makes that copy once, at open, as a plain tensor in memory.
 
     Args:
-        source: ``"atari"`` or ``"openx"``.
+        source: ``"atari"``, ``"openx"`` or ``"lerobot"``.
         partition: e.g. ``"Pong/5"`` or ``"cmu_stretch"``.
         root: the warehouse root; defaults to ``$EPISODE_WAREHOUSE_ROOT``.
         next_obs: ``"view"`` (zero-copy, default) or ``"copy"`` (materialized in memory).

@@ -21,6 +21,11 @@ def test_asset_keys_and_groups():
         "openx_catalog_rows": "catalog",
         "atari_statistics": "catalog",
         "openx_statistics": "catalog",
+        "lerobot_files": "lerobot_source",
+        "lerobot_episodes": "lerobot_source",
+        "lerobot_ted": "lerobot_source",
+        "lerobot_catalog_rows": "catalog",
+        "lerobot_statistics": "catalog",
         "episode_catalog": "catalog",
         "atari_lerobot_export": "lerobot",
         "openx_lerobot_export": "lerobot",
@@ -38,7 +43,13 @@ def test_lineage_edges():
     assert parents("atari_ted") == {"atari_episodes"}
     assert parents("atari_catalog_rows") == {"atari_ted"}
     assert parents("openx_ted") == {"openx_episodes"}
-    assert parents("episode_catalog") == {"atari_catalog_rows", "openx_catalog_rows"}
+    assert parents("lerobot_episodes") == {"lerobot_files"}
+    assert parents("lerobot_ted") == {"lerobot_episodes"}
+    assert parents("episode_catalog") == {
+        "atari_catalog_rows",
+        "openx_catalog_rows",
+        "lerobot_catalog_rows",
+    }
 
 
 def test_partitions():
@@ -60,7 +71,7 @@ def test_every_asset_has_code_version_and_description():
 
 
 def test_resources():
-    assert set(defs.resources) >= {"warehouse", "atari_replay", "openx_source"}
+    assert set(defs.resources) >= {"warehouse", "atari_replay", "openx_source", "lerobot_source"}
 
 
 def test_configuration_is_read_when_each_run_starts(warehouse_env, monkeypatch, tmp_path):

@@ -1,0 +1,75 @@
+"""Benchmark: a LeRobot v3.0 image dataset into TED (decoded episodes + TED build) against
+reading every frame through ``LeRobotDataset.__getitem__`` (what a user would otherwise do),
+same dataset, same run. Goal: >= 5x frames/s, heap bounded by one data file.
+
+    python -m bench.lerobot_import     # writes bench/data/lerobot-import (lerobot's own writer)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+
+from bench.measure import save_report
+
+DATA = Path(__file__).parent / "data" / "lerobot-import-scene"
+EPISODES, LENGTH = 50, 100  # 5,000 frames
+CAMERAS = {"top": (96, 128), "wrist": (64, 64)}
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING)
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from episode_warehouse.decoded import open_decoded
+    from episode_warehouse.fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
+    from episode_warehouse.incremental import build_if_changed
+    from episode_warehouse.lerobot_source.dataset import open_lerobot_folder
+    from episode_warehouse.lerobot_source.decode import decode_lerobot
+    from episode_warehouse.ted import build_ted
+
+    spec = LeRobotSpec(
+        repo_id="bench/pngs",
+        lengths=(LENGTH,) * EPISODES,
+        cameras=CAMERAS,
+        data_files_size_in_mb=20,
+        frames="scene",  # compresses as camera frames do (noise: ~2.5-2.8x, see the docs)
+    )
+    folder = DATA / spec.repo_id
+    if not (folder / "meta" / "info.json").exists():
+        write_lerobot_dataset(spec, DATA)
+    work = DATA / "work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+
+    t = time.perf_counter()
+    source = open_lerobot_folder(folder)
+    build_if_changed(work / "dec", {"bench": 1}, lambda tmp: decode_lerobot(source, tmp))
+    (work / "ted").mkdir()
+    build_ted(open_decoded(work / "dec"), work / "ted")
+    ours = time.perf_counter() - t
+
+    dataset = LeRobotDataset(spec.repo_id, root=folder)
+    t = time.perf_counter()
+    for i in range(len(dataset)):
+        dataset[i]
+    theirs = time.perf_counter() - t
+    frames = len(dataset)
+    report = {
+        "frames": frames,
+        "cameras": {k: list(v) for k, v in CAMERAS.items()},
+        "ours_s": round(ours, 2),
+        "ours_frames_per_s": round(frames / ours),
+        "lerobot_getitem_s": round(theirs, 2),
+        "lerobot_getitem_frames_per_s": round(frames / theirs),
+        "ratio_vs_lerobot": round(theirs / ours, 2),
+    }
+    print(json.dumps(report, indent=1))
+    save_report("lerobot_import", report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""A LeRobot v3.0 dataset through the asset graph: from a local folder and from a bucket (the
+GCS emulator), into the same TED, the catalog and the loaders."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from episode_warehouse import open_ted
+from episode_warehouse.fixtures.gcs_emulator import upload_tree
+from episode_warehouse.fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
+from episode_warehouse.loading import select_episodes
+from warehouse_cli.main import main
+
+SPEC = LeRobotSpec(repo_id="lab/pick_place")
+
+
+@pytest.fixture(scope="module")
+def lerobot_folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lerobot-source")
+    write_lerobot_dataset(SPEC, root)
+    return root
+
+
+def test_a_lerobot_dataset_from_a_folder_and_from_a_bucket(
+    warehouse_env, lerobot_folder, gcs_endpoint, monkeypatch, tmp_path, capsys
+):
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    monkeypatch.setenv("LEROBOT_URL", str(lerobot_folder))
+    assert main(["materialize", "lerobot", SPEC.repo_id]) == 0
+    td = open_ted("lerobot", SPEC.repo_id, root=warehouse_env)
+    theirs = LeRobotDataset(SPEC.repo_id, root=lerobot_folder / SPEC.repo_id)
+    last = len(theirs) - 1
+    pixels = (theirs[last]["observation.images.top"] * 255).round().to(torch.uint8)
+    assert torch.equal(td["observation", "image", "top"][last], pixels)
+    sel = select_episodes(
+        "SELECT source, partition, episode, start, length FROM episodes "
+        "WHERE source = 'lerobot' AND language_instruction = 'place it in the bowl'",
+        root=warehouse_env,
+    )
+    assert list(sel.length) == [n for e, n in enumerate(SPEC.lengths) if e % 2 == 1]
+    capsys.readouterr()
+    assert main(["materialize", "lerobot", SPEC.repo_id]) == 0  # nothing changed: nothing built
+    assert "up to date" in capsys.readouterr().out
+
+    # the same dataset from a bucket, into another root: the same TED files
+    upload_tree(gcs_endpoint, "lerobot-datasets", lerobot_folder, prefix="mirror")
+    other = tmp_path / "from-bucket"
+    monkeypatch.setenv("LEROBOT_URL", "gs://lerobot-datasets/mirror")
+    assert main(["materialize", "lerobot", SPEC.repo_id, "--root", str(other)]) == 0
+    here = open_ted("lerobot", SPEC.repo_id, root=other)
+    for key in td.keys(True, True):
+        assert torch.equal(torch.as_tensor(here.get(key)), torch.as_tensor(td.get(key))), key
+
+
+def test_lerobot_source_errors_name_the_fix(warehouse_env, monkeypatch, capsys, tmp_path):
+    monkeypatch.delenv("LEROBOT_URL", raising=False)
+    assert main(["materialize", "lerobot", "lab/pick_place"]) == 2
+    assert "LEROBOT_URL: no LeRobot source is set" in capsys.readouterr().err
+    monkeypatch.setenv("LEROBOT_URL", "hf://datasets")
+    assert main(["materialize", "lerobot", "lab/pick_place"]) == 2
+    assert "the hub is not read by this version" in capsys.readouterr().err
+    monkeypatch.setenv("LEROBOT_URL", str(tmp_path))
+    assert main(["materialize", "lerobot", "lab/none"]) == 2
+    assert "no LeRobot dataset there (no meta/info.json)" in capsys.readouterr().err
+    assert main(["materialize", "lerobot", "../etc"]) == 2
+    assert "not a LeRobot repo id" in capsys.readouterr().err
+
+
+def test_the_sensor_adds_datasets_and_requests_only_changed_ones(
+    warehouse_env, lerobot_folder, monkeypatch, tmp_path
+):
+    import shutil
+
+    import dagster as dg
+
+    from resources import build_resources
+    from sensors.sources import lerobot_source_sensor
+
+    folder = tmp_path / "datasets"
+    shutil.copytree(lerobot_folder, folder)
+    (folder / "lab" / "not_a_dataset" / "data").mkdir(parents=True)  # no meta/info.json
+    monkeypatch.setenv("LEROBOT_URL", str(folder))
+
+    def tick(instance, cursor):
+        context = dg.build_sensor_context(
+            instance=instance, cursor=cursor, resources=build_resources()
+        )
+        return lerobot_source_sensor(context)
+
+    with dg.instance_for_test() as instance:
+        first = tick(instance, None)
+        assert [r.partition_key for r in first.run_requests] == [SPEC.repo_id]
+        assert first.dynamic_partitions_requests[0].partition_keys == [SPEC.repo_id]
+        assert isinstance(tick(instance, first.cursor), dg.SkipReason)
+        info = folder / SPEC.repo_id / "meta" / "info.json"
+        info.write_text(info.read_text() + "\n")  # a rewritten file: a new fingerprint
+        again = tick(instance, first.cursor)
+        assert [r.partition_key for r in again.run_requests] == [SPEC.repo_id]
