@@ -59,8 +59,8 @@ def lerobot_files(
 def lerobot_episodes(
     context: dg.AssetExecutionContext, warehouse: WarehouseStorage
 ) -> dg.MaterializeResult:
-    """Every frame of one LeRobot dataset, keys as TorchRL lays LeRobot data out, PNG pixels
-    exact."""
+    """Every frame of one LeRobot dataset, keys as TorchRL lays LeRobot data out: PNG pixels
+    exact, video frames those LeRobotDataset decodes."""
     # Idempotent: rebuilt only when the files or this code version changed.
     repo_id = check_repo_id(context.partition_key)
     layout = warehouse.layout()

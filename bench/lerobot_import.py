@@ -1,4 +1,4 @@
-"""Benchmark: a LeRobot v3.0 image dataset into TED (decoded episodes + TED build) against
+"""Benchmark: a LeRobot v3.0 dataset (PNG images; AV1 video) into TED (decoded episodes + TED build) against
 reading every frame through ``LeRobotDataset.__getitem__`` (what a user would otherwise do),
 same dataset, same run. Goal: >= 5x frames/s, heap bounded by one data file.
 
@@ -22,6 +22,15 @@ CAMERAS = {"top": (96, 128), "wrist": (64, 64)}
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING)
+    report = {
+        "png": measure("png", EPISODES, LENGTH, CAMERAS, video=False),
+        "video": measure("video", 20, 150, {"top": (96, 128), "wrist": (64, 64)}, video=True),
+    }
+    print(json.dumps(report, indent=1))
+    save_report("lerobot_import", report)
+
+
+def measure(name: str, episodes: int, length: int, cameras: dict, *, video: bool) -> dict:
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     from episode_warehouse.decoded import open_decoded
@@ -32,16 +41,17 @@ def main() -> None:
     from episode_warehouse.ted import build_ted
 
     spec = LeRobotSpec(
-        repo_id="bench/pngs",
-        lengths=(LENGTH,) * EPISODES,
-        cameras=CAMERAS,
+        repo_id=f"bench/{name}",
+        lengths=(length,) * episodes,
+        cameras=cameras,
         data_files_size_in_mb=20,
         frames="scene",  # compresses as camera frames do (noise: ~2.5-2.8x, see the docs)
+        video=video,
     )
     folder = DATA / spec.repo_id
     if not (folder / "meta" / "info.json").exists():
         write_lerobot_dataset(spec, DATA)
-    work = DATA / "work"
+    work = DATA / f"work-{name}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
 
@@ -58,17 +68,15 @@ def main() -> None:
         dataset[i]
     theirs = time.perf_counter() - t
     frames = len(dataset)
-    report = {
+    return {
         "frames": frames,
-        "cameras": {k: list(v) for k, v in CAMERAS.items()},
+        "cameras": {k: list(v) for k, v in cameras.items()},
         "ours_s": round(ours, 2),
         "ours_frames_per_s": round(frames / ours),
         "lerobot_getitem_s": round(theirs, 2),
         "lerobot_getitem_frames_per_s": round(frames / theirs),
         "ratio_vs_lerobot": round(theirs / ours, 2),
     }
-    print(json.dumps(report, indent=1))
-    save_report("lerobot_import", report)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ INFO = "meta/info.json"
 TASKS = "meta/tasks.parquet"
 # columns every LeRobot frame has besides its features (utils/constants.py)
 BOOKKEEPING = ("timestamp", "frame_index", "episode_index", "index", "task_index")
+VIDEO_COLUMNS = ("chunk_index", "file_index", "from_timestamp")  # per video key, per episode
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class LeRobotFolder:
     robot_type: str | None
     features: dict[str, Feature]
     tasks: list[str]  # by task_index
-    episodes: pa.Table  # episode_index, length, tasks, dataset_from_index, dataset_to_index
+    episodes: pa.Table  # episode_index, length, tasks, dataset_from_index/to_index, videos/...
     data_files: list[Path]  # in dataset order
 
     @property
@@ -109,7 +110,8 @@ def open_lerobot_folder(folder: Path) -> LeRobotFolder:
     order = np.argsort(tasks_table.column("task_index").to_numpy())
     names = tasks_table.column("task").to_pylist()
     tasks = [names[i] for i in order]
-    episodes = _episodes(folder)
+    videos = [n for n, f in features.items() if f.dtype == "video"]
+    episodes = _episodes(folder, videos)
     data_files = sorted((folder / "data").glob("chunk-*/file-*.parquet"))
     wanted = {
         folder / "data" / f"chunk-{c:03d}" / f"file-{f:03d}.parquet"
@@ -131,7 +133,7 @@ def open_lerobot_folder(folder: Path) -> LeRobotFolder:
     )
 
 
-def _episodes(folder: Path) -> pa.Table:
+def _episodes(folder: Path, videos: list[str]) -> pa.Table:
     files = sorted((folder / "meta" / "episodes").glob("chunk-*/file-*.parquet"))
     if not files:
         raise CorruptInputError(
@@ -148,6 +150,7 @@ def _episodes(folder: Path) -> pa.Table:
         "dataset_from_index",
         "dataset_to_index",
     ]
+    columns += [f"videos/{key}/{c}" for key in videos for c in VIDEO_COLUMNS]
     table = pa.concat_tables([_table(f, columns) for f in files]).sort_by("episode_index")
     index = table.column("episode_index").to_numpy()
     if len(index) and not np.array_equal(index, np.arange(len(index))):

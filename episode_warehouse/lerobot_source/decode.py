@@ -1,7 +1,8 @@
 """Decode a LeRobot v3.0 dataset folder into a decoded-episodes folder, one data file at a time.
 
 Keys follow TorchRL's layout for LeRobot data (``torchrl.data.datasets.lerobot``):
-``observation.images.<cam>`` -> ``observation/image/<cam>`` (uint8 CHW, LeRobot's pixels exactly),
+``observation.images.<cam>`` -> ``observation/image/<cam>`` (uint8 CHW, LeRobot's pixels exactly:
+PNG images decoded here, video frames by ``video.py`` as lerobot resolves them),
 ``observation.state`` -> ``observation/state``, other dotted names -> nested keys, ``frame_index``
 -> ``frame``, ``next.reward`` -> the reward, ``next.<x>`` -> ``("next", x)``, ``task_index`` kept
 with the tasks' text in ``meta.json["tasks"]``. ``episode_index`` and ``index`` become the TED's
@@ -22,9 +23,10 @@ import pyarrow as pa
 
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
-from episode_warehouse.errors import ConfigError, CorruptInputError
+from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.image_header import image_size
 from episode_warehouse.lerobot_source.dataset import Feature, LeRobotFolder, _table
+from episode_warehouse.lerobot_source.video import VideoFrames
 from episode_warehouse.progress import progress
 
 log = logging.getLogger(__name__)
@@ -48,7 +50,7 @@ def decoded_key(name: str) -> tuple[str, str]:
 
 def _spec(feature: Feature) -> ArraySpec:
     key, role = decoded_key(feature.name)
-    if feature.dtype == "image":
+    if feature.dtype in ("image", "video"):
         h, w, c = feature.shape
         return ArraySpec(key, (c, h, w), "|u1", role)
     shape = feature.shape if feature.shape != (1,) else ()  # scalars: one value per frame
@@ -114,8 +116,26 @@ def _values(table: pa.Table, feature: Feature, spec: ArraySpec, file: Path) -> n
         ) from None
 
 
+def _video_values(table: pa.Table, dataset: LeRobotFolder, frames: VideoFrames) -> np.ndarray:
+    """The frames of a video feature for the rows of one data file, episode by episode."""
+    episode = table.column("episode_index").to_numpy()
+    timestamp = table.column("timestamp").to_numpy()
+    meta = dataset.episodes
+    prefix = f"videos/{frames.key}/"
+    chunk, file, start = (
+        meta.column(prefix + c).to_numpy() for c in ("chunk_index", "file_index", "from_timestamp")
+    )
+    parts = []
+    bounds = np.flatnonzero(np.diff(episode)) + 1
+    for rows in np.split(np.arange(len(episode)), bounds):
+        e = int(episode[rows[0]])
+        parts.append(frames.episode(int(chunk[e]), int(file[e]), float(start[e]), timestamp[rows]))
+    return np.concatenate(parts) if parts else np.zeros((0,), np.uint8)
+
+
 def _check_schema(table: pa.Table, dataset: LeRobotFolder, file: Path) -> None:
-    missing = [n for n in dataset.features if n not in table.schema.names]
+    stored = [n for n, f in dataset.features.items() if f.dtype != "video"]  # in videos/
+    missing = [n for n in stored if n not in table.schema.names]
     if missing:
         raise CorruptInputError(
             f"info.json lists feature {missing[0]!r}, which the data file has no column for",
@@ -128,17 +148,15 @@ def decode_lerobot(dataset: LeRobotFolder, staging: Path, *, lineage: dict | Non
     """Every frame of ``dataset`` into the decoded folder ``staging``; returns its meta.json.
 
     Raises:
-        ConfigError: a video feature (not read by this version).
         CorruptInputError: a data file that is truncated, disagrees with info.json or the
-            episode metadata (each named).
+            episode metadata, a video file that is missing, does not decode or disagrees with
+            the data in time (each named).
     """
-    videos = [f.name for f in dataset.features.values() if f.dtype == "video"]
-    if videos:
-        raise ConfigError(
-            f"video features are not read by this version ({', '.join(videos)})",
-            subject=str(dataset.folder),
-            fix="use a dataset stored with images (use_videos=False)",
-        )
+    videos = {
+        f.name: VideoFrames(dataset.folder, f.name)
+        for f in dataset.features.values()
+        if f.dtype == "video"
+    }
     features = [
         f
         for f in dataset.features.values()
@@ -161,7 +179,10 @@ def decode_lerobot(dataset: LeRobotFolder, staging: Path, *, lineage: dict | Non
                     fix="download the dataset again (a data file is missing or out of order)",
                 )
             for name, spec in specs.items():
-                values = _values(table, dataset.features[name], spec, file)
+                if name in videos:
+                    values = _video_values(table, dataset, videos[name])
+                else:
+                    values = _values(table, dataset.features[name], spec, file)
                 writer.append(spec, values)
                 if spec.role == "reward":
                     rewards.append(values.astype(np.float64))

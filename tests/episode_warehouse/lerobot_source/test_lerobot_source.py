@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from episode_warehouse.decoded import open_decoded
-from episode_warehouse.errors import ConfigError, CorruptInputError, FormatVersionError
+from episode_warehouse.errors import CorruptInputError, FormatVersionError
 from episode_warehouse.fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
 from episode_warehouse.incremental import build_if_changed
 from episode_warehouse.lerobot_source.dataset import open_lerobot_folder
@@ -135,10 +135,36 @@ def test_a_feature_without_a_column_is_named(dataset, tmp_path):
         _ted(folder, tmp_path)
 
 
-def test_video_features_are_refused_clearly(dataset, tmp_path):
-    folder = _copy(dataset, tmp_path)
-    info = json.loads((folder / "meta" / "info.json").read_text())
-    info["features"]["observation.images.top"]["dtype"] = "video"
-    (folder / "meta" / "info.json").write_text(json.dumps(info))
-    with pytest.raises(ConfigError, match="video features are not read by this version"):
+@pytest.fixture(scope="module")
+def video_dataset(tmp_path_factory) -> Path:
+    spec = LeRobotSpec(  # SVT-AV1 encodes frames of 64 pixels wide and up
+        repo_id="owner/videoset",
+        video=True,
+        frames="scene",
+        cameras={"top": (48, 64), "wrist": (64, 64)},
+    )
+    return write_lerobot_dataset(spec, tmp_path_factory.mktemp("lerobot-video"))
+
+
+def test_video_frames_equal_lerobots_decoded_frames(video_dataset, tmp_path):
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    td, _ = _ted(video_dataset, tmp_path)
+    theirs = LeRobotDataset("owner/videoset", root=video_dataset)
+    assert theirs.meta.video_keys == [f"observation.images.{cam}" for cam in SPEC.cameras]
+    for i in range(len(theirs)):
+        frame = theirs[i]
+        for cam in SPEC.cameras:
+            pixels = (frame[f"observation.images.{cam}"] * 255).round().to(torch.uint8)
+            assert torch.equal(td["observation", "image", cam][i], pixels), (i, cam)
+        assert torch.equal(td["observation", "state"][i], frame["observation.state"])
+
+
+def test_a_missing_video_file_is_named(video_dataset, tmp_path):
+    folder = tmp_path / "copy" / "owner" / "videoset"
+    shutil.copytree(video_dataset, folder)
+    victim = next((folder / "videos" / "observation.images.wrist").rglob("*.mp4"))
+    victim.unlink()
+    with pytest.raises(CorruptInputError, match=f"{victim.name}: the video file of .* missing"):
         _ted(folder, tmp_path)
+    assert not (tmp_path / "dec").exists()
