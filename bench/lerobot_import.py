@@ -1,6 +1,6 @@
-"""Benchmark: a LeRobot v3.0 dataset (PNG images; AV1 video) into TED (decoded episodes + TED build) against
-reading every frame through ``LeRobotDataset.__getitem__`` (what a user would otherwise do),
-same dataset, same run. Goal: >= 5x frames/s, heap bounded by one data file.
+"""Benchmark: a LeRobot v3.0 dataset (PNG images; AV1 video) into TED (decoded episodes + TED
+build) against reading every frame through ``LeRobotDataset.__getitem__`` (what a user would
+otherwise do), same dataset, same run. Goal: >= 5x frames/s, heap bounded by one data file.
 
     python -m bench.lerobot_import     # writes bench/data/lerobot-import (lerobot's own writer)
 """

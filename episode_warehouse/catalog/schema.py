@@ -102,6 +102,8 @@ PARTITIONS = Table(
         Column("run_id", pa.string(), "VARCHAR", "Dagster run that wrote the rows"),
         Column("materialized_at", pa.timestamp("us", tz="UTC"), "TIMESTAMPTZ", "when"),
         Column("source_url", pa.string(), "VARCHAR", "where the source files were read"),
+        Column("fps", pa.int64(), "BIGINT", "steps per second (LeRobot: info.json's fps)"),
+        Column("robot_type", pa.string(), "VARCHAR", "LeRobot: info.json's robot_type"),
     ),
     "One row per materialized partition.",
     file="partition.parquet",

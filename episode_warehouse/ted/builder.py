@@ -32,6 +32,8 @@ _CARRIED = (
     "source_version",
     "source_files",
     "tasks",
+    "fps",
+    "robot_type",
     "suffixes",
     "gaps",
     "capacity",

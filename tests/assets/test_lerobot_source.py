@@ -40,6 +40,13 @@ def test_a_lerobot_dataset_from_a_folder_and_from_a_bucket(
         root=warehouse_env,
     )
     assert list(sel.length) == [n for e, n in enumerate(SPEC.lengths) if e % 2 == 1]
+    from episode_warehouse.catalog import run_query
+
+    _, rows = run_query(
+        warehouse_env / "catalog",
+        "SELECT fps, robot_type, episodes, frames FROM partitions WHERE source = 'lerobot'",
+    )
+    assert rows == [(SPEC.fps, "fixture_arm", len(SPEC.lengths), sum(SPEC.lengths))]
     capsys.readouterr()
     assert main(["materialize", "lerobot", SPEC.repo_id]) == 0  # nothing changed: nothing built
     assert "up to date" in capsys.readouterr().out
