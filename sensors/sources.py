@@ -44,18 +44,8 @@ def atari_source_sensor(context: dg.SensorEvaluationContext, atari_replay: Atari
     "openx_shards for each dataset whose shards appeared or changed.",
 )
 def openx_source_sensor(context: dg.SensorEvaluationContext, openx_source: OpenXSource):
-    previous = json.loads(context.cursor or "{}")
     current = openx_fingerprints(openx_source.source_url())
-    keys = changed(previous, current)[:MAX_ADDS_PER_TICK]
-    if not keys:
-        return dg.SkipReason(f"no change in {len(current)} OpenX datasets")
-    new = [k for k in keys if not context.instance.has_dynamic_partition(openx_datasets.name, k)]
-    handled = {k: current[k] for k in keys}
-    return dg.SensorResult(
-        run_requests=[dg.RunRequest(partition_key=k, run_key=f"{k}@{current[k]}") for k in keys],
-        dynamic_partitions_requests=[openx_datasets.build_add_request(new)] if new else [],
-        cursor=json.dumps({**previous, **handled}, sort_keys=True),
-    )
+    return _dynamic_requests(context, current, openx_datasets, "OpenX datasets")
 
 
 @dg.sensor(
@@ -66,16 +56,25 @@ def openx_source_sensor(context: dg.SensorEvaluationContext, openx_source: OpenX
     "lerobot_files for each dataset whose files appeared or changed.",
 )
 def lerobot_source_sensor(context: dg.SensorEvaluationContext, lerobot_source: LeRobotSource):
-    previous = json.loads(context.cursor or "{}")
     current = lerobot_fingerprints(lerobot_source.store())
+    return _dynamic_requests(context, current, lerobot_datasets, "LeRobot datasets")
+
+
+def _dynamic_requests(
+    context: dg.SensorEvaluationContext,
+    current: dict[str, str],
+    partitions: dg.DynamicPartitionsDefinition,
+    what: str,
+):
+    """Run requests for the partitions whose fingerprint changed, adding the new ones."""
+    previous = json.loads(context.cursor or "{}")
     keys = changed(previous, current)[:MAX_ADDS_PER_TICK]
     if not keys:
-        return dg.SkipReason(f"no change in {len(current)} LeRobot datasets")
-    has = context.instance.has_dynamic_partition
-    new = [k for k in keys if not has(lerobot_datasets.name, k)]
+        return dg.SkipReason(f"no change in {len(current)} {what}")
+    new = [k for k in keys if not context.instance.has_dynamic_partition(partitions.name, k)]
     return dg.SensorResult(
         run_requests=[dg.RunRequest(partition_key=k, run_key=f"{k}@{current[k]}") for k in keys],
-        dynamic_partitions_requests=[lerobot_datasets.build_add_request(new)] if new else [],
+        dynamic_partitions_requests=[partitions.build_add_request(new)] if new else [],
         cursor=json.dumps({**previous, **{k: current[k] for k in keys}}, sort_keys=True),
     )
 
