@@ -48,6 +48,22 @@ def _lineage(source: str, key: str, raw: dict) -> dict:
     }
 
 
+def _decode_from_raw(
+    layout: WarehouseLayout, source: str, key: str, raw_asset: str, code_version: str, make_build
+) -> Built:
+    """The one shape of every decode stage: hold the raw folder still, require its record, and
+    rebuild the decoded folder when the raw version or the code version changed.
+    ``make_build(raw_dir, raw_record, lineage)`` returns the build function."""
+    raw_dir = layout.raw_dir(source, key)
+    with reading(raw_dir):
+        raw = require(raw_dir, raw_asset, key)
+        return build_if_changed(
+            layout.decoded_dir(source, key),
+            {"raw": raw["version"], "code_version": code_version},
+            make_build(raw_dir, raw, _lineage(source, key, raw)),
+        )
+
+
 def decode_atari(
     layout: WarehouseLayout,
     key: str,
@@ -60,27 +76,25 @@ def decode_atari(
     """Decoded episodes of one Atari run from its raw folder (held still while it is read),
     in the layout the raw stage found: Dopamine checkpoints or RL Unplugged TFRecord files
     (``endpoint`` reaches the bucket when the raw stage only listed them: streaming)."""
-    raw_dir = layout.raw_dir("atari", key)
-    with reading(raw_dir):
-        raw = require(raw_dir, "atari_replay_files", key)
-        inputs = {"raw": raw["version"], "code_version": code_version}
-        lineage = _lineage("atari", key, raw)
+
+    def make_build(raw_dir: Path, raw: dict, lineage: dict):
         if raw.get("format") == "atari-rlu-raw":
-            build = _rlu_build(raw_dir, raw, key, workers, endpoint, limits, lineage)
-        else:
-            from episode_warehouse.atari.decode import decode_run
+            return _rlu_build(raw_dir, raw, key, workers, endpoint, limits, lineage)
+        from episode_warehouse.atari.decode import decode_run
 
-            def build(tmp: Path) -> dict:
-                return decode_run(
-                    raw_dir / "replay_logs",
-                    raw["suffixes"],
-                    tmp,
-                    workers=workers,
-                    file_prefix=f"{key}/replay_logs/",
-                    lineage=lineage,
-                )
+        def build(tmp: Path) -> dict:
+            return decode_run(
+                raw_dir / "replay_logs",
+                raw["suffixes"],
+                tmp,
+                workers=workers,
+                file_prefix=f"{key}/replay_logs/",
+                lineage=lineage,
+            )
 
-        return build_if_changed(layout.decoded_dir("atari", key), inputs, build)
+        return build
+
+    return _decode_from_raw(layout, "atari", key, "atari_replay_files", code_version, make_build)
 
 
 def _rlu_build(raw_dir, raw, key, workers, endpoint, limits, lineage):
@@ -123,19 +137,12 @@ def decode_openx(
     from episode_warehouse.openx.decode import decode_shards
     from episode_warehouse.openx.mirror import manifest_shards
 
-    raw_dir = layout.raw_dir("openx", key)
-    with reading(raw_dir):
-        raw = require(raw_dir, "openx_shards", key)
-        return build_if_changed(
-            layout.decoded_dir("openx", key),
-            {"raw": raw["version"], "code_version": code_version},
-            lambda tmp: decode_shards(
-                manifest_shards(raw_dir, raw),
-                tmp,
-                lineage=_lineage("openx", key, raw),
-                limits=limits,
-            ),
+    def make_build(raw_dir: Path, raw: dict, lineage: dict):
+        return lambda tmp: decode_shards(
+            manifest_shards(raw_dir, raw), tmp, lineage=lineage, limits=limits
         )
+
+    return _decode_from_raw(layout, "openx", key, "openx_shards", code_version, make_build)
 
 
 def decode_lerobot_stage(layout: WarehouseLayout, key: str, *, code_version: str) -> Built:
@@ -143,16 +150,10 @@ def decode_lerobot_stage(layout: WarehouseLayout, key: str, *, code_version: str
     from episode_warehouse.lerobot_source.dataset import open_lerobot_folder
     from episode_warehouse.lerobot_source.decode import decode_lerobot
 
-    raw_dir = layout.raw_dir("lerobot", key)
-    with reading(raw_dir):
-        raw = require(raw_dir, "lerobot_files", key)
-        return build_if_changed(
-            layout.decoded_dir("lerobot", key),
-            {"raw": raw["version"], "code_version": code_version},
-            lambda tmp: decode_lerobot(
-                open_lerobot_folder(raw_dir), tmp, lineage=_lineage("lerobot", key, raw)
-            ),
-        )
+    def make_build(raw_dir: Path, raw: dict, lineage: dict):
+        return lambda tmp: decode_lerobot(open_lerobot_folder(raw_dir), tmp, lineage=lineage)
+
+    return _decode_from_raw(layout, "lerobot", key, "lerobot_files", code_version, make_build)
 
 
 def build_ted_stage(layout: WarehouseLayout, source: str, key: str, *, code_version: str) -> Built:
