@@ -22,6 +22,7 @@ lerobot_statistics = statistics_asset("lerobot", lerobot_datasets, lerobot_ted)
 
 atari_lerobot_export = partition_export_asset("atari", atari_runs, atari_catalog_rows)
 openx_lerobot_export = partition_export_asset("openx", openx_datasets, openx_catalog_rows)
+lerobot_lerobot_export = partition_export_asset("lerobot", lerobot_datasets, lerobot_catalog_rows)
 
 ATARI_STAGES = {
     "raw": atari_replay_files,
@@ -37,11 +38,12 @@ OPENX_STAGES = {
     "catalog": openx_catalog_rows,
     "lerobot": openx_lerobot_export,
 }
-LEROBOT_STAGES = {  # a LeRobot dataset is not exported again as LeRobot
+LEROBOT_STAGES = {
     "raw": lerobot_files,
     "decoded": lerobot_episodes,
     "ted": lerobot_ted,
     "catalog": lerobot_catalog_rows,
+    "lerobot": lerobot_lerobot_export,  # the round trip: an imported dataset written again
 }
 ALL_ASSETS = [
     *ATARI_STAGES.values(),
@@ -79,5 +81,6 @@ ALL_CHECKS = [
     recorded_returns_check(atari_catalog_rows),
     export_check(atari_lerobot_export, _partition_export_name("atari")),
     export_check(openx_lerobot_export, _partition_export_name("openx")),
+    export_check(lerobot_lerobot_export, _partition_export_name("lerobot")),
     export_check(selection_lerobot_export, lambda context: context.partition_key),
 ]

@@ -10,12 +10,12 @@ ATARI_EPISODES = "2"  # 2: RL Unplugged decoding; source ids in the episodes tab
 OPENX_SHARDS = "2"  # 2: meta.json record, verified while copying
 OPENX_EPISODES = "2"  # 2: tar members read by name, every value checked
 LEROBOT_FILES = "1"
-LEROBOT_EPISODES = "1"
+LEROBOT_EPISODES = "2"  # 2: tasks and lerobot_stats per episode
 TED = "2"  # 2: final observations of RL Unplugged episodes, validated before publishing
-CATALOG_ROWS = "3"  # 2: one folder per partition, source id columns; 3: fps, robot_type
+CATALOG_ROWS = "4"  # 2: folder per partition, source ids; 3: fps, robot_type; 4: tasks, stats
 EPISODE_CATALOG = "1"
 STATISTICS = "1"
-LEROBOT_EXPORT = "1"
+LEROBOT_EXPORT = "2"  # 2: fps, robot type and nested keys of LeRobot sources
 
 
 def of(context) -> str:

@@ -71,7 +71,8 @@ def _dynamic_requests(
     keys = changed(previous, current)[:MAX_ADDS_PER_TICK]
     if not keys:
         return dg.SkipReason(f"no change in {len(current)} {what}")
-    new = [k for k in keys if not context.instance.has_dynamic_partition(partitions.name, k)]
+    name = partitions.name or ""  # our dynamic partitions are all named (assets/partitions.py)
+    new = [k for k in keys if not context.instance.has_dynamic_partition(name, k)]
     return dg.SensorResult(
         run_requests=[dg.RunRequest(partition_key=k, run_key=f"{k}@{current[k]}") for k in keys],
         dynamic_partitions_requests=[partitions.build_add_request(new)] if new else [],

@@ -20,15 +20,8 @@ ASSETS = {  # per stage, the assets it materializes
         (f"{source}_catalog_rows", f"{source}_statistics"),
         (f"{source}_lerobot_export",),
     )
-    for source, raw in (("atari", "replay_files"), ("openx", "shards"))
+    for source, raw in (("atari", "replay_files"), ("openx", "shards"), ("lerobot", "files"))
 }
-ASSETS["lerobot"] = (  # no LeRobot export of a LeRobot source
-    ("lerobot_files",),
-    ("lerobot_episodes",),
-    ("lerobot_ted",),
-    ("lerobot_catalog_rows", "lerobot_statistics"),
-    (),
-)
 DYNAMIC = {
     "openx": "openx_datasets",
     "lerobot": "lerobot_datasets",

@@ -26,13 +26,6 @@ def folder_bytes(folder: Path) -> int:
     return total
 
 
-def fps_for(source: str, partition: str) -> int:
-    """Steps per second where the TED does not record it (Atari, OpenX)."""
-    from episode_warehouse.export.features import fps_for as export_fps
-
-    return export_fps(source, partition)
-
-
 def catalog_rows(
     ted_folder: Path,
     source: str,
@@ -57,6 +50,8 @@ def catalog_rows(
     }
     for name, column in lineage.items():
         episodes = episodes.append_column(name, column)
+    from episode_warehouse.export.features import fps_for  # the export's rule, imported late
+
     partition_row = {
         "source": source,
         "partition": partition,
@@ -68,7 +63,7 @@ def catalog_rows(
         "run_id": run_id,
         "materialized_at": materialized_at,
         "source_url": meta.get("source_url", ""),
-        "fps": meta.get("fps") or fps_for(source, partition),
+        "fps": fps_for(source, partition, meta),
         "robot_type": meta.get("robot_type"),
     }
     return episodes, partition_row

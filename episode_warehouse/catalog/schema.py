@@ -70,6 +70,13 @@ _EPISODE_COLUMNS = (
     Column("checkpoint_idx", pa.int64(), "BIGINT", "RL Unplugged: the source's checkpoint id"),
     Column("episode_idx", pa.int64(), "BIGINT", "RL Unplugged: the source's episode id"),
     Column("recorded_return", pa.float64(), "DOUBLE", "RL Unplugged: the episode_return recorded"),
+    Column("tasks", pa.list_(pa.string()), "VARCHAR[]", "LeRobot: every task of the episode"),
+    Column(
+        "lerobot_stats",
+        pa.string(),
+        "JSON",
+        "LeRobot: the dataset's own per-episode statistics, {feature: {min, max, mean, ...}}",
+    ),
 )
 
 # What a decoder writes per episode (decoded and TED ``episodes.parquet``).

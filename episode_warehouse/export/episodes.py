@@ -29,7 +29,7 @@ class ExportEpisode:
 
 
 def _task(source: str, partition: str, meta: dict, steps: TensorDictBase) -> str:
-    """Atari: the game. OpenX: the episode's language instruction (``task_index`` into tasks)."""
+    """Atari: the game. OpenX, LeRobot: the episode's instruction (``task_index`` into tasks)."""
     if source == "atari":
         return partition.split("/")[0]
     tasks = meta.get("tasks", [])
@@ -70,9 +70,9 @@ def create_dataset(repo_id: str, episodes: list[ExportEpisode], out: Path, video
         out.rmdir()  # lerobot creates the dataset root itself (an empty staging folder here)
     return LeRobotDataset.create(
         repo_id,
-        fps=fps_for(first.source, first.partition),
+        fps=fps_for(first.source, first.partition, first.meta),
         features=features_for(first.ted, first.source, video),
         root=out,
         use_videos=video,
-        robot_type=first.source,
+        robot_type=first.meta.get("robot_type") or first.source,
     )

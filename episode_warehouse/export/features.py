@@ -6,11 +6,15 @@ image writer takes uint8 images with 3 channels), ``action`` (int64 [1]), ``next
 OpenX: ``observation.images.<camera>`` (HWC uint8), ``observation.state`` and ``action``
 (float32), ``next.reward``, ``next.done``; task = the language instruction; fps = the dataset's
 control frequency (table in ``openx/datasets.py``, default 10).
+LeRobot (an imported dataset): the same names as OpenX, cameras from ``observation/image/<cam>``
+and other nested observations back to dotted names (``observation/a/b`` -> ``observation.a.b``);
+fps, robot type and tasks as the TED recorded them from the original ``info.json``.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 from tensordict import TensorDictBase
 
 from episode_warehouse.openx.datasets import CONTROL_HZ, DEFAULT_HZ
@@ -18,10 +22,25 @@ from episode_warehouse.openx.datasets import CONTROL_HZ, DEFAULT_HZ
 ATARI_FPS = 15
 
 
-def fps_for(source: str, partition: str) -> int:
+def fps_for(source: str, partition: str, meta: dict | None = None) -> int:
+    """Frames per second of a partition: what its TED recorded (LeRobot), else the source's."""
+    if meta and meta.get("fps"):
+        return int(meta["fps"])
     if source == "atari":
         return ATARI_FPS
     return CONTROL_HZ.get(partition, DEFAULT_HZ)
+
+
+def _observations(td: TensorDictBase) -> list[tuple[tuple[str, ...], torch.Tensor]]:
+    """Each observation leaf (key path under ``observation``, tensor), current frames only."""
+    obs = td["observation"]
+    return [((k,) if isinstance(k, str) else k, obs[k]) for k in obs.keys(True, True)]
+
+
+def _feature_name(path: tuple[str, ...], image: bool) -> str:
+    if image:
+        return "observation.images." + path[-1]  # observation/<cam> or observation/image/<cam>
+    return "observation." + ".".join(path)
 
 
 def features_for(td: TensorDictBase, source: str, video: bool) -> dict:
@@ -40,17 +59,16 @@ def features_for(td: TensorDictBase, source: str, video: bool) -> dict:
         }
         feats["action"] = {"dtype": "int64", "shape": (1,), "names": None}
         return feats
-    for name in td["observation"].keys():  # noqa: SIM118 - TensorDict needs keys()
-        value = td["observation", name]
+    for path, value in _observations(td):
         if value.dtype.is_floating_point or value.ndim < 4:
-            feats["observation.state" if name == "state" else f"observation.{name}"] = {
+            feats[_feature_name(path, image=False)] = {
                 "dtype": "float32",
                 "shape": tuple(value.shape[1:]) or (1,),
                 "names": None,
             }
         else:
             c, h, w = value.shape[1:]
-            feats[f"observation.images.{name}"] = {
+            feats[_feature_name(path, image=True)] = {
                 "dtype": visual,
                 "shape": (h, w, c),
                 "names": ["height", "width", "channels"],
@@ -69,7 +87,10 @@ def _image_key(source: str, feature: str) -> tuple[str, str]:
 
     if source == "atari":
         return "observation", GRAY
-    return f"observation/{feature.removeprefix('observation.images.')}", CHW
+    camera = feature.removeprefix("observation.images.")
+    if source == "lerobot":
+        return f"observation/image/{camera}", CHW
+    return f"observation/{camera}", CHW
 
 
 def _image_features(feats: dict) -> list[str]:
@@ -97,8 +118,8 @@ def columns_of(td: TensorDictBase, source: str, feats: dict) -> dict[str, np.nda
         return cols
     for key in feats:
         if key.startswith("observation.") and not key.startswith("observation.images."):
-            name = "state" if key == "observation.state" else key.removeprefix("observation.")
-            cols[key] = td["observation", name].numpy().astype(np.float32).reshape(n, -1)
+            path = tuple(key.removeprefix("observation.").split("."))
+            cols[key] = td["observation", *path].numpy().astype(np.float32).reshape(n, -1)
     cols["action"] = td["action"].numpy().astype(np.float32).reshape(n, -1)
     return cols
 

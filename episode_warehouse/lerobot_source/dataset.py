@@ -76,6 +76,15 @@ def _table(path: Path, columns: list[str] | None = None) -> pa.Table:
         ) from None
 
 
+def _stats_columns(path: Path) -> list[str]:
+    """The ``stats/<feature>/<stat>`` columns of an episodes file (kept for the catalog)."""
+    try:
+        names = pq.read_schema(path).names
+    except (OSError, pa.ArrowException):
+        return []  # _table names the unreadable file
+    return [n for n in names if n.startswith("stats/")]
+
+
 def open_lerobot_folder(folder: Path) -> LeRobotFolder:
     """Read and check a dataset's metadata.
 
@@ -151,7 +160,9 @@ def _episodes(folder: Path, videos: list[str]) -> pa.Table:
         "dataset_to_index",
     ]
     columns += [f"videos/{key}/{c}" for key in videos for c in VIDEO_COLUMNS]
-    table = pa.concat_tables([_table(f, columns) for f in files]).sort_by("episode_index")
+    table = pa.concat_tables(
+        [_table(f, columns + _stats_columns(f)) for f in files], promote_options="default"
+    ).sort_by("episode_index")
     index = table.column("episode_index").to_numpy()
     if len(index) and not np.array_equal(index, np.arange(len(index))):
         gap = int(np.flatnonzero(index != np.arange(len(index)))[0])

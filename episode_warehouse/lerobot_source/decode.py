@@ -13,6 +13,7 @@ own episode ids and rows. ``terminated`` comes from ``next.terminated`` (else ``
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -232,6 +233,20 @@ def _terminal(table: pa.Table) -> np.ndarray | None:
     return done
 
 
+def _stats_json(meta: pa.Table) -> list[str | None]:
+    """Each episode's ``stats/<feature>/<stat>`` columns of ``meta/episodes`` as one JSON
+    object, ``{feature: {stat: value}}`` (values as LeRobot stores them)."""
+    columns = [n for n in meta.schema.names if n.startswith("stats/")]
+    if not columns:
+        return [None] * len(meta)
+    per_episode: list[dict] = [{} for _ in range(len(meta))]
+    for name in columns:
+        feature, stat = name.removeprefix("stats/").rsplit("/", 1)
+        for stats, value in zip(per_episode, meta.column(name).to_pylist(), strict=True):
+            stats.setdefault(feature, {})[stat] = value
+    return [json.dumps(s, separators=(",", ":")) for s in per_episode]
+
+
 def _episode_rows(
     dataset: LeRobotFolder,
     episode_of: np.ndarray | None,
@@ -267,6 +282,8 @@ def _episode_rows(
             "true_start": np.ones(n, dtype=bool),
             "complete": terminated,
             "language_instruction": [t[0] if t else None for t in tasks],
+            "tasks": tasks,
+            "lerobot_stats": _stats_json(meta),
             "source_files": [
                 [f"data/chunk-{c:03d}/file-{f:03d}.parquet"]
                 for c, f in zip(

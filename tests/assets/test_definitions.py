@@ -29,6 +29,7 @@ def test_asset_keys_and_groups():
         "episode_catalog": "catalog",
         "atari_lerobot_export": "lerobot",
         "openx_lerobot_export": "lerobot",
+        "lerobot_lerobot_export": "lerobot",
         "selection_lerobot_export": "lerobot",
     }
 

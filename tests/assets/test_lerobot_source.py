@@ -47,6 +47,8 @@ def test_a_lerobot_dataset_from_a_folder_and_from_a_bucket(
         "SELECT fps, robot_type, episodes, frames FROM partitions WHERE source = 'lerobot'",
     )
     assert rows == [(SPEC.fps, "fixture_arm", len(SPEC.lengths), sum(SPEC.lengths))]
+    _assert_catalog_keeps_lerobot_metadata(warehouse_env, lerobot_folder)
+    _assert_export_round_trips(theirs, warehouse_env)
     capsys.readouterr()
     assert main(["materialize", "lerobot", SPEC.repo_id]) == 0  # nothing changed: nothing built
     assert "up to date" in capsys.readouterr().out
@@ -59,6 +61,55 @@ def test_a_lerobot_dataset_from_a_folder_and_from_a_bucket(
     here = open_ted("lerobot", SPEC.repo_id, root=other)
     for key in td.keys(True, True):
         assert torch.equal(torch.as_tensor(here.get(key)), torch.as_tensor(td.get(key))), key
+
+
+def _assert_catalog_keeps_lerobot_metadata(root, lerobot_folder):
+    """Every task and LeRobot's own per-episode statistics, as meta/episodes holds them."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from episode_warehouse.catalog import run_query
+
+    meta = pq.read_table(lerobot_folder / SPEC.repo_id / "meta" / "episodes").to_pylist()
+    _, rows = run_query(
+        root / "catalog",
+        "SELECT episode, tasks, lerobot_stats FROM episodes WHERE source = 'lerobot' "
+        "ORDER BY episode",
+    )
+    assert [r[1] for r in rows] == [m["tasks"] for m in meta]
+    for (_, _, stats), m in zip(rows, meta, strict=True):
+        stats = json.loads(stats)
+        assert stats["observation.state"]["mean"] == m["stats/observation.state/mean"]
+        assert stats["observation.images.top"]["max"] == m["stats/observation.images.top/max"]
+    _, mean = run_query(
+        root / "catalog",
+        "SELECT lerobot_stats->'action'->'count' FROM episodes "
+        "WHERE source = 'lerobot' AND episode = 1",
+    )
+    assert json.loads(mean[0][0]) == meta[1]["stats/action/count"]
+
+
+def _assert_export_round_trips(theirs, root):
+    """The partition's LeRobot export (the last stage) holds the original dataset's frames."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from episode_warehouse.paths import WarehouseLayout
+
+    name = "lerobot-" + SPEC.repo_id.replace("/", "-")
+    ours = LeRobotDataset(f"episode-warehouse/{name}", root=WarehouseLayout(root).lerobot_dir(name))
+    assert (ours.fps, ours.meta.robot_type) == (theirs.fps, theirs.meta.robot_type)
+    assert ours.meta.total_episodes == theirs.meta.total_episodes
+    assert len(ours) == len(theirs)
+    keys = [*(f"observation.images.{c}" for c in SPEC.cameras), "observation.state", "action"]
+    keys += ["next.reward", "next.done", "episode_index", "frame_index", "timestamp", "task"]
+    for i in range(len(theirs)):
+        a, b = ours[i], theirs[i]
+        for key in keys:
+            if key == "task":
+                assert a[key] == b[key], (i, key)
+            else:
+                assert torch.equal(a[key], b[key]), (i, key)
 
 
 def test_lerobot_source_errors_name_the_fix(warehouse_env, monkeypatch, capsys, tmp_path):
