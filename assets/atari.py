@@ -14,6 +14,7 @@ from resources import AtariReplaySource, WarehouseStorage
 @dg.asset(
     partitions_def=atari_runs,
     group_name="atari",
+    pool="download",  # bounded across runs and machines (docs/cluster.md)
     kinds={"gcs", "gzip"},
     code_version=versions.ATARI_REPLAY_FILES,
     retry_policy=RAW_RETRY_POLICY,
@@ -80,7 +81,7 @@ def atari_episodes(
         layout,
         key,
         code_version=versions.of(context),
-        workers=warehouse.workers,
+        workers=warehouse.decode_processes(),
         endpoint=atari_replay.endpoint(),
         limits=warehouse.input_limits(),
     )

@@ -13,6 +13,7 @@ from resources import LeRobotSource, WarehouseStorage
 @dg.asset(
     partitions_def=lerobot_datasets,
     group_name="lerobot_source",
+    pool="download",  # bounded across runs and machines (docs/cluster.md)
     kinds={"lerobot", "parquet"},
     code_version=versions.LEROBOT_FILES,
     retry_policy=RAW_RETRY_POLICY,

@@ -14,6 +14,7 @@ from resources import OpenXSource, WarehouseStorage
 @dg.asset(
     partitions_def=openx_datasets,
     group_name="openx",
+    pool="download",  # bounded across runs and machines (docs/cluster.md)
     kinds={"huggingface", "tar"},
     code_version=versions.OPENX_SHARDS,
     retry_policy=RAW_RETRY_POLICY,

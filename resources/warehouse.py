@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -11,8 +12,10 @@ from episode_warehouse.limits import LIMITS_ENV, InputLimits
 from episode_warehouse.paths import DEFAULT_ROOT, ROOT_ENV, WarehouseLayout
 from episode_warehouse.workers import default_processes
 from resources.settings import setting
+from warehouse_cli.cluster.instance import WORKER_ENV, WORKER_TAG
 
 SCRATCH_ENV = "EPISODE_WAREHOUSE_SCRATCH"
+WORKERS_ENV = "EPISODE_WAREHOUSE_WORKERS"
 
 
 class WarehouseStorage(dg.ConfigurableResource):
@@ -29,8 +32,17 @@ class WarehouseStorage(dg.ConfigurableResource):
     root: str | None = None
     scratch: str | None = None
     limits: str | None = None
-    workers: int = 2
+    workers: int | None = None
     export_workers: int | None = None
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """On a cluster worker, record the worker in the run's tags (run monitoring asks it
+        whether it is alive; the UI shows where each run ran)."""
+        worker = os.environ.get(WORKER_ENV)
+        run = context.dagster_run
+        known = run is not None and run.tags.get(WORKER_TAG) == worker
+        if worker and run is not None and context.instance is not None and not known:
+            context.instance.add_run_tags(run.run_id, {WORKER_TAG: worker})
 
     def layout(self) -> WarehouseLayout:
         layout = WarehouseLayout.from_root(setting(self.root, ROOT_ENV, DEFAULT_ROOT))
@@ -46,6 +58,11 @@ class WarehouseStorage(dg.ConfigurableResource):
     def input_limits(self) -> InputLimits:
         """Bounds on untrusted input (``EPISODE_WAREHOUSE_LIMITS``, docs/reliability.md)."""
         return InputLimits.parse(setting(self.limits, LIMITS_ENV, ""))
+
+    def decode_processes(self) -> int:
+        """Processes a stage decodes with (``EPISODE_WAREHOUSE_WORKERS``, default 2; the local
+        cluster sets cores / workers, so that its workers share the machine's cores)."""
+        return setting(self.workers, WORKERS_ENV, 2, cast=int)
 
     def export_processes(self) -> int:
         return self.export_workers or default_processes(reserve=1)

@@ -1,4 +1,7 @@
-"""``warehouse``: demo, materialize, sql, ui, fixtures. Errors print one line and exit 2."""
+"""``warehouse``: demo, materialize, export, sql, ui, cluster, backfill, fixtures.
+
+Errors print one line and exit 2.
+"""
 
 from __future__ import annotations
 
@@ -167,6 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the demo fixtures (GCS emulator) and use the demo warehouse",
     )
     p.set_defaults(func=cmd_ui)
+
+    from warehouse_cli.cluster.commands import add_parsers
+
+    add_parsers(sub)  # cluster up|status|down, backfill
 
     p = sub.add_parser("fixtures", help="write the demo fixtures (Atari bucket, OpenX mirror)")
     p.add_argument("folder")

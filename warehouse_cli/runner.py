@@ -49,7 +49,7 @@ def _error_names() -> set[str]:
     }
 
 
-def _our_error(error):
+def our_error(error):
     """The warehouse's own error in Dagster's chain of causes, else the innermost one."""
     names = _error_names()
     while error.cls_name not in names and error.cause is not None:
@@ -57,7 +57,7 @@ def _our_error(error):
     return error
 
 
-def _check_key(source: str, partition: str) -> None:
+def check_key(source: str, partition: str) -> None:
     if source == "atari":
         parse_partition_key(partition)
     elif source == "openx":
@@ -87,7 +87,7 @@ def materialize_partition(
         PartitionKeyError: unknown source, stage or partition key.
         WarehouseError: the run failed; the message is the failing step's error.
     """
-    _check_key(source, partition)
+    check_key(source, partition)
     instance = instance or dg.DagsterInstance.get()
     if source in DYNAMIC and not instance.has_dynamic_partition(DYNAMIC[source], partition):
         instance.add_dynamic_partitions(DYNAMIC[source], [partition])
@@ -123,7 +123,7 @@ def materialize_partition(
                 )
         for event in result.all_events:
             if event.is_step_failure and event.step_failure_data.error:
-                error = _our_error(event.step_failure_data.error)
+                error = our_error(event.step_failure_data.error)
                 text = error.message.strip().splitlines()[0]
                 if ": " in text and "." in text.split(": ", 1)[0]:
                     text = text.split(": ", 1)[1]  # drop "package.module.ErrorClass: "

@@ -56,7 +56,7 @@ def test_selection_export_records_query_and_episodes(warehouse_env, capsys):
 def test_export_of_unmaterialized_partition_is_refused(warehouse_env, instance):
     import assets.graph as graph
     from resources import build_resources
-    from warehouse_cli.runner import _our_error
+    from warehouse_cli.runner import our_error
 
     result = dg.materialize(
         graph.ALL_ASSETS,
@@ -68,6 +68,6 @@ def test_export_of_unmaterialized_partition_is_refused(warehouse_env, instance):
     )
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
-    message = _our_error(failure.step_failure_data.error).message
+    message = our_error(failure.step_failure_data.error).message
     assert "not materialized" in message and "materialize atari_ted for Pong/1" in message
     assert not (warehouse_env / "lerobot").exists()

@@ -1,0 +1,30 @@
+"""The Celery app the cluster's workers run: ``dagster_celery``'s, with child processes allowed.
+
+A run's stages start processes of their own (the decode pool, the PNG writers of exports), but
+Celery's prefork workers run each task in a daemonic process, and Python refuses children to
+daemonic processes ("daemonic processes are not allowed to have children"). Each worker process
+runs one task and is then replaced (``worker_max_tasks_per_child = 1``), and a run's own pools
+are closed by the run, so lifting the flag leaves nothing behind. Tested by every cluster test
+(their runs decode and export with worker processes).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]
+
+from celery.signals import worker_process_init
+from dagster_celery.app import app
+
+__all__ = ["app"]
+
+
+@worker_process_init.connect
+def _allow_child_processes(**_kwargs) -> None:
+    process = multiprocessing.current_process()
+    process.daemon = False
+    # billiard (Celery's fork of multiprocessing) stands in for the current process here, with
+    # its own authkey type, which it refuses to pickle when the standard library starts a child
+    # with spawn or forkserver: give it the standard library's type
+    process._config["authkey"] = AuthenticationString(os.urandom(32))

@@ -1,0 +1,53 @@
+"""Runs as Kubernetes Jobs (``K8sRunLauncher``, deploy/helm/values.yaml): per-source pod
+resources, and the Job manifest of a run, rendered offline exactly as the launcher builds it.
+
+Every backfill tags its runs with ``dagster-k8s/config`` for its source (:func:`k8s_tags`); the
+Celery and default launchers ignore the tag, the Kubernetes launcher sizes the run's pod by it.
+"""
+
+from __future__ import annotations
+
+import json
+
+K8S_CONFIG_TAG = "dagster-k8s/config"
+# One run builds one partition: what its pod requests and may use, per source.
+SOURCE_PODS = {
+    "atari": {"requests": {"cpu": "2", "memory": "6Gi"}, "limits": {"memory": "10Gi"}},
+    "openx": {"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"memory": "24Gi"}},
+    "lerobot": {"requests": {"cpu": "4", "memory": "8Gi"}, "limits": {"memory": "16Gi"}},
+}
+
+
+def k8s_tags(source: str) -> dict[str, str]:
+    """The run tag that sizes a run's pod for ``source``."""
+    config = {"container_config": {"resources": SOURCE_PODS[source]}}
+    return {K8S_CONFIG_TAG: json.dumps(config, sort_keys=True)}
+
+
+def render_run_job(run, launcher) -> dict:
+    """The Kubernetes Job ``launcher`` (a ``K8sRunLauncher``) would create for ``run``, as a
+    dict, without a cluster: the same container context, job config and command."""
+    from dagster._grpc.types import ExecuteRunArgs as RunArgs
+    from dagster_k8s.job import construct_dagster_k8s_job, get_job_name_from_run_id
+    from kubernetes.client import ApiClient
+
+    origin = run.job_code_origin
+    context = launcher.get_container_context_for_run(run)
+    job_config = context.get_k8s_job_config(
+        job_image=origin.repository_origin.container_image, run_launcher=launcher
+    )
+    args = RunArgs(
+        job_origin=origin, run_id=run.run_id, instance_ref=None, set_exit_code_on_failure=None
+    ).get_command_args()
+    name = get_job_name_from_run_id(run.run_id)
+    job = construct_dagster_k8s_job(
+        job_config=job_config,
+        args=args,
+        job_name=name,
+        pod_name=name,
+        component="run_worker",
+        user_defined_k8s_config=context.run_k8s_config,
+        labels={"dagster/job": origin.job_name, "dagster/run-id": run.run_id},
+        env_vars=[{"name": "DAGSTER_RUN_JOB_NAME", "value": origin.job_name}],
+    )
+    return ApiClient().sanitize_for_serialization(job)
