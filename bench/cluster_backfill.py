@@ -30,13 +30,7 @@ PARTITIONS = [f"Pong/{r}" for r in range(1, 6)] + [f"Breakout/{r}" for r in rang
 
 def make_runs(steps: int) -> Path:
     """RL Unplugged files for every partition, 2 files of ``steps / 2`` steps each (once)."""
-    from episode_warehouse.fixtures.atari_game import play_episode
-    from episode_warehouse.fixtures.rlu_writer import (
-        encode_episode,
-        file_name,
-        from_game,
-        write_file,
-    )
+    from episode_warehouse.fixtures.rlu_writer import file_name, write_simulated_file
 
     folder = DATA / f"cluster-rlu-{steps}"
     if (folder / "done").exists():
@@ -47,14 +41,8 @@ def make_runs(steps: int) -> Path:
         game, run = key.split("/")
         index = 0
         for i in range(2):
-            records, total = [], 0
-            while total < steps // 2:
-                n = int(min(rng.integers(200, 1500), steps // 2 - total))
-                episode = from_game(play_episode(rng, n), i, index, terminal=True)
-                records.append(encode_episode(episode))
-                total += n
-                index += 1
-            write_file(folder / game / file_name(int(run), i, 2), records)
+            path = folder / game / file_name(int(run), i, 2)
+            index = write_simulated_file(path, steps // 2, rng, i, index)
     (folder / "done").write_text("")
     return folder
 
@@ -92,7 +80,7 @@ def backfill_on(workers: int, data: Path) -> dict:
         if any(o.status != "SUCCESS" for o in outcomes):
             raise RuntimeError(f"backfill failed: {outcomes}")
         records = instance.get_run_records(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
-        queue_to_start = [r.start_time - r.create_timestamp for r in records]
+        queue_to_start = [r.start_time - r.create_timestamp.timestamp() for r in records]
         run_s = [r.end_time - r.start_time for r in records]
         return {
             "workers": workers,

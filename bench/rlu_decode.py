@@ -32,13 +32,7 @@ DATA = Path(__file__).parent / "data"
 
 def make_files(files: int, steps: int) -> Path:
     """``<folder>/Pong/run_1-0000i-of-0000n``, ``steps`` transitions each (written once)."""
-    from episode_warehouse.fixtures.atari_game import play_episode
-    from episode_warehouse.fixtures.rlu_writer import (
-        encode_episode,
-        file_name,
-        from_game,
-        write_file,
-    )
+    from episode_warehouse.fixtures.rlu_writer import file_name, write_simulated_file
 
     folder = DATA / f"rlu-{files}x{steps}"
     if (folder / "done").exists():
@@ -47,14 +41,8 @@ def make_files(files: int, steps: int) -> Path:
     rng = np.random.default_rng(0)
     index = 0
     for i in range(files):
-        records, total = [], 0
-        while total < steps:
-            n = int(min(rng.integers(200, 1500), steps - total))
-            game = play_episode(rng, n)
-            records.append(encode_episode(from_game(game, i, index, terminal=index % 4 != 3)))
-            total += n
-            index += 1
-        write_file(folder / "Pong" / file_name(1, i, files), records)
+        path = folder / "Pong" / file_name(1, i, files)
+        index = write_simulated_file(path, steps, rng, i, index, lambda e: e % 4 != 3)
     (folder / "done").write_text("")
     return folder
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from episode_warehouse.errors import WarehouseError
+from warehouse_cli.arguments import add_source_arguments
 from warehouse_cli.environment import PROJECT_ROOT, cli_instance, default_dagster_home
 
 
@@ -123,14 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("materialize", help="materialize one partition through the asset graph")
-    p.add_argument("source", choices=["atari", "openx", "lerobot"])
-    p.add_argument("partition", help="e.g. Pong/5, cmu_stretch or lerobot/pusht")
-    p.add_argument(
-        "--through",
-        choices=["raw", "decoded", "ted", "catalog", "lerobot"],
-        default=None,
-        help="last stage to build (default: all)",
-    )
+    add_source_arguments(p, "e.g. Pong/5, cmu_stretch or lerobot/pusht")
     p.add_argument("--video", action="store_true", help="LeRobot export as AV1 video (lossy)")
     p.add_argument("--root", help="warehouse root (default: $EPISODE_WAREHOUSE_ROOT)")
     p.set_defaults(func=cmd_materialize)

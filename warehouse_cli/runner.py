@@ -9,9 +9,9 @@ from episode_warehouse.atari.games import parse_partition_key
 from episode_warehouse.errors import PartitionKeyError, WarehouseError
 from episode_warehouse.lerobot_source.mirror import check_repo_id
 from episode_warehouse.openx.datasets import check_dataset_id
+from warehouse_cli.arguments import STAGES
 from warehouse_cli.code_location import load_defs
 
-STAGES = ("raw", "decoded", "ted", "catalog", "lerobot")
 ASSETS = {  # per stage, the assets it materializes
     source: (
         (f"{source}_{raw}",),

@@ -160,6 +160,11 @@ def wait(
         runs_done = all(
             r.status in FINISHED_STATUSES for runs in by_partition.values() for r in runs
         )
+        if all(
+            by_partition.get(p) and by_partition[p][-1].status.value == "SUCCESS"
+            for p in partitions
+        ):
+            break  # every partition is built: the daemon's own bookkeeping may lag behind
         if backfill.status != BulkActionStatus.REQUESTED and runs_done:
             failed = any(runs[-1].status.value != "SUCCESS" for runs in by_partition.values())
             if not failed or settled:

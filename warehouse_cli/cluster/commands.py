@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from episode_warehouse.errors import ConfigError, PartitionKeyError
+from warehouse_cli.arguments import add_source_arguments
 from warehouse_cli.cluster.services import DEFAULT_DIR
 
 
@@ -126,15 +127,8 @@ def add_parsers(sub) -> None:
     p.set_defaults(func=cmd_down)
 
     p = sub.add_parser("backfill", help="one Dagster backfill on a running cluster")
-    p.add_argument("source", choices=["atari", "openx", "lerobot"])
-    p.add_argument("partitions", nargs="*", help="partition keys (or --all)")
+    add_source_arguments(p, "partition keys (or --all)", many=True)
     p.add_argument("--all", action="store_true", help="every known partition of the source")
-    p.add_argument(
-        "--through",
-        choices=["raw", "decoded", "ted", "catalog", "lerobot"],
-        default=None,
-        help="last stage to build (default: all)",
-    )
     p.add_argument("--wait", action="store_true", help="follow it; exit 0 only if all succeed")
     p.add_argument("--dir", default=str(DEFAULT_DIR), help="cluster folder (default ./.cluster)")
     p.set_defaults(func=cmd_backfill)

@@ -78,6 +78,7 @@ run_coordinator:
   config:
     dequeue_use_threads: true
     dequeue_num_workers: 4
+    dequeue_interval_seconds: 1
 run_launcher:
   module: warehouse_cli.cluster.launcher
   class: WarehouseCeleryRunLauncher

@@ -59,6 +59,11 @@ class Postgres:
                     fix=f"chmod o+x {parent}, or choose another --dir",
                 )
 
+    def _client(self, program: str, *args: str) -> subprocess.CompletedProcess:
+        """A PostgreSQL client program against this server, as the database's user."""
+        address = ("-h", "127.0.0.1", "-p", str(self.port), "-U", USER)
+        return self._run(str(self.bin / program), *address, *args)
+
     def _run(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
             [*self._as_owner(), *args], capture_output=True, text=True, check=False
@@ -98,33 +103,15 @@ class Postgres:
             ),
             "pg_ctl start",
         )
-        exists = self._run(
-            str(self.bin / "psql"),
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(self.port),
-            "-U",
-            USER,
+        exists = self._client(
+            "psql",
             "-d",
             "postgres",
             "-tAc",
             f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'",
         )
         if exists.stdout.strip() != "1":
-            self._check(
-                self._run(
-                    str(self.bin / "createdb"),
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    str(self.port),
-                    "-U",
-                    USER,
-                    DATABASE,
-                ),
-                "createdb",
-            )
+            self._check(self._client("createdb", DATABASE), "createdb")
         return self.pid()
 
     def pid(self) -> int:

@@ -1,0 +1,19 @@
+"""Command-line arguments shared by ``materialize`` and ``backfill`` (no heavy imports here:
+every command parses them)."""
+
+from __future__ import annotations
+
+STAGES = ("raw", "decoded", "ted", "catalog", "lerobot")
+SOURCES = ("atari", "openx", "lerobot")
+
+
+def add_source_arguments(parser, partition_help: str, *, many: bool = False) -> None:
+    """The ``SOURCE PARTITION`` arguments (``PARTITION...`` when ``many``) and ``--through``."""
+    parser.add_argument("source", choices=SOURCES)
+    if many:
+        parser.add_argument("partitions", nargs="*", help=partition_help)
+    else:
+        parser.add_argument("partition", help=partition_help)
+    parser.add_argument(
+        "--through", choices=STAGES, default=None, help="last stage to build (default: all)"
+    )
