@@ -57,7 +57,10 @@ def test_a_lerobot_dataset_from_a_folder_and_from_a_bucket(
     upload_tree(gcs_endpoint, "lerobot-datasets", lerobot_folder, prefix="mirror")
     other = tmp_path / "from-bucket"
     monkeypatch.setenv("LEROBOT_URL", "gs://lerobot-datasets/mirror")
-    assert main(["materialize", "lerobot", SPEC.repo_id, "--root", str(other)]) == 0
+    assert (
+        main(["materialize", "lerobot", SPEC.repo_id, "--root", str(other), "--through", "ted"])
+        == 0
+    )
     here = open_ted("lerobot", SPEC.repo_id, root=other)
     for key in td.keys(True, True):
         assert torch.equal(torch.as_tensor(here.get(key)), torch.as_tensor(td.get(key))), key
