@@ -4,6 +4,7 @@ import dagster as dg
 
 from assets import versions
 from assets.partitions import atari_runs
+from assets.results import decoded_result
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
 from episode_warehouse.atari.games import parse_partition_key
 from episode_warehouse.atari.mirror import mirror_run
@@ -98,13 +99,4 @@ def atari_episodes(
             "gaps": dg.MetadataValue.json(meta["gaps"]),
             "suffixes": dg.MetadataValue.json(meta["suffixes"]),
         }
-    return dg.MaterializeResult(
-        metadata={
-            "frames": meta["rows"],
-            "episodes": meta["episodes"],
-            **details,
-            "rebuilt": built.rebuilt,
-            "path": dg.MetadataValue.path(str(layout.decoded_dir("atari", key))),
-        },
-        data_version=dg.DataVersion(built.version),
-    )
+    return decoded_result(built, layout.decoded_dir("atari", key), **details)

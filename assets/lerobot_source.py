@@ -4,6 +4,7 @@ import dagster as dg
 
 from assets import versions
 from assets.partitions import lerobot_datasets
+from assets.results import decoded_result
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
 from episode_warehouse.lerobot_source.mirror import check_repo_id, mirror_dataset
 from episode_warehouse.stages import decode_lerobot_stage
@@ -66,16 +67,10 @@ def lerobot_episodes(
     repo_id = check_repo_id(context.partition_key)
     layout = warehouse.layout()
     built = decode_lerobot_stage(layout, repo_id, code_version=versions.of(context))
-    meta = built.meta
-    return dg.MaterializeResult(
-        metadata={
-            "frames": meta["rows"],
-            "episodes": meta["episodes"],
-            "tasks": len(meta.get("tasks", [])),
-            "fps": meta.get("fps"),
-            "keys": dg.MetadataValue.json(meta["arrays"]),
-            "rebuilt": built.rebuilt,
-            "path": dg.MetadataValue.path(str(layout.decoded_dir("lerobot", repo_id))),
-        },
-        data_version=dg.DataVersion(built.version),
+    return decoded_result(
+        built,
+        layout.decoded_dir("lerobot", repo_id),
+        tasks=len(built.meta.get("tasks", [])),
+        fps=built.meta.get("fps"),
+        keys=dg.MetadataValue.json(built.meta["arrays"]),
     )

@@ -4,6 +4,7 @@ import dagster as dg
 
 from assets import versions
 from assets.partitions import openx_datasets
+from assets.results import decoded_result
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
 from episode_warehouse.openx.datasets import check_dataset_id
 from episode_warehouse.openx.mirror import mirror_shards
@@ -71,15 +72,9 @@ def openx_episodes(
     built = decode_openx(
         layout, dataset, code_version=versions.of(context), limits=warehouse.input_limits()
     )
-    meta = built.meta
-    return dg.MaterializeResult(
-        metadata={
-            "frames": meta["rows"],
-            "episodes": meta["episodes"],
-            "tasks": len(meta.get("tasks", [])),
-            "keys": dg.MetadataValue.json(meta["arrays"]),
-            "rebuilt": built.rebuilt,
-            "path": dg.MetadataValue.path(str(layout.decoded_dir("openx", dataset))),
-        },
-        data_version=dg.DataVersion(built.version),
+    return decoded_result(
+        built,
+        layout.decoded_dir("openx", dataset),
+        tasks=len(built.meta.get("tasks", [])),
+        keys=dg.MetadataValue.json(built.meta["arrays"]),
     )
