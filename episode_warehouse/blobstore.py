@@ -195,12 +195,19 @@ class GcsBlobStore:
         self.retry = retry or RetryPolicy()
         self.endpoint = endpoint
         self._client = None
+        self._client_pid = 0
 
     @property
     def client(self):
-        if self._client is None:
+        # one client per process: a forked DataLoader worker must not share the parent's
+        # pooled connections
+        if self._client is None or self._client_pid != os.getpid():
             self._client = gcs_client(self.endpoint)
+            self._client_pid = os.getpid()
         return self._client
+
+    def __getstate__(self):
+        return {**self.__dict__, "_client": None}
 
     def _key(self, name: str) -> str:
         return f"{self.prefix}/{name}" if self.prefix else name
@@ -319,6 +326,111 @@ class GcsBlobStore:
     def open(self, blob: BlobInfo) -> BinaryIO:
         """Read one object as a buffered stream of ranged requests (no local copy)."""
         return io.BufferedReader(_GcsReader(self, blob), buffer_size=8 << 20)
+
+    # -- reads of known objects and writes: the bucket as a warehouse root (bucket/) --
+
+    def _call(self, fn, name: str):
+        return call_with_retries(fn, policy=self.retry, subject=f"{self.url}/{name}")
+
+    def stat(self, name: str) -> BlobInfo | None:
+        """The current generation of one object, or None when there is none."""
+        from google.api_core.exceptions import NotFound
+
+        gblob = self.client.bucket(self.bucket_name).blob(self._key(name))
+        try:
+            self._call(lambda: gblob.reload(retry=None, timeout=self.retry.timeout_s), name)
+        except SourceMissingError as exc:
+            if isinstance(exc.__cause__, NotFound):
+                return None
+            raise
+        return BlobInfo(name, int(gblob.size), gblob.crc32c or "", str(gblob.generation))
+
+    def read_bytes(
+        self,
+        name: str,
+        generation: str | None = None,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> bytes:
+        """Bytes ``[start, end]`` (inclusive, as HTTP ranges, both inside the object) of one
+        object, pinned to ``generation`` when given (a 404 once that generation is replaced or
+        deleted). A short answer (a connection cut mid-body) is retried like a 503."""
+        gblob = self.client.bucket(self.bucket_name).blob(
+            self._key(name), generation=int(generation) if generation else None
+        )
+        want = end - start + 1 if start is not None and end is not None else None
+
+        def fetch() -> bytes:
+            data = gblob.download_as_bytes(
+                start=start, end=end, raw_download=True, checksum=None, retry=None,
+                timeout=self.retry.timeout_s,
+            )  # fmt: skip
+            if want is not None and len(data) != want:
+                raise SourceUnreachableError(
+                    f"short read: {len(data)} of {want} bytes", subject=f"{self.url}/{name}"
+                )
+            return data
+
+        return self._call(fetch, name)
+
+    def upload(
+        self,
+        name: str,
+        *,
+        path: Path | None = None,
+        data: bytes | None = None,
+        if_generation_match: int | None = None,
+    ) -> BlobInfo:
+        """Upload a file (or ``data``) as ``name``, checked with crc32c by GCS.
+
+        ``if_generation_match`` is GCS's precondition: the object's current generation, or 0
+        for "must not exist"; a mismatch raises google's ``PreconditionFailed`` (HTTP 412) at
+        once, never retried.
+        """
+        from google.api_core.exceptions import PreconditionFailed
+
+        gblob = self.client.bucket(self.bucket_name).blob(self._key(name))
+
+        def send() -> None:
+            kwargs = {"if_generation_match": if_generation_match, "checksum": "crc32c",
+                      "retry": None, "timeout": self.retry.timeout_s}  # fmt: skip
+            if path is not None:
+                gblob.upload_from_filename(str(path), **kwargs)
+            else:
+                gblob.upload_from_string(data or b"", **kwargs)
+
+        for attempt in range(self.retry.attempts):
+            if attempt:
+                time.sleep(self.retry.delay(attempt))
+            try:
+                send()
+                return BlobInfo(name, int(gblob.size), gblob.crc32c or "", str(gblob.generation))
+            except PreconditionFailed:
+                raise
+            except Exception as exc:  # noqa: BLE001 - classified: transient retried, else raised
+                if not is_transient(exc) or attempt == self.retry.attempts - 1:
+                    raise classify(exc, subject=f"{self.url}/{name}") from exc
+                log.info("upload of %s failed (%s); retrying", name, exc)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def delete(self, name: str, generation: str | None = None) -> bool:
+        """Delete one object (only that ``generation`` when given); False if it was gone."""
+        from google.api_core.exceptions import NotFound, PreconditionFailed
+
+        gblob = self.client.bucket(self.bucket_name).blob(self._key(name))
+        try:
+            self._call(
+                lambda: gblob.delete(
+                    if_generation_match=int(generation) if generation else None, retry=None,
+                    timeout=self.retry.timeout_s,
+                ),
+                name,
+            )  # fmt: skip
+        except SourceMissingError as exc:
+            if isinstance(exc.__cause__, NotFound | PreconditionFailed):
+                return False
+            raise
+        return True
 
 
 class _GcsReader(io.RawIOBase):
