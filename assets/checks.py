@@ -1,10 +1,10 @@
 """Asset checks: TED consistency (blocking), catalog rows vs TED, LeRobot export loads."""
 
-import json
-
 import dagster as dg
 
 from episode_warehouse.catalog import run_query
+from episode_warehouse.export.lerobot import EXPORT_META
+from episode_warehouse.incremental import checkout
 from episode_warehouse.ted.validate import check_ted
 from resources import WarehouseStorage
 
@@ -21,7 +21,9 @@ def ted_check(source: str, ted: dg.AssetsDefinition) -> dg.AssetChecksDefinition
         context: dg.AssetCheckExecutionContext, warehouse: WarehouseStorage
     ) -> dg.AssetCheckResult:
         key = context.op_execution_context.partition_key
-        report = check_ted(warehouse.layout().ted_dir(source, key))
+        folder = warehouse.layout().ted_dir(source, key)
+        checkout(folder)  # a bucket root: the TED's files, pulled if another machine built it
+        report = check_ted(folder)
         return dg.AssetCheckResult(
             passed=report.ok,
             severity=dg.AssetCheckSeverity.ERROR,
@@ -48,7 +50,7 @@ def rows_check(source: str, rows_asset: dg.AssetsDefinition) -> dg.AssetChecksDe
     ) -> dg.AssetCheckResult:
         key = context.op_execution_context.partition_key
         layout = warehouse.layout()
-        meta = json.loads((layout.ted_dir(source, key) / "meta.json").read_text())
+        meta = checkout(layout.ted_dir(source, key))
         _, rows = run_query(
             layout.catalog_dir,
             "SELECT count(*), coalesce(sum(length), 0) "
@@ -82,7 +84,7 @@ def export_check(export: dg.AssetsDefinition, name_of) -> dg.AssetChecksDefiniti
         from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
         target = warehouse.layout().lerobot_dir(name_of(context.op_execution_context))
-        meta = json.loads((target / "meta" / "warehouse_export.json").read_text())
+        meta = checkout(target, EXPORT_META)
         ds = LeRobotDataset(f"episode-warehouse/{target.name}", root=target)
         return dg.AssetCheckResult(
             passed=ds.meta.total_episodes == meta["episodes"]

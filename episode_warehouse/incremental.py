@@ -9,6 +9,10 @@ now: equal, nothing is done; different, the folder is built aside and published 
 The same ``version`` is the Dagster ``DataVersion`` every asset returns, so the UI's staleness
 and the files on disk are one system: a stage whose inputs did not change keeps its version,
 and nothing downstream is marked stale.
+
+With a ``gs://`` warehouse root the artifact folders are a local scratch copy of the bucket
+(:mod:`episode_warehouse.bucket`): the record that counts is the bucket's, a build publishes
+to the bucket after its local swap, and :func:`checkout` pulls what another machine built.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from episode_warehouse.atomic import read_json, staged, write_json, write_lock
+from episode_warehouse.atomic import read_json, staged, unpublish, write_json, write_lock
 from episode_warehouse.errors import ForeignArtifactError
 
 log = logging.getLogger(__name__)
@@ -48,9 +52,46 @@ class Built:
         return self.meta["version"]
 
 
+def _remote(target: Path, record: str):
+    """The bucket artifact ``target`` is the scratch copy of, or None (a local root)."""
+    from episode_warehouse.bucket.root import bucket_of
+
+    found = bucket_of(target)
+    if found is None:
+        return None
+    from episode_warehouse.bucket.artifact import RemoteArtifact
+
+    return RemoteArtifact(found[0], found[1], record)
+
+
+def _same_copy(local: dict, remote: dict) -> bool:
+    from episode_warehouse.bucket.artifact import PUBLISHED
+
+    return bool(local) and local.get(PUBLISHED) == remote.get(PUBLISHED)
+
+
 def published(target: Path, record: str = RECORD) -> dict:
-    """The record of the published artifact at ``target``, or {} when there is none."""
+    """The record of the published artifact at ``target``, or {} when there is none (with a
+    bucket root: the bucket's record; the files need not be here, see :func:`checkout`)."""
+    remote = _remote(Path(target), record)
+    if remote is not None:
+        return remote.read()[0]
     return read_json(Path(target) / record)
+
+
+def checkout(target: Path, record: str = RECORD) -> dict:
+    """:func:`published`, with the artifact's files in ``target``: with a bucket root, the
+    published version is pulled into the scratch folder unless it is there already."""
+    target = Path(target)
+    remote = _remote(target, record)
+    if remote is None:
+        return read_json(target / record)
+    current, _ = remote.read()
+    if current and not _same_copy(read_json(target / record), current):
+        with write_lock(target):
+            if not _same_copy(read_json(target / record), current):
+                remote.pull(target, current)
+    return current
 
 
 def build_if_changed(
@@ -68,29 +109,52 @@ def build_if_changed(
     empty staging folder; it writes the artifact's files there and returns extra record fields
     (or writes ``record`` itself, which is then extended). The record gets ``inputs`` and
     ``version`` and is written last; the folder is swapped in atomically. A failing ``build``
-    leaves the previous version as it was.
+    leaves the previous version as it was. With a bucket root the bucket's record is the one
+    compared, and the new version is published to the bucket (meta-last, see
+    :class:`~episode_warehouse.bucket.artifact.RemoteArtifact`).
 
     Raises:
         ForeignArtifactError: ``target`` exists but has no record: files this warehouse did not
             write are never replaced.
         DiskFullError: the disk filled up (nothing published).
+        ConcurrentWriteError: (bucket root) another machine published this artifact first.
     """
     target = Path(target)
     version = fingerprint(inputs)
+    remote = _remote(target, record)
     with write_lock(target, lock_timeout_s):
-        current = published(target, record)
+        if remote is None:
+            current = read_json(target / record)
+            if current.get("version") == version:
+                return Built(current, False)
+            return Built(_build_here(target, inputs, version, build, record, current), True)
+        current, generation = remote.read()
         if current.get("version") == version:
             return Built(current, False)
-        if not current and target.exists() and any(target.iterdir()):
-            raise ForeignArtifactError(
-                f"the folder holds files but no {record}: this warehouse did not write it",
-                subject=str(target),
-                fix="move the folder away (or delete it) and materialize again",
-            )
-        with staged(target) as tmp:
-            extra = build(tmp) or {}
-            meta = {**read_json(tmp / record), **extra, "inputs": inputs, "version": version}
-            (tmp / record).parent.mkdir(parents=True, exist_ok=True)
-            write_json(tmp / record, meta)
-        log.info("published %s (version %s)", target, version)
-        return Built(meta, True)
+        local = read_json(target / record)
+        if local.get("version") != version:
+            if local and not _same_copy(local, current):
+                unpublish(target)  # a stale scratch copy: never build on files of another version
+                local = {}
+            _build_here(target, inputs, version, build, record, local)
+        return Built(remote.push(target, current, generation), True)
+
+
+def _build_here(
+    target: Path, inputs: dict, version: str, build, record: str, current: dict
+) -> dict:
+    """Build into a staging folder and swap it in at ``target`` (the caller holds the lock)."""
+    if not current and target.exists() and any(target.iterdir()):
+        raise ForeignArtifactError(
+            f"the folder holds files but no {record}: this warehouse did not write it",
+            subject=str(target),
+            fix="move the folder away (or delete it) and materialize again",
+        )
+    with staged(target) as tmp:
+        extra = build(tmp) or {}
+        meta = {**read_json(tmp / record), **extra, "inputs": inputs, "version": version}
+        meta.pop("published", None)
+        (tmp / record).parent.mkdir(parents=True, exist_ok=True)
+        write_json(tmp / record, meta)
+    log.info("published %s (version %s)", target, version)
+    return meta

@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from episode_warehouse.errors import ConfigError, PartitionKeyError
+
+if TYPE_CHECKING:
+    from episode_warehouse.bucket.root import BucketRoot
 
 ROOT_ENV = "EPISODE_WAREHOUSE_ROOT"
 DEFAULT_ROOT = "warehouse-data"
@@ -15,14 +19,27 @@ SOURCES = ("atari", "openx", "lerobot")
 
 @dataclass(frozen=True)
 class WarehouseLayout:
-    """Paths of the artifacts: ``raw/``, ``decoded/``, ``ted/``, ``catalog/``, ``lerobot/``."""
+    """Paths of the artifacts: ``raw/``, ``decoded/``, ``ted/``, ``catalog/``, ``lerobot/``.
+
+    With a ``gs://`` root, ``root`` is the local scratch copy the stages build in and
+    ``bucket`` the root whose records count (see :mod:`episode_warehouse.bucket`).
+    """
 
     root: Path
+    bucket: BucketRoot | None = None
 
     @classmethod
     def from_root(cls, root: str | os.PathLike | None = None) -> WarehouseLayout:
-        """``root``, else ``$EPISODE_WAREHOUSE_ROOT``, else ``./warehouse-data``."""
+        """``root``, else ``$EPISODE_WAREHOUSE_ROOT``, else ``./warehouse-data``: a local folder
+        or ``gs://BUCKET/PREFIX``."""
         value = root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT
+        if str(value).startswith("gs://"):
+            from episode_warehouse.bucket.root import BucketRoot, bind
+
+            bucket = BucketRoot.parse(str(value))
+            scratch = bucket.scratch()
+            bind(scratch, bucket)
+            return cls(scratch, bucket)
         _refuse_url(str(value))
         path = Path(value).expanduser()
         if path.exists() and not path.is_dir():
@@ -59,22 +76,20 @@ class WarehouseLayout:
     def catalog_dir(self) -> Path:
         return self.root / "catalog"
 
+    @property
+    def url(self) -> str:
+        """The root as the user gave it: the bucket URL, or the local folder."""
+        return self.bucket.url if self.bucket is not None else str(self.root)
+
 
 def _refuse_url(value: str) -> None:
-    """A URL root is refused by name: taken for a path, ``gs://b/p`` would become a local
-    folder ``./gs:/b/p`` that fills up unnoticed."""
+    """A URL root other than ``gs://`` is refused by name: taken for a path, ``s3://b/p`` would
+    become a local folder ``./s3:/b/p`` that fills up unnoticed."""
     scheme, sep, _ = value.partition("://")
     if not sep or not scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
         return
-    if scheme == "gs":
-        raise ConfigError(
-            "an object-storage root is not supported by this version (artifacts are built and "
-            "published in a local folder)",
-            subject=value,
-            fix=f"set {ROOT_ENV} to a local folder, or to a gcsfuse mount of the bucket",
-        )
     raise ConfigError(
-        f"the warehouse root must be a local folder, not a {scheme}:// URL",
+        f"a {scheme}:// warehouse root is not supported",
         subject=value,
-        fix=f"set {ROOT_ENV} to a local folder",
+        fix=f"set {ROOT_ENV} to a local folder or to gs://BUCKET/PREFIX",
     )

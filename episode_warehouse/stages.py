@@ -16,7 +16,7 @@ from pathlib import Path
 
 from episode_warehouse.atomic import reading
 from episode_warehouse.errors import CorruptInputError, NotMaterializedError
-from episode_warehouse.incremental import Built, build_if_changed, published
+from episode_warehouse.incremental import Built, build_if_changed, checkout
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.paths import WarehouseLayout
 
@@ -24,12 +24,13 @@ log = logging.getLogger(__name__)
 
 
 def require(folder: Path, asset: str, key: str) -> dict:
-    """The record of an upstream artifact.
+    """The record of an upstream artifact, its files in ``folder`` (pulled from the bucket
+    when the root is one).
 
     Raises:
         NotMaterializedError: it has not been built.
     """
-    meta = published(folder)
+    meta = checkout(folder)
     if not meta.get("version"):
         raise NotMaterializedError(
             "this upstream stage is not materialized",

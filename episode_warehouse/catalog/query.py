@@ -5,7 +5,8 @@ here. Statements other than SELECT/EXPLAIN are refused before DuckDB sees them, 
 connection itself is sandboxed: ``enable_external_access = false`` with the catalog folder as
 the only allowed directory (``read_text('/etc/passwd')``, ``glob``, ``read_csv``, ``ATTACH`` of
 other files are refused, naming the path), ``lock_configuration = true`` (a query cannot undo
-it), a memory limit, and a timeout that interrupts the query.
+it), a memory limit, and a timeout that interrupts the query. With a bucket root the allowed
+directory is ``gs://.../catalog/``, read through a registered gcsfs filesystem.
 """
 
 from __future__ import annotations
@@ -63,15 +64,18 @@ def connect(catalog_dir: Path, limits: QueryLimits) -> duckdb.DuckDBPyConnection
         NotMaterializedError: there is no catalog yet.
     """
     store = CatalogStore(Path(catalog_dir).resolve())
-    if not store.db_path.exists():
+    if not store.has_rows():
         raise NotMaterializedError(
             "no catalog yet",
-            subject=str(store.db_path),
+            subject=store.url if store.bucket else str(store.db_path),
             fix="materialize a partition first, e.g. 'warehouse demo'",
         )
     con = duckdb.connect(":memory:")
-    allowed = str(store.folder) + "/"
-    con.execute("SET allowed_directories = [?]", [allowed])
+    if store.bucket is not None:
+        from episode_warehouse.bucket.catalog_files import filesystem
+
+        con.register_filesystem(filesystem())
+    con.execute("SET allowed_directories = [?]", [store.url + "/"])
     for statement in store.view_statements():
         con.execute(statement)
     con.execute("SET enable_external_access = false")

@@ -34,13 +34,15 @@ class Table:
     def arrow_schema(self) -> pa.Schema:
         return pa.schema([pa.field(c.name, c.arrow) for c in self.columns])
 
-    def view_sql(self, glob: str) -> str:
-        """``CREATE VIEW`` over the Parquet files matching ``glob`` (typed, ordered columns)."""
+    def view_sql(self, files: str | list[str]) -> str:
+        """``CREATE VIEW`` over the Parquet files matching a glob, or a list of files (typed,
+        ordered columns)."""
         cols = ",\n  ".join(f'CAST("{c.name}" AS {c.sql}) AS "{c.name}"' for c in self.columns)
-        path = glob.replace("'", "''")
+        paths = [files] if isinstance(files, str) else files
+        quoted = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
         return (
             f"CREATE OR REPLACE VIEW {self.name} AS SELECT\n  {cols}\n"
-            f"FROM read_parquet('{path}', union_by_name = true)"
+            f"FROM read_parquet([{quoted}], union_by_name = true)"
         )
 
     def empty_view_sql(self) -> str:

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from episode_warehouse.catalog.schema import STATISTICS
 from episode_warehouse.catalog.store import CatalogStore
-from episode_warehouse.incremental import Built, build_if_changed, published
+from episode_warehouse.incremental import Built, build_if_changed, checkout, published
 from episode_warehouse.paths import WarehouseLayout
 
 
@@ -51,11 +51,11 @@ def publish_statistics(
     )
 
 
-def read_partition_statistics(root: Path, source: str, partition: str) -> pa.Table | None:
+def read_partition_statistics(root: Path | str, source: str, partition: str) -> pa.Table | None:
     """The partition's statistics rows when they describe its current TED, else None."""
-    layout = WarehouseLayout(Path(root))
+    layout = WarehouseLayout.from_root(root)
     folder = CatalogStore(layout.catalog_dir).partition_dir(source, partition, STATISTICS)
-    record = published(folder)
+    record = checkout(folder)  # a bucket root: the small statistics file is pulled
     ted = published(layout.ted_dir(source, partition)).get("version")
     if not record or record.get("inputs", {}).get("ted") != ted:
         return None

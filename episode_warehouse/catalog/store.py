@@ -4,7 +4,8 @@ Each partition's rows are one artifact of the incremental rule: a folder
 ``rows/<source>/<partition>/`` holding ``episodes.parquet``, ``partition.parquet`` and
 ``meta.json``, swapped in atomically, so a reader sees both tables of a partition from the same
 version. The views read ``rows/*/[!.]*/<table>.parquet``: staging folders (``.staging-*``)
-never match.
+never match. With a bucket root the views read the Parquet files the partitions' records list
+in the bucket (:mod:`episode_warehouse.bucket.catalog_files`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from episode_warehouse.atomic import staging_path, unpublish
+from episode_warehouse.bucket.root import BucketRoot, bucket_of
 from episode_warehouse.catalog.schema import EPISODES, PARTITIONS, STATISTICS, TABLES, Table
 from episode_warehouse.incremental import RECORD, Built, build_if_changed
 
@@ -43,6 +45,13 @@ class CatalogStore:
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
+        found = bucket_of(self.folder)
+        self.bucket: BucketRoot | None = found[0] if found else None
+
+    @property
+    def url(self) -> str:
+        """Where the catalog's files are: the folder, or ``gs://.../catalog``."""
+        return f"{self.bucket.url}/catalog" if self.bucket else str(self.folder)
 
     @property
     def db_path(self) -> Path:
@@ -59,12 +68,31 @@ class CatalogStore:
     def view_statements(self) -> list[str]:
         """``CREATE VIEW`` of every table over this folder's row files (an empty view of a table
         with no file yet, so that a catalog written by an older version still queries)."""
+        if self.bucket is not None:
+            return self._bucket_view_statements(self.bucket)
         return [
             table.view_sql(self.glob(table))
             if next(self.folder.glob(self.glob(table).removeprefix(str(self.folder) + "/")), None)
             else table.empty_view_sql()
             for table in TABLES
         ]
+
+    @staticmethod
+    def _bucket_view_statements(bucket: BucketRoot) -> list[str]:
+        from episode_warehouse.bucket.catalog_files import partition_records, table_urls
+
+        records = {f: partition_records(bucket, f) for f in {t.folder for t in TABLES}}
+        statements = []
+        for table in TABLES:
+            urls = table_urls(bucket, records[table.folder], table.file_name)
+            statements.append(table.view_sql(urls) if urls else table.empty_view_sql())
+        return statements
+
+    def has_rows(self) -> bool:
+        """Whether the catalog exists (its database file, or with a bucket its schema rows)."""
+        if self.bucket is None:
+            return self.db_path.exists()
+        return self.bucket.store().stat(f"catalog/{ROWS}/{_EMPTY}/_schema/{RECORD}") is not None
 
     @staticmethod
     def write_rows(folder: Path, episodes: pa.Table, partition_row: dict) -> None:
@@ -93,11 +121,28 @@ class CatalogStore:
 
     def remove_partition(self, source: str, partition: str) -> bool:
         """Remove a partition's rows and statistics; True if there were any."""
-        statistics = unpublish(self.partition_dir(source, partition, STATISTICS))
-        return unpublish(self.partition_dir(source, partition)) or statistics
+        removed = False
+        for table in (STATISTICS, EPISODES):
+            folder = self.partition_dir(source, partition, table)
+            if self.bucket is not None:
+                from episode_warehouse.bucket.artifact import RemoteArtifact
+
+                rel = folder.relative_to(self.folder.parent).as_posix()
+                removed = RemoteArtifact(self.bucket, rel).delete() or removed
+            removed = unpublish(folder) or removed
+        return removed
 
     def published(self) -> list[tuple[str, str]]:
         """(source, partition) of every partition with rows."""
+        if self.bucket is not None:
+            from episode_warehouse.bucket.catalog_files import partition_records
+
+            rels = partition_records(self.bucket, ROWS)
+            return sorted(
+                (rel.split("/")[2], unquote(rel.split("/")[3]))
+                for rel in rels
+                if rel.split("/")[2] != _EMPTY
+            )
         return sorted(
             (p.parent.parent.name, unquote(p.parent.name))
             for p in (self.folder / ROWS).glob(f"*/[!.]*/{RECORD}")
@@ -117,6 +162,8 @@ class CatalogStore:
                 {"schemas": {t.name: t.arrow_schema.to_string() for t in tables}, "layout": LAYOUT},
                 _empty_tables(tables),
             )
+        if self.bucket is not None:  # queries read the bucket (catalog_files), not a file here
+            return self.db_path
         if self.db_path.exists() and not rebuild and self._views_point_here():
             return self.db_path
         tmp = staging_path(self.db_path)

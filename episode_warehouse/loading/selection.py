@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from episode_warehouse.atomic import read_json, write_json
@@ -38,7 +39,7 @@ MANIFEST_FORMAT = "episode-warehouse-selection"
 class Selection:
     """Episodes to train on, in catalog order; everything a loader needs to read them."""
 
-    root: Path
+    root: Path | str  # a local root's folder, or a bucket root's gs:// URL
     source: tuple[str, ...]
     partition: tuple[str, ...]
     episode: np.ndarray
@@ -83,7 +84,7 @@ class Selection:
 
     def ted_versions(self) -> dict[str, str]:
         """``"source:partition"`` -> the version of the TED each partition is read from."""
-        layout = WarehouseLayout(self.root)
+        layout = WarehouseLayout.from_root(self.root)
         return {
             f"{s}:{p}": published(layout.ted_dir(s, p)).get("version", "")
             for s, p in self.partitions
@@ -113,7 +114,7 @@ class Selection:
         """
         layout = WarehouseLayout.from_root(root)
         partitions = sorted({(r[0], r[1]) for r in rows})  # one check per partition, not per row
-        missing = [p for p in partitions if not (layout.ted_dir(*p) / META).is_file()]
+        missing = [p for p in partitions if not _has_ted(layout, *p)]
         if missing:
             raise NotMaterializedError(
                 f"no TED for {', '.join(f'{s}:{p}' for s, p in missing[:5])}"
@@ -125,7 +126,7 @@ class Selection:
         weighted = (len(rows[0]) > 5) if weighted is None and rows else bool(weighted)
         weight = _weights([r[5] for r in rows]) if weighted else None
         selection = cls(
-            layout.root,
+            layout.root if layout.bucket is None else layout.url,
             tuple(r[0] for r in rows),
             tuple(r[1] for r in rows),
             np.array([r[2] for r in rows], dtype=np.int64),
@@ -140,7 +141,7 @@ class Selection:
         return selection
 
     def _check_against_ted(self, layout: WarehouseLayout, source: str, partition: str) -> None:
-        table = pq.read_table(layout.ted_dir(source, partition) / EPISODES)
+        table = _ted_episodes(layout, source, partition)
         ids = table.column("episode").to_numpy()
         starts = table.column("start").to_numpy()
         lengths = table.column("length").to_numpy()
@@ -224,14 +225,15 @@ class Selection:
                 subject=str(path),
                 fix="pass a file Selection.save wrote",
             )
-        saved_root = Path(manifest["root"])
-        if root is not None and WarehouseLayout.from_root(root).root != saved_root:
+        saved = manifest["root"]
+        saved_root: Path | str = saved if saved.startswith("gs://") else Path(saved)
+        if root is not None and WarehouseLayout.from_root(root).url != str(saved_root):
             raise ConfigError(
                 f"the manifest pins a selection of the warehouse at {saved_root}",
                 subject=str(path),
                 fix=f"load it with root={str(saved_root)!r}, or select again in this warehouse",
             )
-        if not saved_root.is_dir():
+        if isinstance(saved_root, Path) and not saved_root.is_dir():
             raise ConfigError(
                 "the warehouse root it was saved from does not exist here",
                 subject=f"{path} (root {saved_root})",
@@ -257,6 +259,21 @@ class Selection:
                 "restore the pinned versions",
             )
         return selection
+
+
+def _has_ted(layout: WarehouseLayout, source: str, partition: str) -> bool:
+    if layout.bucket is None:
+        return (layout.ted_dir(source, partition) / META).is_file()
+    return bool(published(layout.ted_dir(source, partition)))
+
+
+def _ted_episodes(layout: WarehouseLayout, source: str, partition: str) -> pa.Table:
+    """A partition's TED episodes table, from the folder or (bucket root) its one object."""
+    if layout.bucket is None:
+        return pq.read_table(layout.ted_dir(source, partition) / EPISODES)
+    from episode_warehouse.bucket.ted_ranges import RemoteTed
+
+    return RemoteTed(layout.bucket, source, partition).episodes()
 
 
 def _weights(values: list) -> np.ndarray:
@@ -310,7 +327,7 @@ def select_episodes(
     weighted = len(columns) > 5 and columns[5] == WEIGHT
     return Selection.from_rows(
         [tuple(r[:6]) if weighted else tuple(r[:5]) for r in rows],
-        layout.root,
+        layout.url,
         query=sql,
         params=params,
         weighted=weighted,

@@ -2,9 +2,18 @@
 
 Both hold only paths and small index arrays; each process opens the memory-mapped TEDs itself
 on first use, so they pickle cheaply into DataLoader workers and read lazily (bounded memory).
+
+Over a selection of a ``gs://`` root nothing is downloaded whole: each selected episode's rows
+are fetched as byte ranges (:class:`~episode_warehouse.bucket.ted_ranges.RemoteTed`) into a
+small buffer of episodes, and :class:`EpisodeStream` fetches the next ones in a background
+thread while the current one is consumed (:class:`~episode_warehouse.loading.read_ahead.
+ReadAhead`).
 """
 
 from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -13,9 +22,13 @@ from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.incremental import fingerprint
+from episode_warehouse.loading.read_ahead import ReadAhead
 from episode_warehouse.loading.schedule import Plan, epoch_items, remaining_items, shard_items
 from episode_warehouse.loading.selection import Selection
 from episode_warehouse.paths import WarehouseLayout
+
+if TYPE_CHECKING:
+    from episode_warehouse.bucket.ted_ranges import RemoteTed
 
 
 def ted_collate(items: list[TensorDictBase]) -> TensorDictBase:
@@ -29,33 +42,75 @@ def no_collate(item: TensorDictBase) -> TensorDictBase:
     return item
 
 
+EPISODE_BUFFER = 8  # fetched episodes kept per process (bucket roots)
+READ_AHEAD = 4  # episodes an EpisodeStream fetches ahead of the one it yields (bucket roots)
+
+
 class _TedCache:
-    """Per-process cache of opened TEDs (not pickled)."""
+    """Per-process cache of opened TEDs (not pickled): memory-mapped folders, or for a bucket
+    root the remote TEDs and a bounded buffer of fetched episodes."""
 
     def __init__(self, selection: Selection) -> None:
         self.selection = selection
+        self.remote = str(selection.root).startswith("gs://")
         self._open: dict[tuple[str, str], TensorDictBase] = {}
+        self._remote: dict[tuple[str, str], RemoteTed] = {}
+        self._episodes: OrderedDict[int, TensorDictBase] = OrderedDict()
 
     def __getstate__(self):
-        return {"selection": self.selection, "_open": {}}
+        return {**self.__dict__, "_open": {}, "_remote": {}, "_episodes": OrderedDict()}
 
     def get(self, source: str, partition: str) -> TensorDictBase:
         key = (source, partition)
         if key not in self._open:
             from episode_warehouse.ted.reader import open_ted_folder
 
-            layout = WarehouseLayout(self.selection.root)
+            layout = WarehouseLayout.from_root(self.selection.root)
             self._open[key] = open_ted_folder(layout.ted_dir(source, partition))
         return self._open[key]
 
-    def read(self, i: int, offset: int, length: int) -> TensorDictBase:
+    def remote_ted(self, source: str, partition: str) -> RemoteTed:
+        key = (source, partition)
+        if key not in self._remote:
+            from episode_warehouse.bucket.ted_ranges import RemoteTed
+
+            bucket = WarehouseLayout.from_root(self.selection.root).bucket
+            self._remote[key] = RemoteTed(bucket, source, partition)  # type: ignore[arg-type]
+        return self._remote[key]
+
+    @property
+    def bytes_fetched(self) -> int:
+        """Bytes this process fetched from the bucket (0 for a local root)."""
+        return sum(t.bytes_fetched for t in self._remote.values())
+
+    def fetch_episode(self, i: int) -> TensorDictBase:
+        """All steps of selected episode ``i`` from the bucket (one range per file)."""
+        s = self.selection
+        return self.remote_ted(s.source[i], s.partition[i]).read(int(s.start[i]), int(s.length[i]))
+
+    def _episode(self, i: int, ahead: ReadAhead | None) -> TensorDictBase:
+        if i in self._episodes:
+            self._episodes.move_to_end(i)
+            return self._episodes[i]
+        td = ahead.take(i) if ahead is not None else self.fetch_episode(i)
+        self._episodes[i] = td
+        while len(self._episodes) > EPISODE_BUFFER:
+            self._episodes.popitem(last=False)
+        return td
+
+    def read(
+        self, i: int, offset: int, length: int, ahead: ReadAhead | None = None
+    ) -> TensorDictBase:
         """Steps [offset, offset+length) of selected episode ``i``, plus ``selection_index``
         (= i, the row of the selection, to map items back to the catalog) and ``step`` (each
         step's index within its episode)."""
         s = self.selection
-        td = self.get(s.source[i], s.partition[i])
-        start = int(s.start[i]) + offset
-        out = td[start : start + length]
+        if self.remote:
+            out = self._episode(i, ahead)[offset : offset + length]
+        else:
+            td = self.get(s.source[i], s.partition[i])
+            start = int(s.start[i]) + offset
+            out = td[start : start + length]
         out["selection_index"] = torch.full((length,), i, dtype=torch.int64)
         out["step"] = torch.arange(offset, offset + length, dtype=torch.int64)
         return out
@@ -195,10 +250,22 @@ class EpisodeStream(IterableDataset):
         return items[keep, 0]
 
     def __iter__(self):
-        items = self.shard_items()
-        for row, offset, length in items[self._position :]:
-            self._position += 1
-            yield self.cache.read(int(row), int(offset), int(length))
+        items = self.shard_items()[self._position :]
+        if not self.cache.remote:
+            for row, offset, length in items:
+                self._position += 1
+                yield self.cache.read(int(row), int(offset), int(length))
+            return
+        rows = items[:, 0]
+        runs = rows[np.r_[True, rows[1:] != rows[:-1]]] if len(rows) else rows  # fetch order
+        with ReadAhead(self.cache.fetch_episode, runs.tolist(), READ_AHEAD) as ahead:
+            previous = -1
+            for row, offset, length in items:
+                self._position += 1
+                if row != previous:  # a new run: its episode is the next one fetched
+                    self.cache._episodes.pop(int(row), None)
+                previous = row
+                yield self.cache.read(int(row), int(offset), int(length), ahead)
 
     def state_dict(self) -> dict:
         """This shard's place in the epoch (call it in the process that iterates: the main one,

@@ -35,12 +35,9 @@ def _map(path: Path) -> torch.Tensor:
 NEXT_OBS = ("view", "copy")
 
 
-def open_ted_folder(folder: Path, next_obs: str = "view") -> TensorDictBase:
-    """Open the TED at ``folder`` (see :func:`open_ted` for the keys and ``next_obs``)."""
-    if next_obs not in NEXT_OBS:
-        raise ValueError(f"next_obs must be one of {NEXT_OBS}, not {next_obs!r}")
-    folder = Path(folder)
-    meta_path = folder / META
+def read_meta(folder: Path) -> dict:
+    """The TED record of ``folder``, checked for format and version."""
+    meta_path = Path(folder) / META
     if not meta_path.is_file():
         raise NotMaterializedError(
             "no TED here (meta.json is missing)",
@@ -49,16 +46,54 @@ def open_ted_folder(folder: Path, next_obs: str = "view") -> TensorDictBase:
             "'warehouse materialize atari Pong/5 --through ted'",
         )
     meta = json.loads(meta_path.read_text())
+    check_format(meta, str(meta_path))
+    return meta
+
+
+def check_format(meta: dict, subject: str) -> None:
     if meta.get("format") != FORMAT or meta.get("format_version") != VERSION:
         raise FormatVersionError(
             f"TED format {meta.get('format')} v{meta.get('format_version')} is not v{VERSION}",
-            subject=str(meta_path),
+            subject=subject,
             fix="re-materialize the ted stage with this warehouse version",
         )
-    rows = int(meta["rows"])
-    leaves: dict[tuple[str, ...], torch.Tensor] = {}
+
+
+def files_of(meta: dict) -> tuple[list[str], list[str]]:
+    """The files a TED's keys read: (per-step files, per-episode ``final`` files)."""
+    steps, finals = {"next/done.npy"}, set()
+    for entry in meta["keys"].values():
+        if entry["kind"] != ZEROS:
+            steps.add(entry["file"])
+        if "final" in entry:
+            finals.add(entry["final"])
+            steps.add("episode.npy")
+    return sorted(steps), sorted(finals)
+
+
+def open_ted_folder(folder: Path, next_obs: str = "view") -> TensorDictBase:
+    """Open the TED at ``folder`` (see :func:`open_ted` for the keys and ``next_obs``)."""
+    folder = Path(folder)
+    meta = read_meta(folder)
     mapped: dict[str, torch.Tensor] = {}
-    done = _map(folder / "next" / "done.npy")
+
+    def tensor_of(file: str) -> torch.Tensor:
+        if file not in mapped:
+            mapped[file] = _map(folder / file)
+        return mapped[file]
+
+    return assemble(meta, tensor_of, int(meta["rows"]), next_obs)
+
+
+def assemble(meta: dict, tensor_of, rows: int, next_obs: str = "view") -> TensorDictBase:
+    """The TensorDict of ``rows`` steps of a TED from its record and ``tensor_of(file)``: the
+    rows of each per-step file (one more row for observation files), the whole ``final``
+    files. A memory-mapped folder and the rows of one episode fetched from a bucket are
+    assembled by this same code, so both give the same values."""
+    if next_obs not in NEXT_OBS:
+        raise ValueError(f"next_obs must be one of {NEXT_OBS}, not {next_obs!r}")
+    leaves: dict[tuple[str, ...], torch.Tensor] = {}
+    done = tensor_of("next/done.npy")
     for key, entry in meta["keys"].items():
         kind = entry["kind"]
         if kind == ZEROS:
@@ -66,20 +101,18 @@ def open_ted_folder(folder: Path, next_obs: str = "view") -> TensorDictBase:
                 1, *entry["shape"], dtype=getattr(torch, entry["dtype"])
             ).expand(rows, *entry["shape"])
             continue
-        tensor = mapped.get(entry["file"])
-        if tensor is None:
-            tensor = mapped[entry["file"]] = _map(folder / entry["file"])
+        tensor = tensor_of(entry["file"])
         if kind == ARRAY:
             leaves[tuple(key.split("/"))] = tensor[:rows] if entry.get("rows_plus_one") else tensor
         elif kind == UNSQUEEZE:
             leaves[tuple(key.split("/"))] = tensor.unsqueeze(-1)
         elif kind == NEXT_OF:
-            final = _map(folder / entry["final"]) if "final" in entry else None
-            episode = _map(folder / "episode.npy") if final is not None else None
+            final = tensor_of(entry["final"]) if "final" in entry else None
+            episode = tensor_of("episode.npy") if final is not None else None
             view = NextObservation(tensor[1 : rows + 1], done, final, episode)
             leaves[tuple(key.split("/"))] = view if next_obs == "view" else view.corrected()
         else:
-            raise NotMaterializedError(f"unknown key kind {kind!r}", subject=str(meta_path))
+            raise NotMaterializedError(f"unknown key kind {kind!r}", subject="TED meta.json")
     td = TensorDict(batch_size=[rows])
     for key, value in leaves.items():
         td.set(key, value)
@@ -114,11 +147,18 @@ def open_ted(
     Args:
         source: ``"atari"``, ``"openx"`` or ``"lerobot"``.
         partition: e.g. ``"Pong/5"`` or ``"cmu_stretch"``.
-        root: the warehouse root; defaults to ``$EPISODE_WAREHOUSE_ROOT``.
+        root: the warehouse root; defaults to ``$EPISODE_WAREHOUSE_ROOT``. With a
+            ``gs://`` root the TED is downloaded once into ``$EPISODE_WAREHOUSE_CACHE``
+            (default ``~/.cache/episode-warehouse``), keyed by its version.
         next_obs: ``"view"`` (zero-copy, default) or ``"copy"`` (materialized in memory).
 
     Raises:
         NotMaterializedError: the partition's TED has not been built.
     """
     layout = WarehouseLayout.from_root(root)
+    if layout.bucket is not None:
+        from episode_warehouse.bucket.ted_cache import cached_ted
+
+        layout.ted_dir(source, partition)  # validates the source and the partition key
+        return open_ted_folder(cached_ted(layout.bucket, source, partition), next_obs)
     return open_ted_folder(layout.ted_dir(source, partition), next_obs)

@@ -76,7 +76,10 @@ def test_unusable_root(warehouse_env, capsys, monkeypatch, tmp_path):
 
 @pytest.mark.parametrize(
     ("url", "says"),
-    [("gs://bucket/prefix", "object-storage root is not supported"), ("s3://b/p", "not a s3://")],
+    [
+        ("gs://", "malformed warehouse root URL"),
+        ("s3://b/p", "s3:// warehouse root is not supported"),
+    ],
 )
 def test_a_url_root_is_refused_not_made_a_folder(
     warehouse_env, capsys, monkeypatch, tmp_path, url, says

@@ -1,0 +1,211 @@
+"""One artifact in the bucket: its record, publishing it meta-last, pulling it back.
+
+An artifact ``<rel>`` (``ted/atari/Pong/1``) is, in the bucket:
+
+- data objects under ``<rel>/.v/<token>/`` (``token`` = version, time, random), one per file,
+  each uploaded with ``ifGenerationMatch=0`` (a name is never overwritten);
+- its record ``<rel>/<record>`` (``meta.json``), written last with ``ifGenerationMatch`` = the
+  record's generation the writer started from, listing every data object with its generation,
+  size and crc32c under ``"published"``.
+
+A reader trusts only what a record lists, and reads each object at the listed generation: a
+killed upload leaves objects no record names (swept after :data:`DEBRIS_AGE_S`), and of two
+writers that started from the same record exactly one replaces it; the other gets a
+:class:`~episode_warehouse.errors.ConcurrentWriteError` and deletes its own objects. The
+previous version's objects are deleted after the new record is in place. This needs no
+object versioning on the bucket.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from episode_warehouse.atomic import staged, write_json
+from episode_warehouse.blobstore import BlobInfo, DownloadStats, GcsBlobStore, file_crc32c
+from episode_warehouse.bucket.root import BucketRoot
+from episode_warehouse.errors import ConcurrentWriteError, CorruptInputError, SourceMissingError
+
+log = logging.getLogger(__name__)
+PUBLISHED = "published"  # the record's section listing the data objects
+DATA = ".v"
+DEBRIS_AGE_S = 3600.0  # unlisted data objects older than this are a killed writer's debris
+TRANSFER_THREADS = 8
+
+
+class RemoteArtifact:
+    """The artifact ``rel`` of bucket root ``root``, whose record file is ``record``."""
+
+    def __init__(self, root: BucketRoot, rel: str, record: str = "meta.json") -> None:
+        self.root, self.rel, self.record_name = root, rel.strip("/"), record
+        self.store: GcsBlobStore = root.store()
+
+    @property
+    def url(self) -> str:
+        return f"{self.root.url}/{self.rel}"
+
+    def _name(self, file: str) -> str:
+        return f"{self.rel}/{file}"
+
+    def read(self) -> tuple[dict, int]:
+        """The published record and its generation; ({}, 0) when there is none."""
+        info = self.store.stat(self._name(self.record_name))
+        if info is None:
+            return {}, 0
+        try:
+            data = self.store.read_bytes(info.name, info.generation)
+        except SourceMissingError:  # replaced between the two calls: read the new one
+            return self.read()
+        try:
+            return json.loads(data), int(info.generation)
+        except ValueError as exc:
+            raise CorruptInputError(
+                "the artifact's record is not JSON",
+                subject=f"{self.root.url}/{info.name}",
+                fix="delete the record; the next materialization publishes it again",
+            ) from exc
+
+    # -- writing --------------------------------------------------------------------------
+
+    def push(self, folder: Path, previous: dict, base_generation: int) -> dict:
+        """Publish the local artifact ``folder`` (record included) over ``previous``, the
+        record of generation ``base_generation`` ({} and 0: none); returns the record as
+        published, which is also written back to ``folder``. ``previous``'s objects are deleted
+        once the new record is in place.
+
+        Raises:
+            ConcurrentWriteError: another writer replaced the record first (nothing of this
+                writer stays in the bucket).
+        """
+        local = json.loads((folder / self.record_name).read_text())
+        local.pop(PUBLISHED, None)
+        token = f"{local.get('version', 'x')}-{int(time.time())}-{uuid.uuid4().hex[:8]}"
+        prefix = f"{DATA}/{token}"
+        files = sorted(
+            p.relative_to(folder).as_posix()
+            for p in folder.rglob("*")
+            if p.is_file() and p.relative_to(folder).as_posix() != self.record_name
+        )
+
+        def upload(file: str) -> tuple[str, BlobInfo]:
+            path = folder / file
+            info = self.store.upload(
+                self._name(f"{prefix}/{file}"), path=path, if_generation_match=0
+            )
+            if info.size != path.stat().st_size or info.crc32c != file_crc32c(path):
+                raise CorruptInputError(
+                    "the uploaded object differs from the file", subject=str(path)
+                )
+            return file, info
+
+        with ThreadPoolExecutor(TRANSFER_THREADS) as pool:
+            uploaded = dict(pool.map(upload, files))
+        record = {
+            **local,
+            PUBLISHED: {
+                "token": token,
+                "prefix": prefix,
+                "files": {f: i.to_json() for f, i in uploaded.items()},
+            },
+        }
+        self._replace_record(record, base_generation)
+        write_json(folder / self.record_name, record)
+        self._delete_listed(previous)
+        self._sweep(record)
+        log.info(
+            "published %s (version %s, %d objects)", self.url, record.get("version"), len(files)
+        )
+        return record
+
+    def _replace_record(self, record: dict, base_generation: int) -> None:
+        from google.api_core.exceptions import PreconditionFailed
+
+        name = self._name(self.record_name)
+        body = json.dumps(record, indent=1, sort_keys=True).encode()
+        try:
+            self.store.upload(name, data=body, if_generation_match=base_generation)
+        except PreconditionFailed:
+            current, _ = self.read()
+            if current.get(PUBLISHED, {}).get("token") == record[PUBLISHED]["token"]:
+                return  # our own write, answered 412 on a retry after a lost response
+            self._delete_listed(record)
+            raise ConcurrentWriteError(
+                f"another writer published this artifact first (version "
+                f"{current.get('version', '?')}); this writer's upload was withdrawn",
+                subject=f"{self.root.url}/{name}",
+                fix="nothing is mixed: materialize again to check that the winner's version is "
+                "current (the run queue keeps one writer per partition to avoid this)",
+            ) from None
+
+    def _delete_listed(self, record: dict) -> None:
+        section = record.get(PUBLISHED, {})
+        for file, entry in section.get("files", {}).items():
+            self.store.delete(self._name(f"{section['prefix']}/{file}"), entry["generation"])
+
+    def _sweep(self, current: dict) -> None:
+        """Delete unlisted data objects (a killed writer's) older than DEBRIS_AGE_S; younger
+        ones may be a live writer's, which its own precondition will stop."""
+        keep = current[PUBLISHED]["prefix"]
+        now = time.time()
+        for info in self.store.list(f"{self.rel}/{DATA}/"):
+            token = info.name[len(self.rel) + len(DATA) + 2 :].split("/", 1)[0]
+            parts = token.split("-")
+            started = int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else 0
+            if f"{DATA}/{token}" != keep and now - started > DEBRIS_AGE_S:
+                self.store.delete(info.name, info.generation)
+
+    def delete(self) -> bool:
+        """Remove the artifact: the record first (readers stop trusting it), then its data."""
+        record, generation = self.read()
+        if not record:
+            return False
+        self.store.delete(self._name(self.record_name), str(generation))
+        self._delete_listed(record)
+        return True
+
+    # -- reading --------------------------------------------------------------------------
+
+    def blob(self, record: dict, file: str) -> BlobInfo:
+        """The data object of ``file`` as ``record`` lists it."""
+        section = record[PUBLISHED]
+        entry = section["files"][file]
+        return BlobInfo(
+            self._name(f"{section['prefix']}/{file}"),
+            int(entry["size"]),
+            entry["crc32c"],
+            str(entry["generation"]),
+        )
+
+    def download(self, record: dict, dest: Path, stats: DownloadStats | None = None) -> None:
+        """Every file of ``record`` into ``dest``, in parallel; files already there (complete:
+        a file gets its name only once its size and crc32c were verified) are kept, partial
+        ``.part`` files are resumed. The record is written last.
+
+        Raises:
+            SourceMissingError: an object is gone (the artifact was replaced meanwhile).
+        """
+        stats = stats or DownloadStats()
+        files = record.get(PUBLISHED, {}).get("files", {})
+
+        def fetch(file: str) -> None:
+            target = dest / file
+            if target.is_file() and target.stat().st_size == int(files[file]["size"]):
+                return
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self.store.download(self.blob(record, file), target, stats)
+
+        with ThreadPoolExecutor(TRANSFER_THREADS) as pool:
+            list(pool.map(fetch, sorted(files)))
+        (dest / self.record_name).parent.mkdir(parents=True, exist_ok=True)
+        write_json(dest / self.record_name, record)
+
+    def pull(self, folder: Path, record: dict) -> None:
+        """Make the local ``folder`` hold ``record``'s version (downloaded aside, swapped in).
+        The caller holds the folder's write lock."""
+        with staged(folder) as tmp:
+            self.download(record, tmp)
+        log.info("pulled %s (version %s) into %s", self.url, record.get("version"), folder)

@@ -1,0 +1,60 @@
+"""The catalog's Parquet files in a bucket root, and the filesystem DuckDB reads them with.
+
+Each partition's rows are an artifact of their own (``catalog/rows/<source>/<partition>``), so
+the files a query may read are exactly those the partitions' records list: stale versions and
+a killed writer's objects are never read. DuckDB 2.0.1's httpfs cannot be installed offline, so
+the connection reads ``gs://`` through an fsspec filesystem (gcsfs) registered on it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from episode_warehouse.bucket.artifact import PUBLISHED, TRANSFER_THREADS, RemoteArtifact
+from episode_warehouse.bucket.root import BucketRoot
+from episode_warehouse.gcs import EMULATOR_ENV
+
+RECORD = "meta.json"
+
+
+def partition_records(root: BucketRoot, folder: str) -> dict[str, dict]:
+    """``catalog/<folder>/<source>/<partition>`` -> its published record, for every artifact of
+    one catalog folder (``rows``, ``statistics``); one listing, then the records in parallel."""
+    base = f"catalog/{folder}/"
+    rels = sorted(
+        info.name.removesuffix(f"/{RECORD}")
+        for info in root.store().list(base)
+        if info.name.endswith(f"/{RECORD}") and info.name[len(base) :].count("/") == 2
+    )
+
+    def read(rel: str) -> tuple[str, dict]:
+        return rel, RemoteArtifact(root, rel).read()[0]
+
+    with ThreadPoolExecutor(TRANSFER_THREADS) as pool:
+        return {rel: record for rel, record in pool.map(read, rels) if record.get(PUBLISHED)}
+
+
+def table_urls(root: BucketRoot, records: dict[str, dict], file_name: str) -> list[str]:
+    """The ``gs://`` URLs of ``file_name`` in each record that lists it."""
+    return [
+        f"{root.url}/{rel}/{record[PUBLISHED]['prefix']}/{file_name}"
+        for rel, record in sorted(records.items())
+        if file_name in record[PUBLISHED]["files"]
+    ]
+
+
+def filesystem():
+    """A gcsfs filesystem for the emulator (``STORAGE_EMULATOR_HOST``) or GCS (default
+    credentials, else anonymous)."""
+    return _filesystem(os.environ.get(EMULATOR_ENV) or None)
+
+
+@functools.lru_cache(maxsize=4)
+def _filesystem(endpoint: str | None):
+    import gcsfs
+
+    if endpoint:
+        return gcsfs.GCSFileSystem(endpoint_url=endpoint, token="anon")
+    return gcsfs.GCSFileSystem()

@@ -1,0 +1,70 @@
+"""A TED opened from a bucket root: downloaded once into the local cache, then memory-mapped.
+
+The cache (``EPISODE_WAREHOUSE_CACHE``) keeps one folder per published version of a
+partition's TED (``<cache>/<bucket>/<prefix>/ted/<source>/<partition>/<token>``), so a rebuilt
+partition is fetched again into a new folder and never mixed with the old one. Downloads run
+in parallel, resume ``.part`` files, verify size and crc32c, and write ``meta.json`` last: a
+folder with a ``meta.json`` is complete. Older versions of the partition are removed after a
+new one is complete (processes that memory-mapped them keep reading them).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+from episode_warehouse.atomic import write_lock
+from episode_warehouse.bucket.artifact import PUBLISHED, RemoteArtifact
+from episode_warehouse.bucket.root import BucketRoot
+from episode_warehouse.errors import NotMaterializedError, SourceMissingError
+from episode_warehouse.ted.layout import META
+
+log = logging.getLogger(__name__)
+
+
+def ted_record(root: BucketRoot, source: str, partition: str) -> tuple[RemoteArtifact, dict]:
+    """The TED artifact of a partition and its published record.
+
+    Raises:
+        NotMaterializedError: the bucket has no TED for this partition.
+    """
+    artifact = RemoteArtifact(root, f"ted/{source}/{partition}")
+    record, _ = artifact.read()
+    if not record.get(PUBLISHED):
+        raise NotMaterializedError(
+            "no TED in the bucket for this partition",
+            subject=artifact.url,
+            fix=f"materialize it: warehouse materialize {source} {partition} --through ted",
+        )
+    return artifact, record
+
+
+def cached_ted(root: BucketRoot, source: str, partition: str) -> Path:
+    """The local folder of the partition's current TED, downloaded if it is not cached yet."""
+    for attempt in range(3):
+        artifact, record = ted_record(root, source, partition)
+        folder = root.cache() / artifact.rel / record[PUBLISHED]["token"]
+        if (folder / META).is_file():
+            return folder
+        try:
+            with write_lock(folder):
+                if not (folder / META).is_file():
+                    log.info("downloading %s into %s", artifact.url, folder)
+                    artifact.download(record, folder)
+        except SourceMissingError:
+            if attempt == 2:
+                raise
+            log.info(
+                "%s was republished during the download; fetching the new version", artifact.url
+            )
+            continue
+        _remove_older(folder)
+        return folder
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _remove_older(folder: Path) -> None:
+    for other in folder.parent.iterdir():
+        if other.is_dir() and other != folder and not other.name.startswith("."):
+            shutil.rmtree(other, ignore_errors=True)

@@ -1,0 +1,125 @@
+"""The rows of selected episodes of a TED in a bucket, fetched as byte ranges.
+
+A TED's per-step files are ``.npy`` arrays whose rows are the steps of all episodes in order,
+so the steps ``[start, start + length)`` of one episode are one contiguous byte range of each
+file (one more row of the observation files, for ``("next", "observation")``). Headers are
+read once per file; the small per-episode ``final`` files are read whole. The fetched rows are
+assembled by the same code that opens a memory-mapped TED (:func:`~episode_warehouse.ted.
+reader.assemble`), so an episode read here equals the same rows of the downloaded TED.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+from tensordict import TensorDictBase
+
+from episode_warehouse.bucket.root import BucketRoot
+from episode_warehouse.bucket.ted_cache import ted_record
+from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.ted.layout import EPISODES
+from episode_warehouse.ted.reader import assemble, check_format, files_of
+
+_HEADER_BYTES = 4096  # an .npy header is 64-byte aligned and, for a TED's arrays, < 256 bytes
+_THREADS = 8
+
+
+class RemoteTed:
+    """One partition's published TED, read by ranges; ``bytes_fetched`` counts the bytes."""
+
+    def __init__(self, root: BucketRoot, source: str, partition: str) -> None:
+        self.artifact, self.record = ted_record(root, source, partition)
+        check_format(self.record, self.artifact.url)
+        self.rows = int(self.record["rows"])
+        self.step_files, self.final_files = files_of(self.record)
+        self.bytes_fetched = 0
+        self._lock = threading.Lock()
+        self._headers: dict[str, tuple[int, np.dtype, tuple[int, ...]]] = {}
+        self._finals: dict[str, torch.Tensor] = {}
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.update(_lock=None, _pool=None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def _read(self, file: str, start: int | None = None, end: int | None = None) -> bytes:
+        data = self.artifact.store.read_bytes(
+            self.artifact.blob(self.record, file).name,
+            self.artifact.blob(self.record, file).generation,
+            start,
+            end,
+        )
+        with self._lock:
+            self.bytes_fetched += len(data)
+        return data
+
+    def episodes(self) -> pa.Table:
+        """The TED's episodes table (episode, start, length, ...)."""
+        return pq.read_table(io.BytesIO(self._read(EPISODES)))
+
+    def _header(self, file: str) -> tuple[int, np.dtype, tuple[int, ...]]:
+        if file not in self._headers:
+            size = self.artifact.blob(self.record, file).size
+            head = io.BytesIO(self._read(file, 0, min(_HEADER_BYTES, size) - 1))
+            try:
+                major, _ = np.lib.format.read_magic(head)
+                read = (
+                    np.lib.format.read_array_header_1_0
+                    if major == 1
+                    else np.lib.format.read_array_header_2_0
+                )
+                shape, fortran, dtype = read(head)
+            except ValueError as exc:
+                raise CorruptInputError(
+                    f"not an .npy array ({exc})",
+                    subject=f"{self.artifact.url} {file}",
+                    fix="re-materialize the ted stage of this partition",
+                ) from exc
+            if fortran or dtype.hasobject:
+                raise CorruptInputError(
+                    "a Fortran-ordered or object array", subject=f"{self.artifact.url} {file}"
+                )
+            self._headers[file] = (head.tell(), dtype, tuple(shape))
+        return self._headers[file]
+
+    def _rows(self, file: str, start: int, stop: int) -> torch.Tensor:
+        offset, dtype, shape = self._header(file)
+        row = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
+        stop = min(stop, shape[0])
+        data = (
+            self._read(file, offset + start * row, offset + stop * row - 1) if stop > start else b""
+        )
+        array = np.frombuffer(bytearray(data), dtype=dtype).reshape(stop - start, *shape[1:])
+        return torch.from_numpy(array)
+
+    def _final(self, file: str) -> torch.Tensor:
+        if file not in self._finals:
+            offset, dtype, shape = self._header(file)
+            self._finals[file] = self._rows(file, 0, shape[0])
+        return self._finals[file]
+
+    def read(self, start: int, length: int) -> TensorDictBase:
+        """Steps ``[start, start + length)`` as the TED's TensorDict (``("next",
+        "observation")`` filled on the last step, as in the memory-mapped TED)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(_THREADS)
+
+        def fetch(file: str) -> tuple[str, torch.Tensor]:
+            _, _, shape = self._header(file)
+            extra = 1 if shape[0] == self.rows + 1 else 0  # observation files: one row more
+            return file, self._rows(file, start, start + length + extra)
+
+        tensors = dict(self._pool.map(fetch, self.step_files))
+        tensors.update({f: self._final(f) for f in self.final_files})
+        return assemble(self.record, tensors.__getitem__, length)
