@@ -28,6 +28,14 @@ class WarehouseLayout:
     root: Path
     bucket: BucketRoot | None = None
 
+    def __post_init__(self) -> None:
+        if self.bucket is None:  # a scratch folder given as a path still publishes to its bucket
+            from episode_warehouse.bucket.root import bucket_of
+
+            found = bucket_of(self.root)
+            if found is not None and found[1] == ".":
+                object.__setattr__(self, "bucket", found[0])
+
     @classmethod
     def from_root(cls, root: str | os.PathLike | None = None) -> WarehouseLayout:
         """``root``, else ``$EPISODE_WAREHOUSE_ROOT``, else ``./warehouse-data``: a local folder

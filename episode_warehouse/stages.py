@@ -14,23 +14,23 @@ import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
-from episode_warehouse.atomic import reading
+from episode_warehouse.atomic import read_json, reading
 from episode_warehouse.errors import CorruptInputError, NotMaterializedError
-from episode_warehouse.incremental import Built, build_if_changed, checkout
+from episode_warehouse.incremental import RECORD, Built, build_if_changed, checkout
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.paths import WarehouseLayout
 
 log = logging.getLogger(__name__)
 
 
-def require(folder: Path, asset: str, key: str) -> dict:
+def require(folder: Path, asset: str, key: str, *, here: bool = False) -> dict:
     """The record of an upstream artifact, its files in ``folder`` (pulled from the bucket
-    when the root is one).
+    when the root is one; ``here``: the copy already in ``folder``, pulled by the caller).
 
     Raises:
         NotMaterializedError: it has not been built.
     """
-    meta = checkout(folder)
+    meta = read_json(folder / RECORD) if here else checkout(folder)
     if not meta.get("version"):
         raise NotMaterializedError(
             "this upstream stage is not materialized",
@@ -56,8 +56,9 @@ def _decode_from_raw(
     rebuild the decoded folder when the raw version or the code version changed.
     ``make_build(raw_dir, raw_record, lineage)`` returns the build function."""
     raw_dir = layout.raw_dir(source, key)
+    checkout(raw_dir)  # a bucket root: pull first; a pull swaps the folder, never under reading()
     with reading(raw_dir):
-        raw = require(raw_dir, raw_asset, key)
+        raw = require(raw_dir, raw_asset, key, here=True)
         return build_if_changed(
             layout.decoded_dir(source, key),
             {"raw": raw["version"], "code_version": code_version},

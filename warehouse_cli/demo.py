@@ -29,10 +29,17 @@ def demo_environment(folder: Path, summary: dict, endpoint: str) -> dict[str, st
     }
 
 
-def demo_resources(folder: Path, summary: dict, endpoint: str) -> dict[str, dict]:
+DEMO_BUCKET_ROOT = "gs://demo-warehouse/wh"
+STREAMED = """SELECT source, partition, episode, start, length FROM episodes
+WHERE source = 'atari' AND partition = 'Pong/5' ORDER BY "return" DESC LIMIT 2"""
+
+
+def demo_resources(
+    folder: Path, summary: dict, endpoint: str, root: str | None = None
+) -> dict[str, dict]:
     """The same settings as resource config, for runs in this process."""
     return {
-        "warehouse": {"root": str(folder / "warehouse")},
+        "warehouse": {"root": root or str(folder / "warehouse")},
         "atari_replay": {"url": summary["atari_url"], "emulator_host": endpoint},
         "openx_source": {"url": str(folder / "fixtures" / "openx")},
     }
@@ -44,7 +51,7 @@ def demo_partitions() -> list[tuple[str, str]]:
     return [("atari", k) for k in atari] + [("openx", spec.name) for spec, _ in OPENX_DATASETS]
 
 
-def run_demo(folder: Path) -> int:
+def run_demo(folder: Path, bucket: bool = False) -> int:
     from episode_warehouse.catalog import run_query
     from episode_warehouse.paths import WarehouseLayout
     from warehouse_cli.console import partition_line
@@ -60,11 +67,18 @@ def run_demo(folder: Path) -> int:
     with running_emulator() as endpoint:
         upload_tree(endpoint, summary["bucket"], folder / "fixtures" / "atari-bucket")
         print(f"serving gs://{summary['bucket']} from a GCS emulator at {endpoint}")
-        resources = demo_resources(folder, summary, endpoint)
+        root = _bucket_root(folder, endpoint) if bucket else None
+        resources = demo_resources(folder, summary, endpoint, root)
         for source, key in demo_partitions():
             t = time.perf_counter()
             result = materialize_partition(source, key, instance=instance, resources=resources)
             print(partition_line(source, key, result, time.perf_counter() - t), flush=True)
+        if root is not None:
+            print(f"\nDemo finished in {time.perf_counter() - started:.0f} s; the catalog, "
+                  f"queried over {root}:\n")  # fmt: skip
+            print_table(*run_query(WarehouseLayout.from_root(root).catalog_dir, QUERY))
+            _stream_from_bucket(root)
+            return 0
     layout = WarehouseLayout.from_root(folder / "warehouse")
     print(
         f"\nDemo finished in {time.perf_counter() - started:.0f} s: warehouse in {layout.root}, "
@@ -82,3 +96,40 @@ def run_demo(folder: Path) -> int:
     )
     print(f"  ./warehouse ui --demo {folder}    # then open http://127.0.0.1:3000")
     return 0
+
+
+def _bucket_root(folder: Path, endpoint: str) -> str:
+    """Create the demo's warehouse bucket on the emulator and point this process at it."""
+    import os
+
+    from episode_warehouse.gcs import gcs_client
+
+    client = gcs_client(endpoint)
+    name = DEMO_BUCKET_ROOT.removeprefix("gs://").split("/")[0]
+    if not client.bucket(name).exists():
+        client.create_bucket(name)
+    os.environ.update(
+        STORAGE_EMULATOR_HOST=endpoint,
+        EPISODE_WAREHOUSE_SCRATCH=str(folder / "scratch"),
+        EPISODE_WAREHOUSE_CACHE=str(folder / "cache"),
+    )
+    print(f"warehouse root {DEMO_BUCKET_ROOT} (stages build in {folder / 'scratch'})")
+    return DEMO_BUCKET_ROOT
+
+
+def _stream_from_bucket(root: str) -> None:
+    """What a training node does: select with SQL, stream those episodes' byte ranges."""
+    from episode_warehouse.incremental import published
+    from episode_warehouse.loading import EpisodeStream, select_episodes
+    from episode_warehouse.paths import WarehouseLayout
+
+    selection = select_episodes(STREAMED, root)
+    stream = EpisodeStream(selection, shuffle=False)
+    frames = sum(item.batch_size[0] for item in stream)
+    record = published(WarehouseLayout.from_root(root).ted_dir("atari", "Pong/5"))
+    size = sum(int(f["size"]) for f in record["published"]["files"].values())
+    print(
+        f"\nStreamed the 2 best episodes of atari Pong/5 from {root}: {frames} frames, "
+        f"{stream.cache.bytes_fetched / 1e6:.1f} MB fetched of the partition's "
+        f"{size / 1e6:.1f} MB TED"
+    )

@@ -99,7 +99,7 @@ def cmd_fixtures(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from warehouse_cli.demo import run_demo
 
-    return run_demo(Path(args.folder).resolve())
+    return run_demo(Path(args.folder).resolve(), bucket=args.bucket)
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -120,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--folder",
         default=str(PROJECT_ROOT / "demo-data"),
         help="where fixtures and the warehouse go (default: ./demo-data)",
+    )
+    p.add_argument(
+        "--bucket",
+        action="store_true",
+        help="use gs://demo-warehouse/wh on the demo's GCS emulator as the warehouse root, "
+        "then stream a selection from it (docs/object-storage.md)",
     )
     p.set_defaults(func=cmd_demo)
 

@@ -56,13 +56,14 @@ class BucketRoot:
         return _store(self.bucket, self.prefix, os.environ.get(EMULATOR_ENV) or None)
 
     def scratch(self) -> Path:
-        """The local folder the stages build in (``$EPISODE_WAREHOUSE_SCRATCH``, default a
-        folder of the system's temporary directory named after the root)."""
-        configured = os.environ.get(SCRATCH_ENV)
-        if configured:
-            return Path(configured).expanduser().resolve()
+        """The local folder the stages build in: ``<bucket>-<hash of the URL>`` under
+        ``$EPISODE_WAREHOUSE_SCRATCH`` (default: the system's temporary directory's
+        ``episode-warehouse-scratch``), so two roots never share one."""
+        base = (
+            os.environ.get(SCRATCH_ENV) or Path(tempfile.gettempdir()) / "episode-warehouse-scratch"
+        )
         tag = hashlib.sha256(self.url.encode()).hexdigest()[:12]
-        return Path(tempfile.gettempdir()) / "episode-warehouse-scratch" / f"{self.bucket}-{tag}"
+        return Path(base).expanduser().resolve() / f"{self.bucket}-{tag}"
 
     def cache(self) -> Path:
         """Where trainers keep TEDs downloaded from this root (``$EPISODE_WAREHOUSE_CACHE``,

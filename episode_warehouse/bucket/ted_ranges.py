@@ -2,8 +2,11 @@
 
 A TED's per-step files are ``.npy`` arrays whose rows are the steps of all episodes in order,
 so the steps ``[start, start + length)`` of one episode are one contiguous byte range of each
-file (one more row of the observation files, for ``("next", "observation")``). Headers are
-read once per file; the small per-episode ``final`` files are read whole. The fetched rows are
+file (one more row of the observation files, for ``("next", "observation")``). Files with small
+rows (actions, rewards, flags: at most ``SMALL_ROW_BYTES`` a row) are read in aligned blocks of
+``BLOCK_ROWS`` rows kept in memory, so an episode costs one request per observation file, not
+one per key; headers are read once per file; the small per-episode ``final`` files are read
+whole. The fetched rows are
 assembled by the same code that opens a memory-mapped TED (:func:`~episode_warehouse.ted.
 reader.assemble`), so an episode read here equals the same rows of the downloaded TED.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import io
 import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -28,6 +32,9 @@ from episode_warehouse.ted.reader import assemble, check_format, files_of
 
 _HEADER_BYTES = 4096  # an .npy header is 64-byte aligned and, for a TED's arrays, < 256 bytes
 _THREADS = 8
+SMALL_ROW_BYTES = 64
+BLOCK_ROWS = 16384  # a block of a 17-byte-a-row TED's small files: ~280 KB in all
+_BLOCKS_KEPT = 64
 
 
 class RemoteTed:
@@ -42,11 +49,12 @@ class RemoteTed:
         self._lock = threading.Lock()
         self._headers: dict[str, tuple[int, np.dtype, tuple[int, ...]]] = {}
         self._finals: dict[str, torch.Tensor] = {}
+        self._blocks: OrderedDict[tuple[str, int], torch.Tensor] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.update(_lock=None, _pool=None)
+        state.update(_lock=None, _pool=None, _blocks=OrderedDict())
         return state
 
     def __setstate__(self, state):
@@ -97,6 +105,36 @@ class RemoteTed:
         offset, dtype, shape = self._header(file)
         row = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
         stop = min(stop, shape[0])
+        if row <= SMALL_ROW_BYTES and stop > start:
+            return self._blocked(file, start, stop)
+        return self._range(file, start, stop)
+
+    def _blocked(self, file: str, start: int, stop: int) -> torch.Tensor:
+        """Rows of a small-row file from its cached blocks (a copy: callers may write to it)."""
+        first, last = start // BLOCK_ROWS, (stop - 1) // BLOCK_ROWS
+        parts = [self._block(file, b) for b in range(first, last + 1)]
+        joined = parts[0] if len(parts) == 1 else torch.cat(parts)
+        base = first * BLOCK_ROWS
+        return joined[start - base : stop - base].clone()
+
+    def _block(self, file: str, block: int) -> torch.Tensor:
+        key = (file, block)
+        with self._lock:
+            cached = self._blocks.get(key)
+            if cached is not None:
+                self._blocks.move_to_end(key)
+                return cached
+        rows = self._header(file)[2][0]
+        tensor = self._range(file, block * BLOCK_ROWS, min((block + 1) * BLOCK_ROWS, rows))
+        with self._lock:
+            self._blocks[key] = tensor
+            while len(self._blocks) > _BLOCKS_KEPT:
+                self._blocks.popitem(last=False)
+        return tensor
+
+    def _range(self, file: str, start: int, stop: int) -> torch.Tensor:
+        offset, dtype, shape = self._header(file)
+        row = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
         data = (
             self._read(file, offset + start * row, offset + stop * row - 1) if stop > start else b""
         )
@@ -105,8 +143,7 @@ class RemoteTed:
 
     def _final(self, file: str) -> torch.Tensor:
         if file not in self._finals:
-            offset, dtype, shape = self._header(file)
-            self._finals[file] = self._rows(file, 0, shape[0])
+            self._finals[file] = self._range(file, 0, self._header(file)[2][0])
         return self._finals[file]
 
     def read(self, start: int, length: int) -> TensorDictBase:

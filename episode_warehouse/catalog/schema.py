@@ -38,11 +38,14 @@ class Table:
         """``CREATE VIEW`` over the Parquet files matching a glob, or a list of files (typed,
         ordered columns)."""
         cols = ",\n  ".join(f'CAST("{c.name}" AS {c.sql}) AS "{c.name}"' for c in self.columns)
-        paths = [files] if isinstance(files, str) else files
-        quoted = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
+        source = (
+            _literal(files)
+            if isinstance(files, str)
+            else "[" + ", ".join(_literal(f) for f in files) + "]"
+        )
         return (
             f"CREATE OR REPLACE VIEW {self.name} AS SELECT\n  {cols}\n"
-            f"FROM read_parquet([{quoted}], union_by_name = true)"
+            f"FROM read_parquet({source}, union_by_name = true)"
         )
 
     def empty_view_sql(self) -> str:
@@ -143,3 +146,8 @@ TABLES = (EPISODES, PARTITIONS, STATISTICS)
 def schema_markdown() -> str:
     """The tables as Markdown (docs/catalog.md embeds this; a test keeps them in sync)."""
     return "\n\n".join(t.markdown() for t in TABLES)
+
+
+def _literal(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"

@@ -4,6 +4,11 @@ Object downloads (``alt=media``) take their fault from a schedule, in order: ``5
 (connection dropped before any answer), ``timeout`` (no answer for ``stall_s``), ``truncate``
 (half the body, then the connection closes), ``corrupt`` (the full body with bytes flipped),
 ``None`` (pass through). Everything else passes through. Bounded: it serves until stopped.
+
+It also counts what it serves: ``media_bytes[object name]`` (bytes of object reads, the
+counting proxy of the bucket tests) and ``uploads``; with ``hold_uploads_after=N`` every upload
+after the N-th waits (unanswered) until the proxy stops, so a test can kill a publisher
+between two files.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import threading
 import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 
 class FaultProxy:
@@ -25,8 +30,13 @@ class FaultProxy:
         schedule: list[str | None],
         stall_s: float = 4.0,
         repeat_last: bool = False,
+        hold_uploads_after: int | None = None,
     ) -> None:
         self.upstream = urlparse(upstream)
+        self.media_bytes: Counter = Counter()
+        self.uploads = 0
+        self.hold_uploads_after = hold_uploads_after
+        self._released = threading.Event()
         self.schedule = list(schedule)
         self.repeat_last = repeat_last
         self.stall_s = stall_s
@@ -43,6 +53,10 @@ class FaultProxy:
 
             def _handle(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if proxy._hold(self.command, self.path):
+                    proxy._released.wait()
+                    self.close_connection = True
+                    return
                 fault = proxy._next_fault(self.path)
                 if fault == "reset":
                     self.connection.setsockopt(
@@ -70,6 +84,10 @@ class FaultProxy:
                 resp = conn.getresponse()
                 data = resp.read()
                 conn.close()
+                if "alt=media" in self.path:
+                    name = unquote(urlparse(self.path).path.rsplit("/o/", 1)[-1])
+                    with proxy._lock:
+                        proxy.media_bytes[name] += len(data)
                 if fault == "corrupt" and data:
                     data = bytes(b ^ 0x5A if i % 97 == 0 else b for i, b in enumerate(data))
                 self.send_response(resp.status)
@@ -91,6 +109,13 @@ class FaultProxy:
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def _hold(self, command: str, path: str) -> bool:
+        if command not in ("POST", "PUT") or "uploadType" not in path and "upload_id" not in path:
+            return False
+        with self._lock:
+            self.uploads += 1
+            return self.hold_uploads_after is not None and self.uploads > self.hold_uploads_after
 
     def _next_fault(self, path: str) -> str | None:
         if "alt=media" not in path:
@@ -114,5 +139,6 @@ class FaultProxy:
         return self
 
     def __exit__(self, *exc) -> None:
+        self._released.set()
         self.server.shutdown()
         self.server.server_close()

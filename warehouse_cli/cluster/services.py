@@ -70,7 +70,9 @@ def _environment(base: dict[str, str], home: Path) -> dict[str, str]:
     """The environment of `cluster up`, with the cluster's instance and an absolute root."""
     env = dict(base)
     env["DAGSTER_HOME"] = str(home)
-    env[ROOT_ENV] = str(Path(env.get(ROOT_ENV) or DEFAULT_ROOT).expanduser().resolve())
+    root = env.get(ROOT_ENV) or DEFAULT_ROOT
+    if not root.startswith("gs://"):  # a bucket root stays a URL: workers share only the bucket
+        env[ROOT_ENV] = str(Path(root).expanduser().resolve())
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env

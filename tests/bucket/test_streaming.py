@@ -1,0 +1,148 @@
+"""Training nodes streaming a SQL selection from a bucket root: byte ranges, read-ahead, faults."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from episode_warehouse.bucket import ted_ranges
+from episode_warehouse.bucket.root import BucketRoot
+from episode_warehouse.bucket.ted_ranges import RemoteTed
+from episode_warehouse.catalog import CatalogStore, run_query
+from episode_warehouse.errors import CatalogQueryError
+from episode_warehouse.incremental import published
+from episode_warehouse.loading import (
+    EpisodeSliceDataset,
+    EpisodeStream,
+    no_collate,
+    select_episodes,
+)
+from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.ted.reader import open_ted_folder
+from tests.bucket.conftest import scratch_of
+from tests.helpers import build_atari
+from tests.reliability.fault_proxy import FaultProxy
+
+ALL = "SELECT source, partition, episode, start, length FROM episodes ORDER BY partition, episode"
+
+
+def _expected(ted, start: int, length: int) -> dict:
+    return {k: ted[start : start + length].get(k).numpy() for k in ted.keys(True, True)}
+
+
+def test_a_fresh_node_fetches_only_the_selected_episodes(bucket_url, gcs_endpoint, tmp_path):
+    scratch = scratch_of(bucket_url)
+    build_atari(scratch, "Pong/9", 9, capacity=2000, episodes=70, lengths=(120, 181))
+    ted_dir = scratch / "ted/atari/Pong/9"
+    record = published(ted_dir)
+    assert 8_000 <= record["rows"] <= 10_000
+    ted_bytes = sum(int(f["size"]) for f in record["published"]["files"].values())
+    spec = tmp_path / "spec.json"
+    sql = (
+        "SELECT source, partition, episode, start, length FROM episodes "
+        "WHERE partition = 'Pong/9' AND episode IN (7, 31) ORDER BY episode"
+    )
+    spec.write_text(json.dumps({"sql": sql, "out": str(tmp_path / "got.npz"),
+                                "report": str(tmp_path / "report.json")}))  # fmt: skip
+    with FaultProxy(gcs_endpoint, []) as proxy:
+        env = {**os.environ, "STORAGE_EMULATOR_HOST": proxy.url,
+               "EPISODE_WAREHOUSE_SCRATCH": str(tmp_path / "node-scratch"),
+               "EPISODE_WAREHOUSE_CACHE": str(tmp_path / "node-cache")}  # fmt: skip
+        subprocess.run([sys.executable, "-m", "tests.bucket.stream_node", str(spec)], env=env,
+                       check=True, timeout=300)  # fmt: skip
+    report = json.loads((tmp_path / "report.json").read_text())
+    got = np.load(tmp_path / "got.npz")
+    ted = open_ted_folder(ted_dir)
+    rows = report["rows"]
+    assert [r[2] for r in rows] == [7, 31]
+    want = [_expected(ted, start, length) for _, _, _, start, length in rows]
+    for key in want[0]:
+        name = "/".join(key) if isinstance(key, tuple) else key
+        np.testing.assert_array_equal(got[name], np.concatenate([w[key] for w in want]), name)
+    steps = sum(r[4] for r in rows)
+    fetched = sum(n for name, n in proxy.media_bytes.items() if "/ted/" in name)  # records too
+    data = sum(n for name, n in proxy.media_bytes.items() if "/ted/" in name and "/.v/" in name)
+    index = int(record["published"]["files"]["episodes.parquet"]["size"])  # the selection's check
+    assert data == report["bytes_fetched"] + index  # the proxy saw what the stream counted
+    assert fetched < ted_bytes / 4, (fetched, ted_bytes)
+    # ~ the rows it needs: its observation rows, and the small files' one block (~17 B a step)
+    assert fetched < 1.1 * ted_bytes * steps / record["rows"] + 24 * record["rows"] + 65536
+    assert not (tmp_path / "node-cache").exists() or not any(
+        (tmp_path / "node-cache").rglob("*.npy")
+    )
+
+
+def test_503s_resets_and_cut_bodies_are_retried_without_losing_or_repeating(
+    bucket_url, gcs_endpoint, monkeypatch
+):
+    scratch = scratch_of(bucket_url)
+    build_atari(scratch, "Pong/1", 1)
+    build_atari(scratch, "Pong/2", 2)
+    selection = select_episodes(ALL)
+    teds = {p: open_ted_folder(scratch / "ted/atari" / p) for p in ("Pong/1", "Pong/2")}
+    faults = ["503", "reset", None, "truncate", "503", None, None, "reset"] * 3
+    # one fetch thread: requests meet the schedule in order (never more than 3 faults in a row,
+    # under the 6 attempts of the retry policy); several threads could give one request more
+    monkeypatch.setattr(ted_ranges, "_THREADS", 1)
+    with FaultProxy(gcs_endpoint, faults) as proxy:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.url)
+        stream = EpisodeStream(selection, slice_len=16, seed=3, rank=0, world_size=1)
+        seen: dict[int, int] = {}
+        for item in stream:
+            i = int(item["selection_index"][0])
+            offset, length = int(item["step"][0]), len(item["step"])
+            assert seen.get(i, 0) == offset  # slices of an episode in order, none repeated
+            seen[i] = offset + length
+            want = _expected(teds[selection.partition[i]], int(selection.start[i]) + offset, length)
+            for key, value in want.items():
+                np.testing.assert_array_equal(item.get(key).numpy(), value, str(key))
+    assert seen == {i: int(n) for i, n in enumerate(selection.length)}  # every step, once
+    assert proxy.injected["503"] >= 5 and proxy.injected["reset"] >= 3
+    assert proxy.injected["truncate"] >= 2
+
+
+def test_ranks_and_workers_share_a_bucket_selection_exactly_once(bucket_url):
+    scratch = scratch_of(bucket_url)
+    build_atari(scratch, "Pong/1", 1)
+    selection = select_episodes(ALL)
+    delivered = []
+    for rank in range(2):
+        stream = EpisodeStream(selection, seed=5, rank=rank, world_size=2)
+        loader = torch.utils.data.DataLoader(
+            stream, batch_size=None, num_workers=2, collate_fn=no_collate
+        )
+        delivered += [int(item["selection_index"][0]) for item in loader]
+    assert sorted(delivered) == list(range(len(selection)))
+    # the map-style dataset over the bucket reads the same slices as over the scratch TED
+    ted = open_ted_folder(scratch / "ted/atari/Pong/1")
+    dataset = EpisodeSliceDataset(selection, 10)
+    for k in (0, len(dataset) // 2, len(dataset) - 1):
+        item = dataset[k]
+        i, offset = int(item["selection_index"][0]), int(item["step"][0])
+        want = _expected(ted, int(selection.start[i]) + offset, 10)
+        for key, value in want.items():
+            np.testing.assert_array_equal(item.get(key).numpy(), value, str(key))
+
+
+def test_catalog_queries_over_the_bucket_equal_the_scratch_catalog(bucket_url):
+    scratch = scratch_of(bucket_url)
+    build_atari(scratch, "Pong/1", 1)
+    build_atari(scratch, "Pong/2", 2)
+    layout = WarehouseLayout.from_root(bucket_url)
+    sql = "SELECT * EXCLUDE (materialized_at) FROM episodes ORDER BY partition, episode"
+    over_bucket = run_query(layout.catalog_dir, sql)
+    local = WarehouseLayout(scratch.parent / "copy")
+    shutil.copytree(scratch / "catalog", local.catalog_dir, ignore=shutil.ignore_patterns(".*"))
+    CatalogStore(local.catalog_dir).ensure_database(rebuild=True)
+    assert over_bucket == run_query(local.catalog_dir, sql)
+    assert len(over_bucket[1]) == sum(
+        RemoteTed(BucketRoot.parse(bucket_url), "atari", p).record["episodes"]
+        for p in ("Pong/1", "Pong/2")
+    )
+    with pytest.raises(CatalogQueryError, match="queries may read only the catalog"):
+        run_query(layout.catalog_dir, f"SELECT * FROM read_parquet('{bucket_url}/ted/x.parquet')")
