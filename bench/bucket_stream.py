@@ -6,11 +6,15 @@ into ``gs://bench/wh`` on gcp-storage-emulator (its own process, loopback). Fram
 
 - ``EpisodeStream`` over the local root (the memmap baseline; each item cloned, so every byte
   is read);
-- ``EpisodeStream`` over the bucket root (fresh process state: byte ranges, read-ahead of 4
-  episodes), and the same fetches without read-ahead;
+- ``EpisodeStream`` over the bucket root (fresh process state: byte ranges, 4 episodes read
+  ahead on 4 threads), the same fetches without read-ahead, and the ceiling: each episode's
+  observation rows as one bare range request, in turn;
 - ``StreamingLeRobotDataset`` over ``export_lerobot`` of the same episodes, local folder.
 
-Also the bytes a 2-episode selection fetches, against the partition's size.
+Twice: with the emulator as shipped (one request at a time) and with it serving each
+connection on a thread, as GCS serves concurrent requests. Also the bytes a 2-episode
+selection fetches, against the partition's size, and the latency of a catalog query over the
+bucket against the local catalog.
 
     python -m bench.bucket_stream
 """
@@ -67,96 +71,110 @@ def _frames_per_s(items) -> tuple[float, int]:
     return frames / (time.perf_counter() - started), frames
 
 
-def main() -> None:
-    logging.basicConfig(level=logging.WARNING)
-    from episode_warehouse.bucket.root import BucketRoot
-    from episode_warehouse.export.lerobot import ExportRequest, export_lerobot
+def _median_s(fn, repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return round(sorted(times)[repeat // 2], 3)
+
+
+def bucket_figures(work: Path, threaded: bool, report: dict) -> None:
+    """Build the partition into a bucket on an emulator in its own process, then stream it."""
+    from episode_warehouse.catalog import run_query
     from episode_warehouse.fixtures.gcs_emulator import emulator_process
     from episode_warehouse.gcs import gcs_client
     from episode_warehouse.loading import EpisodeStream, select_episodes
     from episode_warehouse.paths import WarehouseLayout
 
+    tag = "threaded_emulator" if threaded else "emulator"
+    url = "gs://bench/wh"
+    with emulator_process(threaded=threaded) as endpoint:
+        os.environ.update(
+            STORAGE_EMULATOR_HOST=endpoint,
+            EPISODE_WAREHOUSE_SCRATCH=str(work / f"scratch-{tag}"),
+            EPISODE_WAREHOUSE_CACHE=str(work / f"cache-{tag}"),
+        )
+        gcs_client(endpoint).create_bucket("bench")
+        started = time.perf_counter()
+        build(WarehouseLayout.from_root(url).root)
+        report[f"{tag}_build_into_bucket_s"] = round(time.perf_counter() - started, 1)
+        catalog = WarehouseLayout.from_root(url).catalog_dir
+        report[f"{tag}_catalog_query_s"] = _median_s(lambda: run_query(catalog, COUNT))
+        selection = select_episodes(SQL, root=url)
+
+        stream = EpisodeStream(selection, shuffle=False)
+        report[f"{tag}_read_ahead_frames_per_s"] = round(_frames_per_s(stream)[0])
+        report[f"{tag}_bytes_fetched"] = stream.cache.bytes_fetched
+        plain = EpisodeStream(selection, shuffle=False).cache
+        rate, _ = _frames_per_s(plain.read(i, 0, int(n)) for i, n in enumerate(selection.length))
+        report[f"{tag}_no_read_ahead_frames_per_s"] = round(rate)
+        # the ceiling: each episode's observation rows as one bare range request, in turn
+        ted = plain.remote_ted("atari", PARTITION)
+        started = time.perf_counter()
+        for start, n in zip(selection.start, selection.length, strict=True):
+            ted._range("observation.npy", int(start), int(start + n + 1))
+        report[f"{tag}_bare_observation_ranges_frames_per_s"] = round(
+            int(selection.length.sum()) / (time.perf_counter() - started)
+        )
+
+        two = select_episodes(SQL.replace("ORDER BY", "WHERE episode IN (3, 150) ORDER BY"), url)
+        stream = EpisodeStream(two, shuffle=False)
+        list(stream)
+        report[f"{tag}_two_episodes_bytes_fetched"] = stream.cache.bytes_fetched
+
+
+SQL = "SELECT source, partition, episode, start, length FROM episodes ORDER BY episode"
+COUNT = "SELECT partition, count(*), sum(length) FROM episodes GROUP BY ALL"
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING)
+    from episode_warehouse.catalog import run_query
+    from episode_warehouse.export.lerobot import ExportRequest, export_lerobot
+    from episode_warehouse.loading import EpisodeStream, select_episodes
+
     work = Path(tempfile.mkdtemp(prefix="bench-bucket-"))
     report: dict = {}
-    sql = "SELECT source, partition, episode, start, length FROM episodes ORDER BY episode"
     try:
-        with emulator_process() as endpoint:
-            os.environ.update(
-                STORAGE_EMULATOR_HOST=endpoint,
-                EPISODE_WAREHOUSE_SCRATCH=str(work / "scratch"),
-                EPISODE_WAREHOUSE_CACHE=str(work / "cache"),
-            )
-            gcs_client(endpoint).create_bucket("bench")
-            url = "gs://bench/wh"
-            local = work / "local"
-            started = time.perf_counter()
-            build(local)
-            report["build_local_s"] = round(time.perf_counter() - started, 1)
-            started = time.perf_counter()
-            build(WarehouseLayout.from_root(url).root)
-            report["build_into_bucket_s"] = round(time.perf_counter() - started, 1)
-
-            local_sel = select_episodes(sql, root=local)
-            started = time.perf_counter()
-            bucket_sel = select_episodes(sql, root=url)
-            report["select_over_bucket_s"] = round(time.perf_counter() - started, 3)
-            started = time.perf_counter()
-            select_episodes(sql, root=local)
-            report["select_local_s"] = round(time.perf_counter() - started, 3)
-            report["steps"] = int(local_sel.length.sum())
-            report["episodes"] = len(local_sel)
-
-            rate, frames = _frames_per_s(EpisodeStream(local_sel, shuffle=False))
-            report["local_memmap_frames_per_s"] = round(rate)
-            stream = EpisodeStream(bucket_sel, shuffle=False)
-            rate, _ = _frames_per_s(stream)
-            report["bucket_read_ahead_frames_per_s"] = round(rate)
-            report["bucket_bytes_fetched"] = stream.cache.bytes_fetched
-            plain = EpisodeStream(bucket_sel, shuffle=False)
-            rate, _ = _frames_per_s(
-                plain.cache.read(i, 0, int(n)) for i, n in enumerate(bucket_sel.length)
-            )
-            report["bucket_no_read_ahead_frames_per_s"] = round(rate)
-
-            two = select_episodes(
-                sql.replace("ORDER BY", "WHERE episode IN (3, 150) ORDER BY"), url
-            )
-            stream = EpisodeStream(two, shuffle=False)
-            list(stream)
-            record = BucketRoot.parse(url)
-            ted_bytes = sum(
-                int(f["size"])
-                for f in json.loads(record.store().read_bytes(f"ted/atari/{PARTITION}/meta.json"))[
-                    "published"
-                ]["files"].values()
-            )
-            report["two_episodes_bytes_fetched"] = stream.cache.bytes_fetched
-            report["partition_ted_bytes"] = ted_bytes
-            report["two_episodes_fraction_of_partition"] = round(
-                stream.cache.bytes_fetched / ted_bytes, 4
-            )
+        local = work / "local"
+        started = time.perf_counter()
+        build(local)
+        report["build_local_s"] = round(time.perf_counter() - started, 1)
+        report["local_catalog_query_s"] = _median_s(lambda: run_query(local / "catalog", COUNT))
+        selection = select_episodes(SQL, root=local)
+        report["steps"], report["episodes"] = int(selection.length.sum()), len(selection)
+        ted_bytes = sum(p.stat().st_size for p in (local / "ted").rglob("*.npy"))
+        report["partition_ted_npy_bytes"] = ted_bytes
+        report["local_memmap_frames_per_s"] = round(
+            _frames_per_s(EpisodeStream(selection, shuffle=False))[0]
+        )
 
         target = work / "lerobot" / "bench-pong"
-        export_lerobot(ExportRequest("bench-pong", str(local), local_sel.rows()), target, workers=2)
+        export_lerobot(ExportRequest("bench-pong", str(local), selection.rows()), target, workers=2)
         from lerobot.datasets.streaming_dataset import StreamingLeRobotDataset
 
         theirs = StreamingLeRobotDataset("episode-warehouse/bench-pong", root=target, shuffle=False)
         started, count = time.perf_counter(), 0
         for _ in theirs:
             count += 1
-        lerobot_rate = count / (time.perf_counter() - started)
         report["lerobot_streaming_frames"] = count
-        report["lerobot_streaming_frames_per_s"] = round(lerobot_rate)
-        report["bucket_vs_local_memmap"] = round(
-            report["bucket_read_ahead_frames_per_s"] / report["local_memmap_frames_per_s"], 3
-        )
-        report["bucket_vs_lerobot_streaming"] = round(
-            report["bucket_read_ahead_frames_per_s"] / lerobot_rate, 1
-        )
-        report["read_ahead_gain"] = round(
-            report["bucket_read_ahead_frames_per_s"] / report["bucket_no_read_ahead_frames_per_s"],
-            2,
-        )
+        report["lerobot_streaming_frames_per_s"] = round(count / (time.perf_counter() - started))
+        print(json.dumps(report), flush=True)
+
+        for threaded in (False, True):
+            bucket_figures(work, threaded, report)
+            print(json.dumps(report), flush=True)
+        for tag in ("emulator", "threaded_emulator"):
+            rate = report[f"{tag}_read_ahead_frames_per_s"]
+            report[f"{tag}_vs_local_memmap"] = round(rate / report["local_memmap_frames_per_s"], 3)
+            report[f"{tag}_vs_lerobot_streaming"] = round(
+                rate / report["lerobot_streaming_frames_per_s"], 1
+            )
+            report[f"{tag}_two_episodes_fraction"] = round(
+                report[f"{tag}_two_episodes_bytes_fetched"] / ted_bytes, 4
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(report, indent=1))

@@ -109,6 +109,18 @@ class RemoteTed:
             return self._blocked(file, start, stop)
         return self._range(file, start, stop)
 
+    def _cached(self, file: str, start: int, stop: int) -> bool:
+        """Whether rows ``[start, stop)`` of ``file`` are in memory (no request needed)."""
+        header = self._headers.get(file)
+        if header is None:
+            return False
+        _, dtype, shape = header
+        if int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize > SMALL_ROW_BYTES:
+            return False
+        stop = min(stop, shape[0])
+        blocks = range(start // BLOCK_ROWS, (max(stop, start + 1) - 1) // BLOCK_ROWS + 1)
+        return all((file, b) in self._blocks for b in blocks)
+
     def _blocked(self, file: str, start: int, stop: int) -> torch.Tensor:
         """Rows of a small-row file from its cached blocks (a copy: callers may write to it)."""
         first, last = start // BLOCK_ROWS, (stop - 1) // BLOCK_ROWS
@@ -149,14 +161,18 @@ class RemoteTed:
     def read(self, start: int, length: int) -> TensorDictBase:
         """Steps ``[start, start + length)`` as the TED's TensorDict (``("next",
         "observation")`` filled on the last step, as in the memory-mapped TED)."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(_THREADS)
 
         def fetch(file: str) -> tuple[str, torch.Tensor]:
             _, _, shape = self._header(file)
             extra = 1 if shape[0] == self.rows + 1 else 0  # observation files: one row more
             return file, self._rows(file, start, start + length + extra)
 
-        tensors = dict(self._pool.map(fetch, self.step_files))
+        remote = [f for f in self.step_files if not self._cached(f, start, start + length + 1)]
+        tensors: dict[str, torch.Tensor] = {}
+        if len(remote) > 1:  # requests in parallel; rows of cached blocks need no thread
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(_THREADS)
+            tensors.update(self._pool.map(fetch, remote))
+        tensors.update(fetch(f) for f in self.step_files if f not in tensors)
         tensors.update({f: self._final(f) for f in self.final_files})
         return assemble(self.record, tensors.__getitem__, length)

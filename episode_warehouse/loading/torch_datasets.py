@@ -61,12 +61,13 @@ class _TedCache:
         return {**self.__dict__, "_open": {}, "_remote": {}, "_episodes": OrderedDict()}
 
     def get(self, source: str, partition: str) -> TensorDictBase:
+        """The whole TED of a partition, memory-mapped (random access: step windows,
+        statistics); from a bucket root it is downloaded into the cache once."""
         key = (source, partition)
         if key not in self._open:
-            from episode_warehouse.ted.reader import open_ted_folder
+            from episode_warehouse.ted.reader import open_ted
 
-            layout = WarehouseLayout.from_root(self.selection.root)
-            self._open[key] = open_ted_folder(layout.ted_dir(source, partition))
+            self._open[key] = open_ted(source, partition, root=self.selection.root)
         return self._open[key]
 
     def remote_ted(self, source: str, partition: str) -> RemoteTed:

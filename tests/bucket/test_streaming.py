@@ -19,6 +19,8 @@ from episode_warehouse.incremental import published
 from episode_warehouse.loading import (
     EpisodeSliceDataset,
     EpisodeStream,
+    Selection,
+    StepWindowDataset,
     no_collate,
     select_episodes,
 )
@@ -127,6 +129,22 @@ def test_ranks_and_workers_share_a_bucket_selection_exactly_once(bucket_url):
         want = _expected(ted, int(selection.start[i]) + offset, 10)
         for key, value in want.items():
             np.testing.assert_array_equal(item.get(key).numpy(), value, str(key))
+
+
+def test_step_windows_over_a_bucket_selection_equal_a_local_copy(bucket_url, tmp_path):
+    scratch = scratch_of(bucket_url)
+    build_atari(scratch, "Pong/1", 1)
+    selection = select_episodes(ALL)
+    local = tmp_path / "local-copy"
+    shutil.copytree(scratch / "ted", local / "ted", ignore=shutil.ignore_patterns(".*"))
+    deltas = {"observation": [-3, 0], "action": [0, 1, 2], ("next", "reward"): [0]}
+    ours = StepWindowDataset(selection, deltas)  # downloads the TED into the cache once
+    theirs = StepWindowDataset(Selection.from_rows(selection.rows(), local), deltas)
+    picks = [0, 17, len(ours) // 2, len(ours) - 1]
+    got, want = ours.__getitems__(picks), theirs.__getitems__(picks)
+    for key in want.keys(True, True):
+        np.testing.assert_array_equal(got.get(key).numpy(), want.get(key).numpy(), str(key))
+    assert list((tmp_path / "cache").rglob("observation.npy"))
 
 
 def test_catalog_queries_over_the_bucket_equal_the_scratch_catalog(bucket_url):
