@@ -79,7 +79,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         video=args.video,
         resources=_resources(args),
     )
-    print(f"exported {args.name} to {layout.lerobot_dir(args.name)}")
+    where = f"{layout.url}/lerobot/{args.name}" if layout.bucket else layout.lerobot_dir(args.name)
+    print(f"exported {args.name} to {where}")
     return 0
 
 

@@ -170,8 +170,9 @@ class RemoteTed:
         remote = [f for f in self.step_files if not self._cached(f, start, start + length + 1)]
         tensors: dict[str, torch.Tensor] = {}
         if len(remote) > 1:  # requests in parallel; rows of cached blocks need no thread
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(_THREADS)
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(_THREADS)
             tensors.update(self._pool.map(fetch, remote))
         tensors.update(fetch(f) for f in self.step_files if f not in tensors)
         tensors.update({f: self._final(f) for f in self.final_files})

@@ -12,6 +12,7 @@ ReadAhead`).
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
@@ -56,9 +57,14 @@ class _TedCache:
         self._open: dict[tuple[str, str], TensorDictBase] = {}
         self._remote: dict[tuple[str, str], RemoteTed] = {}
         self._episodes: OrderedDict[int, TensorDictBase] = OrderedDict()
+        self._lock = threading.Lock()  # read-ahead threads open remote TEDs concurrently
 
     def __getstate__(self):
-        return {**self.__dict__, "_open": {}, "_remote": {}, "_episodes": OrderedDict()}
+        return {**self.__dict__, "_open": {}, "_remote": {}, "_episodes": OrderedDict(),
+                "_lock": None}  # fmt: skip
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, _lock=threading.Lock())
 
     def get(self, source: str, partition: str) -> TensorDictBase:
         """The whole TED of a partition, memory-mapped (random access: step windows,
@@ -72,12 +78,13 @@ class _TedCache:
 
     def remote_ted(self, source: str, partition: str) -> RemoteTed:
         key = (source, partition)
-        if key not in self._remote:
-            from episode_warehouse.bucket.ted_ranges import RemoteTed
+        with self._lock:
+            if key not in self._remote:
+                from episode_warehouse.bucket.ted_ranges import RemoteTed
 
-            bucket = WarehouseLayout.from_root(self.selection.root).bucket
-            self._remote[key] = RemoteTed(bucket, source, partition)  # type: ignore[arg-type]
-        return self._remote[key]
+                bucket = WarehouseLayout.from_root(self.selection.root).bucket
+                self._remote[key] = RemoteTed(bucket, source, partition)  # type: ignore[arg-type]
+            return self._remote[key]
 
     @property
     def bytes_fetched(self) -> int:
