@@ -37,6 +37,7 @@ def _expected(ted, start: int, length: int) -> dict:
     return {k: ted[start : start + length].get(k).numpy() for k in ted.keys(True, True)}
 
 
+@pytest.mark.slow  # ~50 s: a 9,000-step partition and a fresh interpreter
 def test_a_fresh_node_fetches_only_the_selected_episodes(bucket_url, gcs_endpoint, tmp_path):
     scratch = scratch_of(bucket_url)
     build_atari(scratch, "Pong/9", 9, capacity=2000, episodes=70, lengths=(120, 181))

@@ -13,7 +13,7 @@ import pytest
 from tests.e2e.dagster_server import REPOSITORY, dagster_dev
 from tests.e2e.test_dagster_dev import LAUNCH
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # ~2.5 min: in CI's slow run
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [
     "--no-sandbox",
