@@ -92,10 +92,16 @@ class RemoteArtifact:
         )
 
         def upload(file: str) -> tuple[str, BlobInfo]:
-            path = folder / file
-            info = self.store.upload(
-                self._name(f"{prefix}/{file}"), path=path, if_generation_match=0
-            )
+            from google.api_core.exceptions import PreconditionFailed
+
+            path, name = folder / file, self._name(f"{prefix}/{file}")
+            try:
+                info = self.store.upload(name, path=path, if_generation_match=0)
+            except PreconditionFailed:  # a retry after a lost answer: the object is ours
+                found = self.store.stat(name)
+                if found is None:
+                    raise
+                info = found
             if info.size != path.stat().st_size or info.crc32c != file_crc32c(path):
                 raise CorruptInputError(
                     "the uploaded object differs from the file", subject=str(path)
