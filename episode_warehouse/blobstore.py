@@ -399,19 +399,13 @@ class GcsBlobStore:
             else:
                 gblob.upload_from_string(data or b"", **kwargs)
 
-        for attempt in range(self.retry.attempts):
-            if attempt:
-                time.sleep(self.retry.delay(attempt))
-            try:
-                send()
-                return BlobInfo(name, int(gblob.size), gblob.crc32c or "", str(gblob.generation))
-            except PreconditionFailed:
-                raise
-            except Exception as exc:  # noqa: BLE001 - classified: transient retried, else raised
-                if not is_transient(exc) or attempt == self.retry.attempts - 1:
-                    raise classify(exc, subject=f"{self.url}/{name}") from exc
-                log.info("upload of %s failed (%s); retrying", name, exc)
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            self._call(send, name)
+        except SourceMissingError as exc:
+            if isinstance(exc.__cause__, PreconditionFailed):
+                raise exc.__cause__ from None  # the caller's race to settle, not a fault
+            raise
+        return BlobInfo(name, int(gblob.size), gblob.crc32c or "", str(gblob.generation))
 
     def delete(self, name: str, generation: str | None = None) -> bool:
         """Delete one object (only that ``generation`` when given); False if it was gone."""
@@ -435,15 +429,11 @@ class GcsBlobStore:
 
 class _GcsReader(io.RawIOBase):
     """A GCS object (``blob.size`` bytes) read in ranged requests of ``chunk`` bytes, pinned to
-    one generation;
-    each request retried on transient failures (streaming decode reads files this way)."""
+    one generation, each a :meth:`GcsBlobStore.read_bytes` (retried on transient failures and
+    short reads); streaming decode reads files this way."""
 
     def __init__(self, store: GcsBlobStore, blob: BlobInfo, chunk: int = 8 << 20) -> None:
         self.store, self.blob, self.chunk, self.pos = store, blob, chunk, 0
-        self.gblob = store.client.bucket(store.bucket_name).blob(
-            store._key(blob.name), generation=int(blob.generation)
-        )
-        self.subject = f"{store.url}/{blob.name}"
 
     def readable(self) -> bool:
         return True
@@ -453,14 +443,7 @@ class _GcsReader(io.RawIOBase):
         if want <= 0:
             return 0
         end = self.pos + want - 1
-        data = call_with_retries(
-            lambda: self.gblob.download_as_bytes(
-                start=self.pos, end=end, raw_download=True, checksum=None, retry=None,
-                timeout=self.store.retry.timeout_s,
-            ),
-            policy=self.store.retry,
-            subject=self.subject,
-        )  # fmt: skip
+        data = self.store.read_bytes(self.blob.name, self.blob.generation, self.pos, end)
         n = len(data)
         buffer[:n] = data
         self.pos += n

@@ -65,6 +65,8 @@ def cached_ted(root: BucketRoot, source: str, partition: str) -> Path:
 
 
 def _remove_older(folder: Path) -> None:
+    """Delete the partition's other complete versions (one being downloaded by another
+    process has no meta.json yet and is left to it)."""
     for other in folder.parent.iterdir():
-        if other.is_dir() and other != folder and not other.name.startswith("."):
+        if other != folder and not other.name.startswith(".") and (other / META).is_file():
             shutil.rmtree(other, ignore_errors=True)

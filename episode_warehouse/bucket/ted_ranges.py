@@ -62,12 +62,8 @@ class RemoteTed:
         self._lock = threading.Lock()
 
     def _read(self, file: str, start: int | None = None, end: int | None = None) -> bytes:
-        data = self.artifact.store.read_bytes(
-            self.artifact.blob(self.record, file).name,
-            self.artifact.blob(self.record, file).generation,
-            start,
-            end,
-        )
+        blob = self.artifact.blob(self.record, file)
+        data = self.artifact.store.read_bytes(blob.name, blob.generation, start, end)
         with self._lock:
             self.bytes_fetched += len(data)
         return data
