@@ -87,13 +87,11 @@ def atari_episodes(
         limits=warehouse.input_limits(),
     )
     meta = built.meta
+    details = {"time_limited_episodes": meta.get("time_limited_episodes", 0)}
     if meta.get("format_source") == "rl_unplugged":
-        details = {
-            "files": dg.MetadataValue.json(meta["files"]),
-            "single_step_records": meta["single_step_records"],
-        }
+        details["files"] = dg.MetadataValue.json(meta["files"])
     else:
-        details = {
+        details |= {
             "padding_rows_dropped": meta["padding_rows"],
             "lost_rows": meta["lost_rows"],
             "gaps": dg.MetadataValue.json(meta["gaps"]),

@@ -31,10 +31,11 @@ DATA = Path(__file__).parent / "data"
 
 
 def make_files(files: int, steps: int) -> Path:
-    """``<folder>/Pong/run_1-0000i-of-0000n``, ``steps`` transitions each (written once)."""
+    """``<folder>/Pong/run_1-0000i-of-0000n``, ``steps`` rows (transitions) each (written once;
+    the folder name carries the writer's format, so an older cache is not reused)."""
     from episode_warehouse.fixtures.rlu_writer import file_name, write_simulated_file
 
-    folder = DATA / f"rlu-{files}x{steps}"
+    folder = DATA / f"rlu-v2-{files}x{steps}"
     if (folder / "done").exists():
         return folder
     shutil.rmtree(folder, ignore_errors=True)
@@ -113,8 +114,7 @@ def child_ours(folder: str, out: str, workers: str) -> None:
     meta = decode_rlu_run(sources, dec, workers=int(workers))
     build_ted(open_decoded(dec), ted)
     seconds = time.perf_counter() - t
-    frames = meta["rows"] + meta["episodes"]
-    print(json.dumps({"seconds": seconds, "frames": frames, "rows": meta["rows"]}))
+    print(json.dumps({"seconds": seconds, "frames": meta["rows"], "rows": meta["rows"]}))
 
 
 def child_naive(folder: str, out: str) -> None:
@@ -137,9 +137,9 @@ def child_naive(folder: str, out: str) -> None:
             frames = [
                 np.asarray(Image.open(io.BytesIO(b))) for b in f["observations"].bytes_list.value
             ]
-            observations.extend(frames[:-1])
-            actions.extend(list(f["actions"].int64_list.value)[:-1])
-            rewards.extend(list(f["unclipped_rewards"].float_list.value)[:-1])
+            observations.extend(frames)  # every logged row is a transition
+            actions.extend(f["actions"].int64_list.value)
+            rewards.extend(f["clipped_rewards"].float_list.value)
     np.save(Path(out) / "observation.npy", np.stack(observations))
     np.save(Path(out) / "action.npy", np.array(actions, dtype=np.int32))
     np.save(Path(out) / "reward.npy", np.array(rewards, dtype=np.float32))

@@ -11,6 +11,20 @@ import pytest
 from episode_warehouse.fixtures.demo import DEMO_BUCKET, write_demo_fixtures
 from episode_warehouse.fixtures.gcs_emulator import running_emulator, upload_tree
 
+SHARED_SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
+
+
+@pytest.fixture(scope="session")
+def shared_samples() -> Path:
+    """``../shared/samples``: real files written by others (TFDS's authors), read in place;
+    the tests that need them are skipped, saying why, only where the folder is absent."""
+    if not SHARED_SAMPLES.is_dir():
+        pytest.skip(
+            f"the shared real samples are not at {SHARED_SAMPLES} (a checkout without "
+            "../shared/samples: clone the project beside its shared/ folder)"
+        )
+    return SHARED_SAMPLES
+
 
 @pytest.fixture(scope="session")
 def demo_fixtures(tmp_path_factory) -> Path:

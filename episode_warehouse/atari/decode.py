@@ -19,6 +19,7 @@ from episode_warehouse.atari.checkpoint_reader import CheckpointMeta, read_check
 from episode_warehouse.atari.dopamine_files import file_name
 from episode_warehouse.atari.frame_copy import copy_frames, read_slots, verify_frames
 from episode_warehouse.atari.stream_plan import StreamPlan, plan_stream
+from episode_warehouse.atari.time_limit import hit_time_limit
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
 from episode_warehouse.errors import CorruptInputError
@@ -71,9 +72,13 @@ def decode_run(
     frames = writer.allocate(obs_spec, plan.rows)
     writer.put(ArraySpec("action", (), "int32", "step"), plan.action)
     writer.put(ArraySpec("reward", (), "float32", "reward"), plan.reward)
-    writer.put(ArraySpec("terminal", (), "bool", "terminal"), plan.terminal == 1)
+    terminated = plan.fragment_ends_terminal & ~_time_limited(plan)
+    terminal = np.zeros(plan.rows, dtype=bool)
+    ends = plan.fragment_start + plan.fragment_length - 1
+    terminal[ends] = terminated  # the logger marks only last rows; the time limit is no terminal
+    writer.put(ArraySpec("terminal", (), "bool", "terminal"), terminal)
     _fill_frames(metas, plan, frames, workers)
-    episodes = _episode_table(plan, file_prefix)
+    episodes = _episode_table(plan, file_prefix, terminated)
     meta = writer.finish(
         episodes,
         {
@@ -88,6 +93,7 @@ def decode_run(
                 if p.gap_before
             ],
             "final_log": [p.suffix for p in plan.placements if p.is_final],
+            "time_limited_episodes": int(_time_limited(plan).sum()),
             **(lineage or {}),
         },
     )
@@ -121,12 +127,17 @@ def _fill_frames(metas: list[CheckpointMeta], plan: StreamPlan, frames: Path, wo
             verify_frames(m.observation_path, [(r.slot, r.row, r.length) for r in runs], frames)
 
 
-def _episode_table(plan: StreamPlan, file_prefix: str) -> pa.Table:
+def _time_limited(plan: StreamPlan) -> np.ndarray:
+    return hit_time_limit(
+        plan.fragment_length, plan.fragment_true_start, plan.fragment_ends_terminal
+    )
+
+
+def _episode_table(plan: StreamPlan, file_prefix: str, terminated: np.ndarray) -> pa.Table:
     starts, lengths = plan.fragment_start, plan.fragment_length
     returns = (
         np.add.reduceat(plan.reward.astype(np.float64), starts) if len(starts) else np.zeros(0)
     )
-    terminated = plan.fragment_ends_terminal
     chosen = {p.suffix for p in plan.placements}
     files = [
         [
@@ -145,7 +156,7 @@ def _episode_table(plan: StreamPlan, file_prefix: str) -> pa.Table:
             "terminated": terminated,
             "truncated": ~terminated,
             "true_start": plan.fragment_true_start,
-            "complete": plan.fragment_true_start & terminated,
+            "complete": plan.fragment_true_start & plan.fragment_ends_terminal,
             "language_instruction": pa.nulls(len(starts), pa.string()),
             "source_files": files,
         }

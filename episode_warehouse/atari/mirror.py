@@ -259,6 +259,7 @@ def mirror_run(
         "suffixes": chosen,
         "files": {name: blob.to_json() for name, blob in wanted.items()},
         "code_version": code_version,
+        "format": f"{record_format}/v1",  # the record's format: a new one rebuilds the folder
     }
     report = MirrorReport()
 

@@ -7,12 +7,13 @@ cores decode PNGs and memory stays at one chunk of frames per worker whatever th
    (actions, rewards, discounts) and each episode's length come back. The episodes' rows in the
    output follow from those lengths (files in checkpoint order, records in file order).
 2. **frames**: each file is read again and its PNG frames decoded, in chunks, straight into the
-   rows the scan assigned (``pwrite``): frames 0..N-2 of an episode are its steps' observations,
-   frame N-1 (the observation after its last step) goes to the episode's row of
-   ``final/observation``.
+   rows the scan assigned (``pwrite``).
 
-A record with a single observation has no transition: it is counted (``single_step_records``
-in meta.json) and left out.
+A record of N rows is N steps (``rlu_episode.py``): row i's frame, action and reward. The
+observation after the last step was never logged, so ``("next", "observation")`` reads zeros
+there, as for Dopamine's checkpoints. An episode ends terminated when the logger marked its last
+row (discount 0), unless it hit the time limit (``time_limit.py``: truncated); an episode whose
+last discount is 1 was cut by the end of its checkpoint file: truncated.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pyarrow as pa
 
 from episode_warehouse.atari.rlu_episode import FRAME_SHAPE
 from episode_warehouse.atari.rlu_worker import FileScan, RluSource, fill_frames, scan_file
+from episode_warehouse.atari.time_limit import hit_time_limit
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
 from episode_warehouse.errors import CorruptInputError
@@ -47,7 +49,7 @@ def decode_rlu_run(
     """Decode the files ``sources`` (in checkpoint order) into the folder ``staging``.
 
     Returns:
-        The meta.json written (rows, episodes, single-step records).
+        The meta.json written (rows, episodes, time-limited episodes).
 
     Raises:
         CorruptInputError: a bad checksum, record, feature or frame (named with the file and
@@ -65,7 +67,7 @@ def decode_rlu_run(
         rows, episodes = sum(lengths), len(lengths)
         if not episodes:
             raise CorruptInputError(
-                "the files hold no episode with a transition (every record has one step)",
+                "the files hold no episode",
                 subject=", ".join(s.name for s in sources) or "(no file)",
                 fix="check ATARI_CHECKPOINTS and the source",
             )
@@ -73,27 +75,23 @@ def decode_rlu_run(
         frames = writer.allocate(
             ArraySpec("observation", FRAME_SHAPE, "uint8", "observation"), rows
         )
-        finals = writer.allocate(
-            ArraySpec("final/observation", FRAME_SHAPE, "uint8", "final"), episodes
-        )
-        _put_steps(writer, scans)
-        jobs, row, episode = [], 0, 0
+        terminated = _terminated(scans)
+        _put_steps(writer, scans, terminated)
+        jobs, row = [], 0
         for source, scan in zip(sources, scans, strict=True):
-            jobs.append(
-                (source, row, episode, scan.lengths, str(frames), str(finals), max_record_bytes)
-            )
+            jobs.append((source, row, scan.lengths, str(frames), max_record_bytes))
             row += sum(scan.lengths)
-            episode += len(scan.lengths)
-        with progress("decoding frames", rows + episodes, "frames") as bar:
+        with progress("decoding frames", rows, "frames") as bar:
             for count in pool.map(fill_frames, jobs):
                 bar.update(count)
-    table = _episode_table(sources, scans, file_prefix)
+    table = _episode_table(sources, scans, file_prefix, terminated)
+    ended = np.array([e for scan in scans for e in scan.ended], dtype=bool)
     meta = writer.finish(
         table,
         {
             "format_source": "rl_unplugged",
             "files": [s.name for s in sources],
-            "single_step_records": sum(s.single_step_records for s in scans),
+            "time_limited_episodes": int((ended & ~terminated).sum()),
             **(lineage or {}),
         },
     )
@@ -103,30 +101,36 @@ def decode_rlu_run(
         rows,
         episodes,
         seconds,
-        (rows + episodes) / max(seconds, 1e-9),
+        rows / max(seconds, 1e-9),
     )
     return meta
 
 
-def _put_steps(writer: DecodedWriter, scans: list[FileScan]) -> None:
+def _terminated(scans: list[FileScan]) -> np.ndarray:
+    """Per episode: the logger's terminal mark, less the episodes cut by the time limit."""
+    lengths = np.array([n for scan in scans for n in scan.lengths], dtype=np.int64)
+    ended = np.array([e for scan in scans for e in scan.ended], dtype=bool)
+    return ended & ~hit_time_limit(lengths, np.ones(len(lengths), bool), ended)
+
+
+def _put_steps(writer: DecodedWriter, scans: list[FileScan], terminated: np.ndarray) -> None:
     def cat(name: str, dtype) -> np.ndarray:
         parts = [a for scan in scans for a in getattr(scan, name)]
         return np.concatenate(parts).astype(dtype, copy=False)
 
     lengths = np.array([n for scan in scans for n in scan.lengths], dtype=np.int64)
     terminal = np.zeros(int(lengths.sum()), dtype=bool)
-    ends = np.cumsum(lengths) - 1
-    terminal[ends] = [t for scan in scans for t in scan.terminal]
+    terminal[np.cumsum(lengths) - 1] = terminated
     writer.put(ArraySpec("action", (), "int32", "step"), cat("actions", np.int32))
     writer.put(ArraySpec("reward", (), "float32", "reward"), cat("rewards", np.float32))
-    writer.put(ArraySpec("clipped_reward", (), "float32", "next"), cat("clipped", np.float32))
     writer.put(ArraySpec("terminal", (), "bool", "terminal"), terminal)
 
 
-def _episode_table(sources: list[RluSource], scans: list[FileScan], prefix: str) -> pa.Table:
+def _episode_table(
+    sources: list[RluSource], scans: list[FileScan], prefix: str, terminated: np.ndarray
+) -> pa.Table:
     lengths = np.array([n for scan in scans for n in scan.lengths], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    terminated = np.array([t for scan in scans for t in scan.terminal], dtype=bool)
     returns = np.array([float(r.astype(np.float64).sum()) for scan in scans for r in scan.rewards])
     files = [
         [prefix + s.name] for s, scan in zip(sources, scans, strict=True) for _ in scan.lengths
@@ -141,7 +145,7 @@ def _episode_table(sources: list[RluSource], scans: list[FileScan], prefix: str)
             "terminated": terminated,
             "truncated": ~terminated,
             "true_start": np.ones(n, dtype=bool),
-            "complete": terminated,
+            "complete": np.array([e for scan in scans for e in scan.ended], dtype=bool),
             "language_instruction": pa.nulls(n, pa.string()),
             "source_files": files,
             "checkpoint_idx": np.array([c for s in scans for c in s.checkpoint_idx], np.int64),

@@ -1,10 +1,17 @@
 """One RL Unplugged Atari record (a ``tf.train.Example`` episode), checked and decoded.
 
-A record of N steps holds N PNG frames and N of each per-step value (actions, unclipped and
-clipped rewards, discounts); the mapping to TED (TFDS's ``atari_example_to_rlds``, and RLDS's
-rule that the last step holds only an observation) keeps N - 1 steps: step t has frame t,
-``actions[t]``, ``unclipped_rewards[t]`` and, as its next observation, frame t + 1. The episode
-ended in a terminal state iff ``discounts[N-1] == 0``; otherwise it was truncated.
+What a row means comes from the code that logged it, Dopamine's DQN agent
+(shared/reference/rl-unplugged-atari.md, "Semantics"): ``step`` and ``end_episode`` store
+(the observation at which the action was taken, the action, the reward that followed it), so a
+record of N rows is **N transitions**; the observation after the last one was never logged.
+TFDS's ``atari_example_to_rlds`` reads the last row as an RLDS terminal step with an invalid
+action and reward, which drops one real transition per episode: we keep all N.
+
+Both reward fields hold clipped rewards (Dopamine clips before the agent stores them): the
+record is refused unless ``clipped_rewards`` lies in [-1, 1] and equals the clip of
+``unclipped_rewards``, and unless ``episode_return`` / ``clipped_episode_return`` are the sums of
+all N values of their fields. Discounts are 1 on every row but the last, which is 0 when the
+episode ended (game over or the time limit) and 1 when the checkpoint file cut it.
 """
 
 from __future__ import annotations
@@ -41,17 +48,17 @@ class RluRecord:
     clipped_episode_return: float
     pngs: Sequence[bytes]  # protobuf's repeated field: a frame's bytes are made when read
     actions: np.ndarray  # int64 (N,)
-    rewards: np.ndarray  # float32 (N,), unclipped
-    clipped_rewards: np.ndarray  # float32 (N,)
+    rewards: np.ndarray  # float32 (N,): ``clipped_rewards`` (equal to the clip of the other)
     discounts: np.ndarray  # float32 (N,)
 
     @property
     def steps(self) -> int:
-        """N, the number of observations."""
+        """N, the number of rows: observations, actions and rewards, one transition each."""
         return len(self.pngs)
 
     @property
-    def terminal(self) -> bool:
+    def ended(self) -> bool:
+        """Whether the logger marked the last row terminal (game over or the time limit)."""
         return bool(self.discounts[-1] == 0)
 
 
@@ -117,6 +124,11 @@ def parse_record(data: bytes, where: str) -> RluRecord:
         if not np.isfinite(lists[name]).all():
             bad = int(np.argmax(~np.isfinite(lists[name])))
             raise CorruptInputError(f"{where}: step {bad} {name} is not finite", fix=_FIX)
+    episode = f"{where} (checkpoint {scalars['checkpoint_idx']}, episode {scalars['episode_idx']})"
+    if scalars["episode_idx"] < 0 or scalars["checkpoint_idx"] < 0:
+        raise CorruptInputError(f"{episode}: a negative checkpoint_idx or episode_idx", fix=_FIX)
+    _check_discounts(lists["discounts"], episode)
+    _check_rewards(lists["unclipped_rewards"], lists["clipped_rewards"], scalars, episode)
     return RluRecord(
         checkpoint_idx=int(scalars["checkpoint_idx"]),
         episode_idx=int(scalars["episode_idx"]),
@@ -124,10 +136,62 @@ def parse_record(data: bytes, where: str) -> RluRecord:
         clipped_episode_return=float(scalars["clipped_episode_return"]),
         pngs=pngs,
         actions=actions,
-        rewards=lists["unclipped_rewards"],
-        clipped_rewards=lists["clipped_rewards"],
+        rewards=lists["clipped_rewards"],
         discounts=lists["discounts"],
     )
+
+
+def _check_discounts(discounts: np.ndarray, episode: str) -> None:
+    """1 on every row but the last, which is 0 or 1; a 0 inside means two episodes merged."""
+    outside = np.flatnonzero((discounts != 0) & (discounts != 1))
+    if len(outside):
+        raise CorruptInputError(
+            f"{episode}: step {int(outside[0])} discount {float(discounts[outside[0]])} is not "
+            "0 or 1",
+            fix=_FIX,
+        )
+    inside = np.flatnonzero(discounts[:-1] == 0)
+    if len(inside):
+        raise CorruptInputError(
+            f"{episode}: step {int(inside[0])} has discount 0 before the last step (two "
+            "episodes merged into one record)",
+            fix=_FIX,
+        )
+
+
+def _sums_to(values: np.ndarray, recorded: float) -> bool:
+    total = float(values.astype(np.float64).sum())
+    return abs(total - recorded) <= 1e-3 + 1e-6 * abs(recorded)
+
+
+def _check_rewards(unclipped: np.ndarray, clipped: np.ndarray, scalars: dict, episode: str):
+    """Clipped rewards in [-1, 1] and equal to the clip of the other field; each recorded
+    return the sum of all N rewards of its field (the last row is a real transition)."""
+    outside = np.flatnonzero(np.abs(clipped) > 1)
+    if len(outside):
+        raise CorruptInputError(
+            f"{episode}: step {int(outside[0])} clipped_rewards {float(clipped[outside[0]])} "
+            "is outside [-1, 1]",
+            fix=_FIX,
+        )
+    differs = np.flatnonzero(np.clip(unclipped, -1, 1) != clipped)
+    if len(differs):
+        i = int(differs[0])
+        raise CorruptInputError(
+            f"{episode}: step {i} clipped_rewards {float(clipped[i])} is not the clip of "
+            f"unclipped_rewards {float(unclipped[i])}",
+            fix=_FIX,
+        )
+    for name, values, total in (
+        ("episode_return", unclipped, scalars["episode_return"]),
+        ("clipped_episode_return", clipped, scalars["clipped_episode_return"]),
+    ):
+        if not _sums_to(values, total):
+            raise CorruptInputError(
+                f"{episode}: {name} {total} is not the sum of the episode's "
+                f"{len(values)} rewards ({float(values.astype(np.float64).sum())})",
+                fix=_FIX,
+            )
 
 
 # A gray 84x84 8-bit PNG's IHDR chunk (type, width, height, bit depth, colour type): checked

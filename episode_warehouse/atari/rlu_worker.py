@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from episode_warehouse.atari.rlu_episode import FRAME_SHAPE, decode_frames, parse_record
+from episode_warehouse.atari.rlu_files import parse_file_name
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.tfrecord.records import iter_gzip_records
 
@@ -42,37 +43,64 @@ class RluSource:
 
 @dataclass
 class FileScan:
-    """What pass 1 learnt of one file: per kept episode its values, in record order."""
+    """What pass 1 learnt of one file: per episode (record) its values, in record order."""
 
-    lengths: list[int] = field(default_factory=list)  # TED steps (N - 1) per kept episode
-    terminal: list[bool] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)  # N rows = N transitions per episode
+    ended: list[bool] = field(default_factory=list)  # the logger marked the last row terminal
     checkpoint_idx: list[int] = field(default_factory=list)
     episode_idx: list[int] = field(default_factory=list)
     recorded_return: list[float] = field(default_factory=list)
     actions: list[np.ndarray] = field(default_factory=list)
     rewards: list[np.ndarray] = field(default_factory=list)
-    clipped: list[np.ndarray] = field(default_factory=list)
-    single_step_records: int = 0
+
+
+def _file_checkpoint(name: str) -> int | None:
+    """The checkpoint a file holds by its name (``run_1-00007-of-00050``: 7), or None when the
+    run is one file (``-of-00001``, as TFDS's own test files are): only a run split into
+    several files is split by checkpoint ("Splits correspond to checkpoints of 1M steps")."""
+    parsed = parse_file_name(name)
+    if parsed is None or parsed[2] <= 1:
+        return None
+    return parsed[1]
 
 
 def scan_file(source: RluSource, max_record_bytes: int) -> FileScan:
-    """Pass 1 for one file (runs in a worker)."""
+    """Pass 1 for one file (runs in a worker).
+
+    Raises:
+        CorruptInputError: besides a bad record (see ``parse_record``), a record whose
+            ``checkpoint_idx`` is not the file's checkpoint, or an ``episode_idx`` repeated
+            within the file's checkpoint.
+    """
     scan = FileScan()
+    expected = _file_checkpoint(source.name)
+    seen: set[tuple[int, int]] = set()
     with source.open() as fh:
         for offset, data in iter_gzip_records(fh, source.name, max_record_bytes=max_record_bytes):
-            record = parse_record(data, f"{source.name} record at byte {offset}")
-            if record.steps == 1:
-                scan.single_step_records += 1
-                continue
-            n = record.steps - 1
-            scan.lengths.append(n)
-            scan.terminal.append(record.terminal)
+            where = f"{source.name} record at byte {offset}"
+            record = parse_record(data, where)
+            where += f" (checkpoint {record.checkpoint_idx}, episode {record.episode_idx})"
+            if expected is not None and record.checkpoint_idx != expected:
+                raise CorruptInputError(
+                    f"{where}: checkpoint_idx {record.checkpoint_idx} in the file of checkpoint "
+                    f"{expected}",
+                    fix="the file holds records of another checkpoint: re-download it",
+                )
+            ids = (record.checkpoint_idx, record.episode_idx)
+            if ids in seen:
+                raise CorruptInputError(
+                    f"{where}: episode_idx {record.episode_idx} appears twice in checkpoint "
+                    f"{record.checkpoint_idx}",
+                    fix="the file repeats an episode: re-download it",
+                )
+            seen.add(ids)
+            scan.lengths.append(record.steps)
+            scan.ended.append(record.ended)
             scan.checkpoint_idx.append(record.checkpoint_idx)
             scan.episode_idx.append(record.episode_idx)
             scan.recorded_return.append(record.episode_return)
-            scan.actions.append(record.actions[:n].astype(np.int32))
-            scan.rewards.append(record.rewards[:n])
-            scan.clipped.append(record.clipped_rewards[:n])
+            scan.actions.append(record.actions.astype(np.int32))
+            scan.rewards.append(record.rewards)
     return scan
 
 
@@ -95,10 +123,8 @@ def _pwrite(fd: int, data: memoryview, offset: int) -> None:
 def fill_frames(
     source: RluSource,
     first_row: int,
-    first_episode: int,
     lengths: list[int],
     frames_path: str,
-    final_path: str,
     max_record_bytes: int,
 ) -> int:
     """Pass 2 for one file (runs in a worker): decode its frames into their rows; returns the
@@ -107,11 +133,9 @@ def fill_frames(
 
     cv2.setNumThreads(1)
     frames_fd = os.open(frames_path, os.O_WRONLY)
-    final_fd = os.open(final_path, os.O_WRONLY)
     frames_base = _npy_data_offset(Path(frames_path))
-    final_base = _npy_data_offset(Path(final_path))
     buf = np.empty((CHUNK_FRAMES, *FRAME_SHAPE), dtype=np.uint8)
-    row, kept, written = first_row, 0, 0
+    row, kept = first_row, 0
     try:
         with source.open() as fh:
             for offset, data in iter_gzip_records(
@@ -119,9 +143,7 @@ def fill_frames(
             ):
                 where = f"{source.name} record at byte {offset}"
                 record = parse_record(data, where)
-                if record.steps == 1:
-                    continue
-                if kept >= len(lengths) or record.steps - 1 != lengths[kept]:
+                if kept >= len(lengths) or record.steps != lengths[kept]:
                     raise CorruptInputError(
                         f"{where}: the file changed between the two passes",
                         fix="re-materialize the raw stage (the file is not the one listed)",
@@ -130,28 +152,18 @@ def fill_frames(
                 for start in range(0, len(pngs), CHUNK_FRAMES):
                     chunk = pngs[start : start + CHUNK_FRAMES]
                     decode_frames(chunk, buf, where, start)
-                    steps = min(len(chunk), record.steps - 1 - start)  # frames of steps
-                    if steps > 0:
-                        _pwrite(
-                            frames_fd,
-                            memoryview(buf[:steps]).cast("B"),
-                            frames_base + (row + start) * FRAME_BYTES,
-                        )
-                    if steps < len(chunk):  # the last frame: after the episode's last step
-                        _pwrite(
-                            final_fd,
-                            memoryview(buf[steps]).cast("B"),
-                            final_base + (first_episode + kept) * FRAME_BYTES,
-                        )
-                row += record.steps - 1
-                written += record.steps
+                    _pwrite(
+                        frames_fd,
+                        memoryview(buf[: len(chunk)]).cast("B"),
+                        frames_base + (row + start) * FRAME_BYTES,
+                    )
+                row += record.steps
                 kept += 1
     finally:
         os.close(frames_fd)
-        os.close(final_fd)
     if kept != len(lengths):
         raise CorruptInputError(
             f"{source.name}: {kept} episodes on the second pass, {len(lengths)} on the first",
             fix="re-materialize the raw stage (the file is not the one listed)",
         )
-    return written
+    return row - first_row

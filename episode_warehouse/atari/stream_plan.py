@@ -309,16 +309,19 @@ ACTIONS = 18  # the ALE's full action set: every game's actions are indices into
 
 def _check_values(meta: CheckpointMeta, slots, action, reward, terminal) -> None:
     """The rows the stream uses from one checkpoint: terminal 0 or 1, an action of the ALE's
-    set, a finite reward (a terminal of 7 would merge episodes and make padding real steps).
+    set, a reward in [-1, 1] (Dopamine clips rewards before its agent stores them: anything
+    else is not what the logger wrote; a terminal of 7 would merge episodes and make padding
+    real steps).
 
     Raises:
         CorruptInputError: naming the file, the slot and the value.
     """
-    reward_ok = np.isfinite(reward) if reward.dtype.kind == "f" else np.ones(len(reward), bool)
+    with np.errstate(invalid="ignore"):
+        reward_ok = np.abs(reward.astype(np.float64)) <= 1  # False for NaN and infinities
     checks = (
         ("terminal", terminal, (terminal != 0) & (terminal != 1), "must be 0 or 1"),
         ("action", action, (action < 0) | (action >= ACTIONS), f"must be 0-{ACTIONS - 1}"),
-        ("reward", reward, ~reward_ok, "must be finite"),
+        ("reward", reward, ~reward_ok, "must be a clipped reward in [-1, 1]"),
     )
     for element, values, bad, rule in checks:
         if bad.any():

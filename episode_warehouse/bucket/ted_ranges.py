@@ -5,8 +5,7 @@ so the steps ``[start, start + length)`` of one episode are one contiguous byte 
 file (one more row of the observation files, for ``("next", "observation")``). Files with small
 rows (actions, rewards, flags: at most ``SMALL_ROW_BYTES`` a row) are read in aligned blocks of
 ``BLOCK_ROWS`` rows kept in memory, so an episode costs one request per observation file, not
-one per key; headers are read once per file; the small per-episode ``final`` files are read
-whole. The fetched rows are
+one per key; headers are read once per file. The fetched rows are
 assembled by the same code that opens a memory-mapped TED (:func:`~episode_warehouse.ted.
 reader.assemble`), so an episode read here equals the same rows of the downloaded TED.
 """
@@ -44,11 +43,10 @@ class RemoteTed:
         self.artifact, self.record = ted_record(root, source, partition)
         check_format(self.record, self.artifact.url)
         self.rows = int(self.record["rows"])
-        self.step_files, self.final_files = files_of(self.record)
+        self.step_files = files_of(self.record)
         self.bytes_fetched = 0
         self._lock = threading.Lock()
         self._headers: dict[str, tuple[int, np.dtype, tuple[int, ...]]] = {}
-        self._finals: dict[str, torch.Tensor] = {}
         self._blocks: OrderedDict[tuple[str, int], torch.Tensor] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
 
@@ -149,14 +147,9 @@ class RemoteTed:
         array = np.frombuffer(bytearray(data), dtype=dtype).reshape(stop - start, *shape[1:])
         return torch.from_numpy(array)
 
-    def _final(self, file: str) -> torch.Tensor:
-        if file not in self._finals:
-            self._finals[file] = self._range(file, 0, self._header(file)[2][0])
-        return self._finals[file]
-
     def read(self, start: int, length: int) -> TensorDictBase:
         """Steps ``[start, start + length)`` as the TED's TensorDict (``("next",
-        "observation")`` filled on the last step, as in the memory-mapped TED)."""
+        "observation")`` zeros on the last step, as in the memory-mapped TED)."""
 
         def fetch(file: str) -> tuple[str, torch.Tensor]:
             _, _, shape = self._header(file)
@@ -171,5 +164,4 @@ class RemoteTed:
                     self._pool = ThreadPoolExecutor(_THREADS)
             tensors.update(self._pool.map(fetch, remote))
         tensors.update(fetch(f) for f in self.step_files if f not in tensors)
-        tensors.update({f: self._final(f) for f in self.final_files})
         return assemble(self.record, tensors.__getitem__, length)

@@ -15,16 +15,15 @@ from episode_warehouse.errors import FormatVersionError, NotMaterializedError
 from episode_warehouse.incremental import RECORD
 
 FORMAT = "episode-warehouse-decoded"
-VERSION = 2
+VERSION = 3  # 3: RL Unplugged rows are all steps, no "final" role
+FORMAT_ID = f"{FORMAT}/v{VERSION}"  # an input of the decode stage: a new version rebuilds it
 META = RECORD
 EPISODES = "episodes.parquet"
 ARRAYS = "arrays"
 # observation: stored once, rows+1 rows; TED's ("next", key) is the same file shifted by one
 # reward / terminal: ("next", "reward") / ("next", "terminated"); next: another ("next", key)
 # step: any other per-step value, at the TED root
-# final: one row per episode, the observation after its last step where the source has it
-#        (key "final/<observation key>"); TED's ("next", key) reads it on each last step
-ROLES = ("observation", "reward", "terminal", "next", "step", "final")
+ROLES = ("observation", "reward", "terminal", "next", "step")
 
 # the per-episode columns every decoder writes: the catalog's, less partition and lineage
 EPISODE_SCHEMA = EPISODE_DATA.arrow_schema

@@ -98,16 +98,14 @@ class DecodedWriter:
         return path
 
     def allocate(self, spec: ArraySpec, rows: int) -> Path:
-        """Create a zero-filled (sparse) array of ``rows`` rows (+1 for observations; one per
-        episode for ``final`` arrays)."""
+        """Create a zero-filled (sparse) array of ``rows`` rows (+1 for observations)."""
         path = self._register(spec)
         total = rows + (1 if spec.role == "observation" else 0)
         arr = np.lib.format.open_memmap(
             path, mode="w+", dtype=np.dtype(spec.dtype), shape=(total, *spec.row_shape)
         )
         del arr
-        if spec.role != "final":
-            self._set_rows(rows)
+        self._set_rows(rows)
         return path
 
     def put(self, spec: ArraySpec, values: np.ndarray) -> None:

@@ -48,8 +48,8 @@ def _save(path: Path, values: np.ndarray) -> None:
 def build_ted(decoded: DecodedEpisodes, staging: Path) -> dict:
     """Write the TED folder of ``decoded`` into ``staging`` and return its meta.json.
 
-    Per step t: observation keys at the root and, shifted, under "next" (on an episode's last
-    step the source's final observation where it has one, else zeros); reward under
+    Per step t: observation keys at the root and, shifted, under "next" (zeros on an
+    episode's last step: the observation after it is not in the data); reward under
     ("next", "reward"); terminal as ("next", "terminated"); ("next", "done") on each episode's
     last step; truncated = done & ~terminated; ``is_init`` on first steps; ``episode`` ids
     (int32, as TorchRL's OpenX loader); root done/terminated/truncated all False.
@@ -60,7 +60,6 @@ def build_ted(decoded: DecodedEpisodes, staging: Path) -> dict:
     starts = episodes.column("start").to_numpy()
     lengths = episodes.column("length").to_numpy()
     keys: dict[str, dict] = {}
-    finals: dict[str, str] = {}  # observation key -> file of each episode's last next frame
     for key, spec in decoded.arrays.items():
         src = spec.path(decoded.folder)
         if spec.role == "observation":
@@ -77,15 +76,10 @@ def build_ted(decoded: DecodedEpisodes, staging: Path) -> dict:
         elif spec.role == "next":
             link_or_copy(src, staging / "next" / f"{key}.npy")
             keys[f"next/{key}"] = {"file": f"next/{key}.npy", "kind": UNSQUEEZE}
-        elif spec.role == "final":
-            link_or_copy(src, staging / f"{key}.npy")
-            finals[key.removeprefix("final/")] = f"{key}.npy"
         else:
             link_or_copy(src, staging / f"{key}.npy")
             keys[key] = {"file": f"{key}.npy", "kind": ARRAY}
 
-    for key, file in finals.items():
-        keys[f"next/{key}"]["final"] = file
     ends = starts + lengths
     if int(lengths.sum()) != rows or (
         len(starts) and (starts[0] != 0 or (starts[1:] != ends[:-1]).any() or (lengths < 1).any())

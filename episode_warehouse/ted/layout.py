@@ -5,12 +5,14 @@ from __future__ import annotations
 from episode_warehouse.decoded.format import EPISODES, META
 
 FORMAT = "episode-warehouse-ted"
-VERSION = 2
-__all__ = ["ARRAY", "EPISODES", "FORMAT", "META", "NEXT_OF", "UNSQUEEZE", "VERSION", "ZEROS"]
+VERSION = 3  # 3: RL Unplugged rows are all steps (no "final" files); one Atari schema
+FORMAT_ID = f"{FORMAT}/v{VERSION}"  # an input of the TED stage: a new version rebuilds it
+__all__ = [
+    "ARRAY", "EPISODES", "FORMAT", "FORMAT_ID", "META", "NEXT_OF", "UNSQUEEZE", "VERSION", "ZEROS",
+]  # fmt: skip
 
 # How a TED key is stored (the "kind" of an entry in meta.json "keys"):
 ARRAY = "array"  # the file as it is
 UNSQUEEZE = "unsqueeze"  # the file with a trailing singleton dim added (N,) -> (N, 1)
-NEXT_OF = "next_of"  # rows [1, N] of an observation file; on each episode's last step the
-# episode's row of the entry's "final" file when it has one (RL Unplugged), else zeros
+NEXT_OF = "next_of"  # rows [1, N] of an observation file, zeros on each episode's last step
 ZEROS = "zeros"  # all False / 0, not stored (root done, terminated, truncated)

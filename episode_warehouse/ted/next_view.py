@@ -1,11 +1,10 @@
 """("next", observation) without a second copy: a shifted view that reads zeros at episode ends.
 
 ``NextObservation`` wraps rows [1, N] of the observation file (a zero-copy view). Indexing it
-returns a plain tensor in which the rows of each episode's last step hold the frame after that
-step when the source recorded one (RL Unplugged's last observation: a small ``final`` tensor, one
-row per episode), else zeros, as TED asks (Dopamine's logs have no such frame): ``td[i]``,
-``td[a:b]``, ``td[index_tensor]``, ``torch.stack`` of such slices and ``.clone()`` of them cost
-only the rows they read.
+returns a plain tensor in which the rows of each episode's last step hold zeros, as TED asks
+where the observation after the last step is unknown (neither Atari layout logged it, and RLDS
+keeps its last observation as a step of its own): ``td[i]``, ``td[a:b]``, ``td[index_tensor]``,
+``torch.stack`` of such slices and ``.clone()`` of them cost only the rows they read.
 
 Shape, dtype and device queries pass through, and ``.to()`` to the same device and dtype is a
 no-op. Any other operation on the *whole* tensor (``.float()``, ``.mean()``, ``.to("cuda")``,
@@ -37,35 +36,17 @@ _PASS_THROUGH_FUNCS = {
 
 
 class NextObservation(torch.Tensor):
-    """Rows [1, N] of an observation tensor; rows where ``last_step`` is True read as the
-    episode's row of ``final`` (``episode`` gives each row's episode), or zeros without one."""
+    """Rows [1, N] of an observation tensor; rows where ``last_step`` is True read as zeros."""
 
     _base_rows: torch.Tensor
     _last_step: torch.Tensor
-    _final: torch.Tensor | None
-    _episode: torch.Tensor | None
 
     @staticmethod
-    def __new__(
-        cls,
-        shifted: torch.Tensor,
-        last_step: torch.Tensor,
-        final: torch.Tensor | None = None,
-        episode: torch.Tensor | None = None,
-    ) -> NextObservation:
+    def __new__(cls, shifted: torch.Tensor, last_step: torch.Tensor) -> NextObservation:
         out = shifted.as_subclass(cls)
         out._base_rows = shifted
         out._last_step = last_step
-        out._final = final
-        out._episode = episode
         return out
-
-    def _fill(self, out: torch.Tensor, mask: torch.Tensor, first) -> None:
-        """Write the last steps' next frames (or zeros) into ``out`` where ``mask``."""
-        if self._final is None or self._episode is None:
-            out[mask] = 0
-        else:
-            out[mask] = self._final[self._episode[first][mask].long()]
 
     def corrected(self, index=slice(None)) -> torch.Tensor:
         """``self[index]`` as a plain tensor with episode-end rows filled."""
@@ -78,7 +59,7 @@ class NextObservation(torch.Tensor):
         base = self._base_rows
         if index is Ellipsis or index is None or isinstance(index, tuple):
             full = base.clone()
-            self._fill(full, self._last_step, slice(None))
+            full[self._last_step] = 0
             return full[index]
         out = base[index]
         mask = self._last_step[index]
@@ -86,13 +67,11 @@ class NextObservation(torch.Tensor):
         if mask.ndim == 0:
             if not bool(mask):
                 return out.clone() if shares_memory else out
-            if self._final is None or self._episode is None:
-                return torch.zeros_like(out)
-            return self._final[int(self._episode[index])].clone()
+            return torch.zeros_like(out)
         if bool(mask.any()):
             if shares_memory:  # a view of the file (basic slicing): copy before filling
                 out = out.clone()
-            self._fill(out, mask, index)  # advanced indexing already returned a fresh copy
+            out[mask] = 0  # advanced indexing already returned a fresh copy
         return out
 
     def __reduce_ex__(self, protocol):

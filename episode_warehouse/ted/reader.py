@@ -59,16 +59,13 @@ def check_format(meta: dict, subject: str) -> None:
         )
 
 
-def files_of(meta: dict) -> tuple[list[str], list[str]]:
-    """The files a TED's keys read: (per-step files, per-episode ``final`` files)."""
-    steps, finals = {"next/done.npy"}, set()
+def files_of(meta: dict) -> list[str]:
+    """The per-step files a TED's keys read."""
+    steps = {"next/done.npy"}
     for entry in meta["keys"].values():
         if entry["kind"] != ZEROS:
             steps.add(entry["file"])
-        if "final" in entry:
-            finals.add(entry["final"])
-            steps.add("episode.npy")
-    return sorted(steps), sorted(finals)
+    return sorted(steps)
 
 
 def open_ted_folder(folder: Path, next_obs: str = "view") -> TensorDictBase:
@@ -87,9 +84,9 @@ def open_ted_folder(folder: Path, next_obs: str = "view") -> TensorDictBase:
 
 def assemble(meta: dict, tensor_of, rows: int, next_obs: str = "view") -> TensorDictBase:
     """The TensorDict of ``rows`` steps of a TED from its record and ``tensor_of(file)``: the
-    rows of each per-step file (one more row for observation files), the whole ``final``
-    files. A memory-mapped folder and the rows of one episode fetched from a bucket are
-    assembled by this same code, so both give the same values."""
+    rows of each per-step file (one more row for observation files). A memory-mapped folder
+    and the rows of one episode fetched from a bucket are assembled by this same code, so both
+    give the same values."""
     if next_obs not in NEXT_OBS:
         raise ValueError(f"next_obs must be one of {NEXT_OBS}, not {next_obs!r}")
     leaves: dict[tuple[str, ...], torch.Tensor] = {}
@@ -107,9 +104,7 @@ def assemble(meta: dict, tensor_of, rows: int, next_obs: str = "view") -> Tensor
         elif kind == UNSQUEEZE:
             leaves[tuple(key.split("/"))] = tensor.unsqueeze(-1)
         elif kind == NEXT_OF:
-            final = tensor_of(entry["final"]) if "final" in entry else None
-            episode = tensor_of("episode.npy") if final is not None else None
-            view = NextObservation(tensor[1 : rows + 1], done, final, episode)
+            view = NextObservation(tensor[1 : rows + 1], done)
             leaves[tuple(key.split("/"))] = view if next_obs == "view" else view.corrected()
         else:
             raise NotMaterializedError(f"unknown key kind {kind!r}", subject="TED meta.json")

@@ -88,8 +88,9 @@ def _real_slots(mirror, suffix, n):
         ("terminal", 7, "holds terminal 7, which must be 0 or 1"),
         ("action", -5, "holds action -5, which must be 0-17"),
         ("action", 9999, "holds action 9999, which must be 0-17"),
-        ("reward", np.nan, "holds reward nan, which must be finite"),
-        ("reward", np.inf, "holds reward inf, which must be finite"),
+        ("reward", np.nan, r"holds reward nan, which must be a clipped reward in \[-1, 1\]"),
+        ("reward", np.inf, r"holds reward inf, which must be a clipped reward in \[-1, 1\]"),
+        ("reward", 50.0, r"holds reward 50.0, which must be a clipped reward in \[-1, 1\]"),
     ],
 )
 def test_atari_values_outside_their_range(atari, element, value, message):

@@ -46,13 +46,14 @@ def _snapshot(root, key):
 
 
 def _rewrite_rewards(endpoint, demo_fixtures, key):
-    """Upload a changed $store$_reward_ckpt.0.gz (every reward + 0.5) for ``key``."""
+    """Upload a changed $store$_reward_ckpt.0.gz for ``key``: every reward of 0 becomes 0.5 (still
+    a clipped reward, as the decoder requires)."""
     path = demo_fixtures / "atari-bucket" / "dqn" / key / "replay_logs" / "$store$_reward_ckpt.0.gz"
     with gzip.open(path) as fh:
         reward = np.load(io.BytesIO(fh.read()))
     buf = io.BytesIO()
     with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:
-        np.save(gz, (reward + 0.5).astype(np.float32), allow_pickle=False)
+        np.save(gz, np.where(reward == 0, 0.5, reward).astype(np.float32), allow_pickle=False)
     from google.cloud import storage
 
     client = storage.Client(project="t", client_options={"api_endpoint": endpoint})

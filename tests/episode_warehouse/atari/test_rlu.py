@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import shutil
 import struct
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -27,7 +28,13 @@ from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.stages import build_ted_stage, decode_atari, publish_catalog_rows
 from episode_warehouse.tfrecord.records import masked_crc32c
 
-LENGTHS = [[40, 1, 25], [2, 60, 33], [17]]  # transitions per episode; 1: an N = 2 episode
+ATARI_KEYS = [
+    "action", "done", "episode", "is_init", "observation", "terminated", "truncated",
+    ("next", "done"), ("next", "observation"), ("next", "reward"), ("next", "terminated"),
+    ("next", "truncated"),
+]  # fmt: skip
+
+LENGTHS = [[40, 1, 25], [2, 60, 33], [17]]  # rows (= transitions) per episode
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +42,9 @@ def source(tmp_path_factory):
     """A local folder with ``Pong/run_3-0000i-of-00003`` and the episodes they hold."""
     root = tmp_path_factory.mktemp("rlu-src")
     files = rlu_episodes(LENGTHS, seed=7)
-    # one record with a single observation (no transition) in the middle file
+    # a record of one row that ended (its only transition ends the game) in the middle file
     files[1].insert(1, w.RluEpisode(1, 99, files[1][0].frames[:1], np.zeros(1, np.int64),
-                                    np.zeros(1, np.float32), np.zeros(1, np.float32)))  # fmt: skip
+                                    np.ones(1, np.float32), np.zeros(1, np.float32)))  # fmt: skip
     w.write_run(root / "Pong", 3, files)
     return root, files
 
@@ -61,38 +68,36 @@ def _build(store, root, key="Pong/3", mode="download", endpoint=None):
 
 
 def _expected(files):
-    """The TED the mapping asks for, from the encoded episodes (N = 1 records left out)."""
-    eps = [e for f in files for e in f if len(e.frames) > 1]
-    obs = np.concatenate([e.frames[:-1] for e in eps])
-    nxt = np.concatenate([e.frames[1:] for e in eps])
+    """The TED Dopamine's logger semantics ask for: every row of a record is a step (row i =
+    observation i, action i, the reward after it); the next observation of the last step was
+    never logged (zeros)."""
+    eps = [e for f in files for e in f]
     cat = np.concatenate
-    done = cat([np.arange(len(e.frames) - 1) == len(e.frames) - 2 for e in eps])
-    terminal = cat([(np.arange(len(e.frames) - 1) == len(e.frames) - 2) & e.terminal for e in eps])
+    last = cat([np.arange(len(e.frames)) == len(e.frames) - 1 for e in eps])
+    zero = np.zeros((1, 84, 84), np.uint8)
+    terminal = cat([(np.arange(len(e.frames)) == len(e.frames) - 1) & e.ended for e in eps])
     return {
-        "observation": obs,
-        ("next", "observation"): nxt,
-        "action": cat([e.actions[:-1] for e in eps]).astype(np.int32),
-        ("next", "reward"): cat([e.rewards[:-1] for e in eps])[:, None],
-        ("next", "clipped_reward"): cat([e.clipped[:-1] for e in eps])[:, None],
-        ("next", "done"): done[:, None],
+        "observation": cat([e.frames for e in eps]),
+        ("next", "observation"): cat([cat([e.frames[1:], zero]) for e in eps]),
+        "action": cat([e.actions for e in eps]).astype(np.int32),
+        ("next", "reward"): cat([e.rewards for e in eps])[:, None],
+        ("next", "done"): last[:, None],
         ("next", "terminated"): terminal[:, None],
-        ("next", "truncated"): (done & ~terminal)[:, None],
-        "episode": np.repeat(np.arange(len(eps)), [len(e.frames) - 1 for e in eps]),
+        ("next", "truncated"): (last & ~terminal)[:, None],
+        "episode": np.repeat(np.arange(len(eps)), [len(e.frames) for e in eps]),
     }, eps
 
 
-def test_ted_follows_the_rlds_mapping(source, tmp_path):
+def test_ted_keeps_every_logged_transition(source, tmp_path):
     src, files = source
     layout = _build(open_blob_store(str(src)), tmp_path / "wh")
     td = open_ted("atari", "Pong/3", root=layout.root)
     want, eps = _expected(files)
+    assert sorted(map(str, td.keys(True, True))) == sorted(map(str, ATARI_KEYS))  # one schema
     for key, value in want.items():
         assert np.array_equal(td[key][:].numpy(), value), key
-    # the last step's next observation is the episode's final frame, not zeros
-    last = np.flatnonzero(want[("next", "done")][:, 0])
-    assert all(td["next", "observation"][int(i)].any() for i in last)
     meta = published(layout.decoded_dir("atari", "Pong/3"))
-    assert meta["single_step_records"] == 1 and meta["episodes"] == len(eps)
+    assert meta["episodes"] == len(eps) and meta["rows"] == sum(len(e.frames) for e in eps)
     from episode_warehouse.catalog import run_query
 
     _, rows = run_query(
@@ -102,9 +107,9 @@ def test_ted_follows_the_rlds_mapping(source, tmp_path):
     )
     assert [(r[0], r[1]) for r in rows] == [(e.checkpoint_idx, e.episode_idx) for e in eps]
     for row, e in zip(rows, eps, strict=True):
-        assert row[2] == pytest.approx(float(e.rewards[:-1].astype(np.float64).sum()))
-        assert row[3] == pytest.approx(row[2], abs=1e-4)  # the writer records the same sum
-        assert row[4] == len(e.frames) - 1 and row[5] == e.terminal
+        assert row[2] == pytest.approx(float(e.rewards.astype(np.float64).sum()))  # all N
+        assert row[3] == row[2]  # the recorded episode_return is that sum (checked at decode)
+        assert row[4] == len(e.frames) and row[5] == e.ended
         assert row[6] == [f"Pong/{w.file_name(3, e.checkpoint_idx, 3)}"]
 
 
@@ -164,7 +169,7 @@ def test_checkpoint_subsets_select_files(source, tmp_path):
     assert built.meta["suffixes"] == [1, 2]
     assert sorted(built.meta["files"]) == [w.file_name(3, 1, 3), w.file_name(3, 2, 3)]
     decoded = decode_atari(layout, "Pong/3", code_version="t", workers=1)
-    assert decoded.meta["episodes"] == len([e for f in files[1:] for e in f if len(e.frames) > 1])
+    assert decoded.meta["episodes"] == len([e for f in files[1:] for e in f])
 
 
 # --- malformed files: each one a clear error naming the file and the record's offset --------
@@ -255,7 +260,7 @@ def test_mismatched_list_lengths(source, tmp_path):
         )
 
     text = _refused(_rewrite_records(src, tmp_path, change), tmp_path, "different lengths")
-    assert "observations 61, actions 58" in text
+    assert "observations 60, actions 57" in text
 
 
 def test_a_frame_that_is_not_84x84(source, tmp_path):
@@ -276,3 +281,107 @@ def test_masked_crc32c_is_tensorflows():
     crc = 0xC1D04330
     assert masked_crc32c(b"a") == ((((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF)
     assert masked_crc32c(b"a") == w.masked_crc32c(b"a")
+
+
+# --- semantic refusals: rows that are not what Dopamine's logger wrote ------------------------
+
+
+def _with(values, at, value):
+    out = np.array(values, copy=True)
+    out[at] = value
+    return out
+
+
+def _mid_discount_zero(ep):
+    return replace(ep, discounts=_with(ep.discounts, 10, 0.0))
+
+
+def _discount_half(ep):
+    return replace(ep, discounts=_with(ep.discounts, -1, 0.5))
+
+
+def _clipped_outside(ep):
+    rewards = _with(ep.rewards, 4, 3.0)
+    return replace(ep, rewards=rewards, clipped_rewards=rewards)
+
+
+def _clip_differs(ep):
+    return replace(ep, clipped_rewards=_with(ep.clipped, 4, 0.5))
+
+
+def _other_checkpoint(ep):
+    return replace(ep, checkpoint_idx=2)
+
+
+def _negative_episode(ep):
+    return replace(ep, episode_idx=-4)
+
+
+def _wrong_return(ep):
+    total = float(ep.rewards.sum())
+    return replace(ep, returns=(total + 7.0, total))
+
+
+SEMANTIC_REFUSALS = [
+    (_mid_discount_zero, r"step 10 has discount 0 before the last step \(two episodes merged"),
+    (_discount_half, r"step 59 discount 0.5 is not 0 or 1"),
+    (_clipped_outside, r"step 4 clipped_rewards 3.0 is outside \[-1, 1\]"),
+    (_clip_differs, r"step 4 clipped_rewards 0.5 is not the clip of unclipped_rewards"),
+    (_other_checkpoint, r"checkpoint_idx 2 in the file of checkpoint 1"),
+    (_negative_episode, r"a negative checkpoint_idx or episode_idx"),
+    (_wrong_return, r"episode_return .* is not the sum of the episode's 60 rewards"),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"), SEMANTIC_REFUSALS, ids=lambda v: getattr(v, "__name__", "")
+)
+def test_rows_that_the_logger_did_not_write_are_refused(source, tmp_path, change, message):
+    src, _ = source
+    copy = _rewrite_records(src, tmp_path, lambda ep: w.encode_episode(change(ep)))
+    text = _refused(copy, tmp_path, message)
+    assert "run_3-00001-of-00003 record at byte" in text
+    if change is not _negative_episode:
+        assert "(checkpoint " in text and ", episode " in text  # names the episode
+
+
+def test_an_episode_repeated_within_its_checkpoint_is_refused(source, tmp_path):
+    src, _ = source
+    copy = tmp_path / "src"
+    shutil.copytree(src, copy)
+    episodes = rlu_episodes(LENGTHS, seed=7)[1]
+    records = [w.encode_episode(e) for e in episodes]
+    w.write_file(copy / "Pong" / w.file_name(3, 1, 3), [*records, records[0]])
+    text = _refused(copy, tmp_path, "episode_idx 3 appears twice in checkpoint 1")
+    assert "run_3-00001-of-00003 record at byte" in text
+
+
+def test_the_time_limit_is_a_truncation_not_a_terminal_state(tmp_path):
+    """27,000 rows whose last the logger marked terminal: Dopamine's time limit, truncated."""
+    from episode_warehouse.atari.time_limit import MAX_EPISODE_STEPS
+
+    blank = w.png(np.full((84, 84), 87, np.uint8))  # one frame bytes, repeated: cheap to write
+    n = MAX_EPISODE_STEPS
+    ends = _with(np.ones(n, np.float32), -1, 0.0)
+    long = w.RluEpisode(0, 0, np.zeros((n, 84, 84), np.uint8), np.zeros(n, np.int64),
+                        np.zeros(n, np.float32), ends)  # fmt: skip
+    short = replace(long, episode_idx=1, frames=long.frames[:-1], actions=long.actions[:-1],
+                    rewards=long.rewards[:-1], discounts=long.discounts[1:])  # fmt: skip
+    src = tmp_path / "src"
+    w.write_file(
+        src / "Pong" / w.file_name(3, 0, 1),
+        [w.encode_episode(e, frames_png=[blank] * len(e.frames)) for e in (long, short)],
+    )
+    layout = _build(open_blob_store(str(src)), tmp_path / "wh")
+    td = open_ted("atari", "Pong/3", root=layout.root)
+    last = [n - 1, 2 * n - 2]
+    assert td["next", "done"][last, 0].tolist() == [True, True]
+    assert td["next", "terminated"][last, 0].tolist() == [False, True]  # the limit; game over
+    assert td["next", "truncated"][last, 0].tolist() == [True, False]
+    from episode_warehouse.catalog import run_query
+
+    _, rows = run_query(
+        layout.catalog_dir, "SELECT length, terminated, truncated, complete FROM episodes"
+    )
+    assert sorted(rows) == [(n - 1, True, False, True), (n, False, True, True)]
+    assert published(layout.decoded_dir("atari", "Pong/3"))["time_limited_episodes"] == 1
