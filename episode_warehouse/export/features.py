@@ -43,13 +43,19 @@ def _feature_name(path: tuple[str, ...], image: bool) -> str:
     return "observation." + ".".join(path)
 
 
+def _has_reward(td: TensorDictBase) -> bool:
+    """Whether the TED records rewards (LeRobot teleoperation datasets have none)."""
+    return ("next", "reward") in td.keys(True, True)
+
+
 def features_for(td: TensorDictBase, source: str, video: bool) -> dict:
-    """LeRobot ``features`` for the TED ``td`` of ``source``."""
+    """LeRobot ``features`` for the TED ``td`` of ``source`` (``next.reward`` only where the
+    TED has rewards: none is invented)."""
     visual = "video" if video else "image"
-    feats: dict[str, dict] = {
-        "next.reward": {"dtype": "float32", "shape": (1,), "names": None},
-        "next.done": {"dtype": "bool", "shape": (1,), "names": None},
-    }
+    feats: dict[str, dict] = {}
+    if _has_reward(td):
+        feats["next.reward"] = {"dtype": "float32", "shape": (1,), "names": None}
+    feats["next.done"] = {"dtype": "bool", "shape": (1,), "names": None}
     if source == "atari":
         h, w = td["observation"].shape[1:]
         feats["observation.image"] = {
@@ -109,10 +115,10 @@ def image_sources(meta: dict, source: str, feats: dict) -> dict[str, tuple[str, 
 def columns_of(td: TensorDictBase, source: str, feats: dict) -> dict[str, np.ndarray]:
     """The non-image features of ``td`` (one episode) as (N, ...) arrays, keyed by feature."""
     n = td.batch_size[0]
-    cols: dict[str, np.ndarray] = {
-        "next.reward": td["next", "reward"].numpy().astype(np.float32).reshape(n, 1),
-        "next.done": td["next", "done"].numpy().reshape(n, 1),
-    }
+    cols: dict[str, np.ndarray] = {}
+    if "next.reward" in feats:
+        cols["next.reward"] = td["next", "reward"].numpy().astype(np.float32).reshape(n, 1)
+    cols["next.done"] = td["next", "done"].numpy().reshape(n, 1)
     if source == "atari":
         cols["action"] = td["action"].numpy().astype(np.int64).reshape(n, 1)
         return cols

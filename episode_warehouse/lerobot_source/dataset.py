@@ -103,13 +103,20 @@ def open_lerobot_folder(folder: Path) -> LeRobotFolder:
             fix="convert it with lerobot: python -m lerobot.datasets.v30."
             "convert_dataset_v21_to_v30 --repo-id=<owner>/<name>",
         )
+    fps = info.get("fps")
+    if isinstance(fps, bool) or not isinstance(fps, int | float) or fps <= 0 or fps != int(fps):
+        raise CorruptInputError(
+            f"fps is {fps!r}, not a positive whole number of frames per second",
+            subject=str(folder / INFO),
+            fix="set fps in meta/info.json to the recording's frame rate (e.g. 30)",
+        )
+    fps = int(fps)
     try:
         features = {
             name: Feature(name, str(spec["dtype"]), tuple(int(d) for d in spec["shape"]))
             for name, spec in info["features"].items()
         }
-        fps = int(info["fps"])
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorruptInputError(
             f"features or fps are malformed ({exc!r})",
             subject=str(folder / INFO),

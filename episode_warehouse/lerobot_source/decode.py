@@ -9,6 +9,14 @@ with the tasks' text in ``meta.json["tasks"]``. ``episode_index`` and ``index`` 
 own episode ids and rows. ``terminated`` comes from ``next.terminated`` (else ``next.done``, less
 ``next.truncated``) on each episode's last frame; without either, every episode ends truncated
 (a recording that stops is not a terminal state). Memory: one data file's columns at a time.
+
+Most real datasets (``lerobot-record`` teleoperation: SO-100/101, Koch, ALOHA) have no
+``next.reward`` and no ``next.done``: their TED has no ``("next", "reward")`` (no reward is
+invented) and their catalog ``return`` is NULL. Extra keys (``next.success``,
+``complementary_info.*``) are carried like any other feature.
+
+Refused, naming the feature, the file and the fix: a declared dtype that would change the stored
+values, NaN or infinite actions or states, a ``task_index`` outside the tasks table.
 """
 
 from __future__ import annotations
@@ -98,6 +106,54 @@ def _decode_images(column: pa.ChunkedArray, feature: Feature, file: Path) -> np.
     return out
 
 
+def _frame(table: pa.Table, flat_index: int, per_row: int) -> int:
+    """The dataset's frame index (``index`` column) of element ``flat_index`` of a column."""
+    return int(table.column("index")[flat_index // max(per_row, 1)].as_py())
+
+
+def _check_cast(raw: np.ndarray, values: np.ndarray, feature: Feature, table, file) -> None:
+    """Refuse a declared dtype that would change the stored values (float data declared int8
+    or uint8: 0.943 would become 0 and -1.088 would become 255); float to float only rounds."""
+    if raw.dtype == values.dtype or (raw.dtype.kind == "f" and values.dtype.kind == "f"):
+        return
+    with np.errstate(invalid="ignore", over="ignore"):
+        back = values.astype(raw.dtype)
+    same = back == raw
+    if same.all():
+        return
+    i = int(np.flatnonzero(~same)[0])
+    per_row = raw.size // max(len(table), 1)
+    raise CorruptInputError(
+        f"{feature.name} holds {raw.dtype} values that info.json's dtype {feature.dtype!r} "
+        f"would change (frame {_frame(table, i, per_row)}: {raw[i]!r} would become "
+        f"{values[i]!r})",
+        subject=str(file),
+        fix=f"declare {feature.name} with the dtype of its data ({raw.dtype}) in meta/info.json, "
+        "or re-record the dataset",
+    )
+
+
+def _measured(feature: Feature) -> bool:
+    """Actions and (non-image) states: a NaN or infinity there is a broken recording."""
+    return feature.name == "action" or feature.name.startswith(("action.", "observation."))
+
+
+def _check_finite(values: np.ndarray, feature: Feature, table, file) -> None:
+    if values.dtype.kind != "f" or not _measured(feature):
+        return
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad.reshape(-1))[0])
+        per_row = values.size // max(len(table), 1)
+        raise CorruptInputError(
+            f"{feature.name} is {values.reshape(-1)[i]} at frame {_frame(table, i, per_row)} "
+            f"({int(bad.sum())} values NaN or infinite)",
+            subject=str(file),
+            fix="the recording holds invalid values: remove the episode (lerobot's dataset "
+            "tools) or record it again",
+        )
+
+
 def _values(table: pa.Table, feature: Feature, spec: ArraySpec, file: Path) -> np.ndarray:
     column = table.column(feature.name)
     if feature.dtype == "image":
@@ -105,7 +161,11 @@ def _values(table: pa.Table, feature: Feature, spec: ArraySpec, file: Path) -> n
     flat = column.combine_chunks()
     while pa.types.is_fixed_size_list(flat.type) or pa.types.is_list(flat.type):
         flat = flat.flatten()
-    values = flat.to_numpy(zero_copy_only=False).astype(np.dtype(spec.dtype), copy=False)
+    raw = flat.to_numpy(zero_copy_only=False)
+    with np.errstate(invalid="ignore", over="ignore"):
+        values = raw.astype(np.dtype(spec.dtype), copy=False)
+    _check_cast(raw, values, feature, table, file)
+    _check_finite(values, feature, table, file)
     try:
         return values.reshape(len(table), *spec.row_shape)
     except ValueError:
@@ -173,6 +233,7 @@ def decode_lerobot(dataset: LeRobotFolder, staging: Path, *, lineage: dict | Non
             table = _table(file)
             _check_schema(table, dataset, file)
             index = table.column("index").to_numpy()
+            _check_tasks(table, dataset, file)
             if len(index) and not np.array_equal(index, np.arange(rows, rows + len(index))):
                 raise CorruptInputError(
                     f"frames {int(index[0])}..{int(index[-1])} follow frame {rows - 1}",
@@ -214,6 +275,21 @@ def decode_lerobot(dataset: LeRobotFolder, staging: Path, *, lineage: dict | Non
             **(lineage or {}),
         },
     )
+
+
+def _check_tasks(table: pa.Table, dataset: LeRobotFolder, file: Path) -> None:
+    """Every frame's ``task_index`` names a row of ``meta/tasks.parquet``."""
+    if "task_index" not in table.schema.names:
+        return
+    tasks = table.column("task_index").to_numpy()
+    bad = np.flatnonzero((tasks < 0) | (tasks >= len(dataset.tasks)))
+    if len(bad):
+        raise CorruptInputError(
+            f"frame {_frame(table, int(bad[0]), 1)} has task_index {int(tasks[bad[0]])}, but "
+            f"meta/tasks.parquet has {len(dataset.tasks)} tasks (0..{len(dataset.tasks) - 1})",
+            subject=str(file),
+            fix="download the dataset again (its tasks table and data disagree)",
+        )
 
 
 def _terminal(table: pa.Table) -> np.ndarray | None:
@@ -270,7 +346,10 @@ def _episode_rows(
     n = len(start)
     last = start + length - 1
     terminated = terminal[last] if terminal is not None else np.zeros(n, dtype=bool)
-    returns = np.add.reduceat(reward, start) if reward is not None and n else np.zeros(n)
+    # no next.reward (teleoperation): the return is unknown (NULL), never an invented 0
+    returns = (
+        np.add.reduceat(reward, start) if reward is not None and n else pa.nulls(n, pa.float64())
+    )
     return episode_table(
         {
             "episode": np.arange(n, dtype=np.int64),

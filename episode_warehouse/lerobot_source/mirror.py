@@ -66,6 +66,7 @@ def mirror_dataset(
         "source_url": source_url,
         "files": {name: blob.to_json() for name, blob in wanted.items()},
         "code_version": code_version,
+        "format": "lerobot-raw/v1",  # the record's format: a new one rebuilds the folder
     }
     report = MirrorReport()
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
@@ -90,7 +91,7 @@ class _Episodes:
         rows["start"].append(self.steps)
         rows["length"].append(episode.length)
         rows["return"].append(
-            float(arrays["reward"].astype(np.float64).sum()) if "reward" in arrays else 0.0
+            float(arrays["reward"].astype(np.float64).sum()) if "reward" in arrays else None
         )
         rows["terminated"].append(bool(terminal[-1]) if terminal is not None else False)
         rows["instruction"].append(episode.instruction)
@@ -105,7 +106,7 @@ class _Episodes:
                 "episode": np.arange(n, dtype=np.int64),
                 "start": np.array(rows["start"], dtype=np.int64),
                 "length": np.array(rows["length"], dtype=np.int64),
-                "return": np.array(rows["return"], dtype=np.float64),
+                "return": pa.array(rows["return"], pa.float64()),
                 "terminated": terminated,
                 "truncated": ~terminated,
                 "true_start": np.ones(n, dtype=bool),

@@ -16,18 +16,23 @@ def _png(fig) -> bytes:
 
 
 def distributions_png(episodes: pa.Table) -> bytes:
-    """Histograms of episode return and length (matplotlib, Agg backend)."""
+    """Histograms of episode return and length (matplotlib, Agg backend); a source without
+    rewards (null returns) gets a note instead of a return histogram."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    returns = episodes.column("return").to_numpy()
+    returns = episodes.column("return").drop_null().to_numpy()
     lengths = episodes.column("length").to_numpy()
     fig, axes = plt.subplots(1, 2, figsize=(6.4, 2.4))
     try:
-        axes[0].hist(returns, bins=min(30, max(5, len(returns) // 2)), color="#4c72b0")
-        axes[0].set_title(f"return (n={len(returns)}, mean {returns.mean():.2f})", fontsize=9)
+        if len(returns):
+            axes[0].hist(returns, bins=min(30, max(5, len(returns) // 2)), color="#4c72b0")
+            axes[0].set_title(f"return (n={len(returns)}, mean {returns.mean():.2f})", fontsize=9)
+        else:
+            axes[0].text(0.5, 0.5, "no rewards recorded", ha="center", va="center", fontsize=9)
+            axes[0].set_axis_off()
         axes[1].hist(lengths, bins=min(30, max(5, len(lengths) // 2)), color="#55a868")
         axes[1].set_title(f"length (mean {lengths.mean():.0f} steps)", fontsize=9)
         for ax in axes:

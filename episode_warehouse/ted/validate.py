@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import torch
 
 from episode_warehouse.ted.layout import EPISODES
 
@@ -25,7 +26,10 @@ class TedReport:
 
 
 def check_ted(folder: Path) -> TedReport:
-    """Shapes and dtypes, episode boundaries, finite rewards, and counts vs episodes.parquet."""
+    """Shapes and dtypes, episode boundaries, finite rewards, and counts vs episodes.parquet.
+
+    A TED without ``("next", "reward")`` is consistent: sources that record no reward (LeRobot
+    teleoperation datasets) get none rather than an invented one."""
     from episode_warehouse.ted.reader import open_ted_folder
 
     td = open_ted_folder(folder)
@@ -36,22 +40,22 @@ def check_ted(folder: Path) -> TedReport:
     for key in td.keys(True, True):
         if td.get(key).shape[0] != n:
             p.append(f"{key}: {td.get(key).shape[0]} rows, expected {n}")
-    for key in (
-        ("next", "reward"),
-        ("next", "done"),
-        ("next", "terminated"),
-        ("next", "truncated"),
-        "done",
-        "terminated",
-        "truncated",
-    ):
+    flags: list[str | tuple[str, str]] = [("next", "done"), ("next", "terminated")]
+    flags += [("next", "truncated"), "done", "terminated", "truncated"]
+    for key in flags:
+        if key not in td.keys(True, True):
+            p.append(f"{key}: missing")
+            return report
+    has_reward = ("next", "reward") in td.keys(True, True)
+    for key in flags + ([("next", "reward")] if has_reward else []):
         if tuple(td.get(key).shape[1:]) != (1,):
             p.append(f"{key}: trailing dim {tuple(td.get(key).shape[1:])}, expected (1,)")
-    if td.get(("next", "reward")).dtype != __import__("torch").float32:
-        p.append("next/reward is not float32")
-    reward = td["next", "reward"].numpy()
-    if not np.isfinite(reward).all():
-        p.append(f"{int((~np.isfinite(reward)).sum())} rewards are NaN or infinite")
+    if has_reward:
+        if td.get(("next", "reward")).dtype != torch.float32:
+            p.append("next/reward is not float32")
+        reward = td["next", "reward"].numpy()
+        if not np.isfinite(reward).all():
+            p.append(f"{int((~np.isfinite(reward)).sum())} rewards are NaN or infinite")
     start = episodes.column("start").to_numpy()
     length = episodes.column("length").to_numpy()
     if int(length.sum()) != n or (

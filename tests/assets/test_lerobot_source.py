@@ -8,7 +8,7 @@ import torch
 
 from episode_warehouse import open_ted
 from episode_warehouse.fixtures.gcs_emulator import upload_tree
-from episode_warehouse.fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
+from episode_warehouse.fixtures.lerobot_writer import TELEOP, LeRobotSpec, write_lerobot_dataset
 from episode_warehouse.loading import select_episodes
 from warehouse_cli.main import main
 
@@ -113,6 +113,47 @@ def _assert_export_round_trips(theirs, root):
                 assert a[key] == b[key], (i, key)
             else:
                 assert torch.equal(a[key], b[key]), (i, key)
+
+
+def test_a_teleoperation_dataset_goes_through_every_stage(warehouse_env, monkeypatch, tmp_path):
+    """lerobot-record's schema (no next.reward, no next.done): TED, catalog, statistics and
+    export like any other dataset, with no reward invented anywhere."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from episode_warehouse.catalog import run_query
+    from episode_warehouse.loading import selection_stats
+    from episode_warehouse.paths import WarehouseLayout
+
+    folder = tmp_path / "teleop"
+    write_lerobot_dataset(TELEOP, folder)
+    monkeypatch.setenv("LEROBOT_URL", str(folder))
+    assert main(["materialize", "lerobot", TELEOP.repo_id]) == 0
+    td = open_ted("lerobot", TELEOP.repo_id, root=warehouse_env)
+    assert ("next", "reward") not in td.keys(True, True)
+    _, rows = run_query(
+        warehouse_env / "catalog",
+        'SELECT length, "return", terminated, truncated FROM episodes ORDER BY episode',
+    )
+    assert rows == [(n, None, False, True) for n in TELEOP.lengths]
+    sel = select_episodes(
+        "SELECT source, partition, episode, start, length FROM episodes", root=warehouse_env
+    )
+    stats = selection_stats(sel, ["action"])  # from the statistics asset's partials
+    want = td["action"].double()
+    assert torch.allclose(torch.as_tensor(stats["action"]["mean"]), want.mean(0), atol=1e-6)
+
+    theirs = LeRobotDataset(TELEOP.repo_id, root=folder / TELEOP.repo_id)
+    name = "lerobot-" + TELEOP.repo_id.replace("/", "-")
+    ours = LeRobotDataset(
+        f"episode-warehouse/{name}", root=WarehouseLayout(warehouse_env).lerobot_dir(name)
+    )
+    assert "next.reward" not in ours.meta.features and len(ours) == len(theirs)
+    assert ours.meta.robot_type == TELEOP.robot_type and ours.fps == TELEOP.fps
+    for i in range(len(theirs)):
+        a, b = ours[i], theirs[i]
+        for key in [*(f"observation.images.{c}" for c in TELEOP.cameras), "observation.state"]:
+            assert torch.equal(a[key], b[key]), (i, key)
+        assert torch.equal(a["action"], b["action"]) and a["task"] == b["task"]
 
 
 def test_lerobot_source_errors_name_the_fix(warehouse_env, monkeypatch, capsys, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,18 +15,28 @@ import torch
 
 from episode_warehouse.decoded import open_decoded
 from episode_warehouse.errors import CorruptInputError, FormatVersionError
-from episode_warehouse.fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
+from episode_warehouse.fixtures.lerobot_writer import TELEOP, LeRobotSpec, write_lerobot_dataset
 from episode_warehouse.incremental import build_if_changed
 from episode_warehouse.lerobot_source.dataset import open_lerobot_folder
 from episode_warehouse.lerobot_source.decode import decode_lerobot
 from episode_warehouse.ted import build_ted, open_ted_folder
+from episode_warehouse.ted.validate import check_ted
 
 SPEC = LeRobotSpec()
+# lerobot-record's schema (no reward, no done) with the keys human-in-the-loop recordings add
+TELEOP_EXTRAS = replace(TELEOP, repo_id="lab/so101_hil", extras=True)
+SCHEMAS = {"rl": SPEC, "teleop": TELEOP_EXTRAS}
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
     return write_lerobot_dataset(SPEC, tmp_path_factory.mktemp("lerobot"))
+
+
+@pytest.fixture(scope="module", params=sorted(SCHEMAS))
+def any_schema(request, tmp_path_factory) -> tuple[LeRobotSpec, Path]:
+    spec = SCHEMAS[request.param]
+    return spec, write_lerobot_dataset(spec, tmp_path_factory.mktemp(f"lerobot-{request.param}"))
 
 
 def _ted(folder: Path, work: Path):
@@ -36,40 +47,59 @@ def _ted(folder: Path, work: Path):
     return open_ted_folder(work / "ted"), open_decoded(work / "dec")
 
 
-def test_the_ted_equals_what_lerobot_returns_frame_by_frame(dataset, tmp_path):
+def test_the_ted_equals_what_lerobot_returns_frame_by_frame(any_schema, tmp_path):
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
+    spec, dataset = any_schema
     source = open_lerobot_folder(dataset)
-    assert len(source.data_files) > 1  # episodes spread over several data files
+    if spec is SPEC:
+        assert len(source.data_files) > 1  # episodes spread over several data files
     td, decoded = _ted(dataset, tmp_path)
-    theirs = LeRobotDataset(SPEC.repo_id, root=dataset)
-    assert td.batch_size[0] == len(theirs) == sum(SPEC.lengths)
+    theirs = LeRobotDataset(spec.repo_id, root=dataset)
+    assert td.batch_size[0] == len(theirs) == sum(spec.lengths)
+    keys = set(td.keys(True, True))
+    assert (("next", "reward") in keys) == spec.rewards  # no reward is invented
+    if spec.extras:  # carried like any other feature
+        assert {("next", "success"), ("complementary_info", "discrete_penalty")} <= keys
     for i in range(len(theirs)):
         frame = theirs[i]
-        for cam in SPEC.cameras:  # LeRobot's float [0, 1] pixels are uint8 / 255
+        for cam in spec.cameras:  # LeRobot's float [0, 1] pixels are uint8 / 255
             pixels = (frame[f"observation.images.{cam}"] * 255).round().to(torch.uint8)
             assert torch.equal(td["observation", "image", cam][i], pixels), (i, cam)
         assert torch.equal(td["observation", "state"][i], frame["observation.state"])
         assert torch.equal(td["action"][i], frame["action"])
-        assert float(td["next", "reward"][i, 0]) == float(frame["next.reward"])
         assert int(td["frame"][i]) == int(frame["frame_index"])
         assert float(td["timestamp"][i]) == float(frame["timestamp"])
         assert int(td["episode"][i]) == int(frame["episode_index"])
         task = decoded.meta["tasks"][int(td["task_index"][i])]
         assert task == frame["task"]
-        assert bool(td["next", "done"][i, 0]) == bool(frame["next.done"])
-        assert bool(td["next", "terminated"][i, 0]) == bool(frame["next.done"])
+        if spec.rewards:
+            assert float(td["next", "reward"][i, 0]) == float(frame["next.reward"])
+            assert bool(td["next", "done"][i, 0]) == bool(frame["next.done"])
+            assert bool(td["next", "terminated"][i, 0]) == bool(frame["next.done"])
+        else:  # a recording that stops: truncated, never terminated
+            assert not td["next", "terminated"][i, 0]
+        if spec.extras:
+            assert bool(td["next", "success"][i, 0]) == bool(frame["next.success"])
+            assert float(td["complementary_info", "discrete_penalty"][i]) == float(
+                frame["complementary_info.discrete_penalty"]
+            )
     # the shifted next observation: the following frame inside an episode
     assert torch.equal(td["next", "observation", "state"][0], td["observation", "state"][1])
     episodes = decoded.episodes().to_pylist()
-    assert [e["length"] for e in episodes] == list(SPEC.lengths)
+    assert [e["length"] for e in episodes] == list(spec.lengths)
     assert [e["language_instruction"] for e in episodes] == [
-        SPEC.tasks[e % len(SPEC.tasks)] for e in range(len(SPEC.lengths))
+        spec.tasks[e % len(spec.tasks)] for e in range(len(spec.lengths))
     ]
-    want = [sum(t / n for t in range(n)) for n in SPEC.lengths]
-    np.testing.assert_allclose([e["return"] for e in episodes], want, rtol=1e-6)
-    assert all(e["terminated"] and not e["truncated"] for e in episodes)
-    assert decoded.meta["fps"] == SPEC.fps and decoded.meta["robot_type"] == "fixture_arm"
+    if spec.rewards:
+        want = [sum(t / n for t in range(n)) for n in spec.lengths]
+        np.testing.assert_allclose([e["return"] for e in episodes], want, rtol=1e-6)
+        assert all(e["terminated"] and not e["truncated"] for e in episodes)
+    else:
+        assert all(e["return"] is None for e in episodes)
+        assert all(e["truncated"] and not e["terminated"] for e in episodes)
+    assert decoded.meta["fps"] == spec.fps and decoded.meta["robot_type"] == spec.robot_type
+    assert check_ted(tmp_path / "ted").ok
 
 
 def _copy(dataset: Path, tmp_path: Path) -> Path:
@@ -168,3 +198,82 @@ def test_a_missing_video_file_is_named(video_dataset, tmp_path):
     with pytest.raises(CorruptInputError, match=f"{victim.name}: the video file of .* missing"):
         _ted(folder, tmp_path)
     assert not (tmp_path / "dec").exists()
+
+
+# --- values that the recording cannot have meant: refused, naming the feature ---------------
+
+
+def _rewrite_column(folder: Path, name: str, change) -> Path:
+    """Rewrite column ``name`` of the first data file with ``change(table) -> array``."""
+    import pyarrow as pa
+
+    victim = sorted((folder / "data").rglob("*.parquet"))[0]
+    table = pq.read_table(victim)
+    i = table.schema.get_field_index(name)
+    column = change(table)
+    field = pa.field(name, column.type)
+    pq.write_table(table.set_column(i, field, column), victim)
+    return victim
+
+
+def _float_list(table, name, values):
+    import pyarrow as pa
+
+    n, width = len(table), table.schema.field(name).type.list_size
+    flat = pa.array(np.asarray(values, np.float64).reshape(-1)[: n * width])
+    return pa.FixedSizeListArray.from_arrays(flat, width)
+
+
+def _refused(folder: Path, tmp_path: Path, match: str):
+    with pytest.raises(CorruptInputError, match=match) as err:
+        _ted(folder, tmp_path)
+    assert "Fix:" in str(err.value)
+    assert not (tmp_path / "dec").exists() and not (tmp_path / "ted").exists()
+    return str(err.value)
+
+
+def test_a_declared_dtype_that_would_change_the_values_is_refused(dataset, tmp_path):
+    folder = _copy(dataset, tmp_path)
+    info = json.loads((folder / "meta" / "info.json").read_text())
+    info["features"]["action"]["dtype"] = "uint8"  # the data is float: 0.943 -> 0, -1.088 -> 255
+    (folder / "meta" / "info.json").write_text(json.dumps(info))
+    text = _refused(folder, tmp_path, r"action holds float32 values that info.json's dtype 'uint8'")
+    assert "would become" in text and "frame 0" in text
+
+
+@pytest.mark.parametrize("feature", ["action", "observation.state"])
+def test_nan_in_actions_or_states_is_refused(dataset, tmp_path, feature):
+    folder = _copy(dataset, tmp_path)
+
+    def change(table):
+        values = np.stack(table.column(feature).to_numpy(zero_copy_only=False)).astype(np.float64)
+        values[3, 1] = np.nan
+        return _float_list(table, feature, values.astype(np.float32))
+
+    victim = _rewrite_column(folder, feature, change)
+    text = _refused(folder, tmp_path, rf"{feature} is nan at frame 3 \(1 values NaN or infinite")
+    assert victim.name in text
+
+
+def test_a_task_index_outside_the_tasks_table_is_refused(dataset, tmp_path):
+    import pyarrow as pa
+
+    folder = _copy(dataset, tmp_path)
+
+    def change(table):
+        tasks = table.column("task_index").to_numpy().copy()
+        tasks[2] = 7
+        return pa.array(tasks)
+
+    _rewrite_column(folder, "task_index", change)
+    _refused(folder, tmp_path, r"frame 2 has task_index 7, but meta/tasks.parquet has 2 tasks")
+
+
+@pytest.mark.parametrize("fps", [0, -10, 29.97, "30", True, None])
+def test_an_fps_that_is_not_a_positive_integer_is_refused(dataset, tmp_path, fps):
+    folder = _copy(dataset, tmp_path)
+    info = json.loads((folder / "meta" / "info.json").read_text())
+    info["fps"] = fps
+    (folder / "meta" / "info.json").write_text(json.dumps(info))
+    with pytest.raises(CorruptInputError, match=r"fps is .*not a positive whole number.*Fix:"):
+        open_lerobot_folder(folder)
