@@ -6,16 +6,16 @@ metadata. Dagster then marks exactly that asset and everything downstream stale 
 """
 
 ATARI_REPLAY_FILES = "2"  # 2: one record per raw folder (meta.json), RL Unplugged layout
-ATARI_EPISODES = "2"  # 2: RL Unplugged decoding; source ids in the episodes table
+ATARI_EPISODES = "3"  # 2: RL Unplugged decoding; source ids; 3: N rows = N steps, time limit
 OPENX_SHARDS = "2"  # 2: meta.json record, verified while copying
-OPENX_EPISODES = "2"  # 2: tar members read by name, every value checked
+OPENX_EPISODES = "3"  # 2: tar members read by name, every value checked; 3: null returns
 LEROBOT_FILES = "1"
-LEROBOT_EPISODES = "2"  # 2: tasks and lerobot_stats per episode
-TED = "2"  # 2: final observations of RL Unplugged episodes, validated before publishing
+LEROBOT_EPISODES = "3"  # 2: tasks and lerobot_stats per episode; 3: no invented rewards
+TED = "3"  # 2: validated before publishing; 3: one Atari schema (no clipped_reward, no final)
 CATALOG_ROWS = "4"  # 2: folder per partition, source ids; 3: fps, robot_type; 4: tasks, stats
 EPISODE_CATALOG = "1"
 STATISTICS = "1"
-LEROBOT_EXPORT = "2"  # 2: fps, robot type and nested keys of LeRobot sources
+LEROBOT_EXPORT = "3"  # 2: fps, robot type, nested keys of LeRobot sources; 3: rewards if any
 
 
 def of(context) -> str:

@@ -55,13 +55,15 @@ def _decode_from_raw(
     """The one shape of every decode stage: hold the raw folder still, require its record, and
     rebuild the decoded folder when the raw version or the code version changed.
     ``make_build(raw_dir, raw_record, lineage)`` returns the build function."""
+    from episode_warehouse.decoded.format import FORMAT_ID
+
     raw_dir = layout.raw_dir(source, key)
     checkout(raw_dir)  # a bucket root: pull first; a pull swaps the folder, never under reading()
     with reading(raw_dir):
         raw = require(raw_dir, raw_asset, key, here=True)
         return build_if_changed(
             layout.decoded_dir(source, key),
-            {"raw": raw["version"], "code_version": code_version},
+            {"raw": raw["version"], "code_version": code_version, "format": FORMAT_ID},
             make_build(raw_dir, raw, _lineage(source, key, raw)),
         )
 
@@ -168,6 +170,7 @@ def build_ted_stage(layout: WarehouseLayout, source: str, key: str, *, code_vers
     from episode_warehouse.decoded import open_decoded
     from episode_warehouse.report.ted_report import write_ted_report
     from episode_warehouse.ted import build_ted
+    from episode_warehouse.ted.layout import FORMAT_ID
     from episode_warehouse.ted.validate import check_ted
 
     decoded_dir = layout.decoded_dir(source, key)
@@ -187,7 +190,7 @@ def build_ted_stage(layout: WarehouseLayout, source: str, key: str, *, code_vers
 
     return build_if_changed(
         layout.ted_dir(source, key),
-        {"decoded": decoded["version"], "code_version": code_version},
+        {"decoded": decoded["version"], "code_version": code_version, "format": FORMAT_ID},
         build,
     )
 
@@ -202,6 +205,7 @@ def publish_catalog_rows(
     """
     from episode_warehouse.catalog import CatalogStore
     from episode_warehouse.catalog.rows import catalog_rows
+    from episode_warehouse.catalog.schema import ROWS_FORMAT
 
     ted_dir = layout.ted_dir(source, key)
     ted = require(ted_dir, f"{source}_ted", key)
@@ -214,6 +218,7 @@ def publish_catalog_rows(
         data_version=ted["version"],
         materialized_at=datetime.now(UTC),
     )
+    inputs = {"ted": ted["version"], "code_version": code_version, "format": ROWS_FORMAT}
     return CatalogStore(layout.catalog_dir).publish_partition(
-        source, key, episodes, partition_row, {"ted": ted["version"], "code_version": code_version}
+        source, key, episodes, partition_row, inputs
     )

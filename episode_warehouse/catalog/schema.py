@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -34,6 +35,13 @@ class Table:
     def arrow_schema(self) -> pa.Schema:
         return pa.schema([pa.field(c.name, c.arrow) for c in self.columns])
 
+    @property
+    def format_id(self) -> str:
+        """``<name>/<hash of the column names and types>``: an input of the stage that writes
+        this table, so a changed schema rebuilds every partition's files."""
+        schema = ",".join(f"{c.name}:{c.arrow}" for c in self.columns)
+        return f"{self.name}/{hashlib.sha256(schema.encode()).hexdigest()[:12]}"
+
     def view_sql(self, files: str | list[str]) -> str:
         """``CREATE VIEW`` over the Parquet files matching a glob, or a list of files (typed,
         ordered columns)."""
@@ -65,16 +73,38 @@ _EPISODE_COLUMNS = (
     Column("episode", pa.int64(), "BIGINT", "episode id within the partition (TED `episode`)"),
     Column("start", pa.int64(), "BIGINT", "first row of the episode in the partition's TED"),
     Column("length", pa.int64(), "BIGINT", "number of steps"),
-    Column("return", pa.float64(), "DOUBLE", "sum of rewards"),
-    Column("terminated", pa.bool_(), "BOOLEAN", "ends with a terminal step"),
-    Column("truncated", pa.bool_(), "BOOLEAN", "ends without a terminal step (cut)"),
+    Column(
+        "return",
+        pa.float64(),
+        "DOUBLE",
+        "sum of the episode's rewards (Atari: clipped to [-1, 1], as logged); null where the "
+        "source records no reward (LeRobot teleoperation datasets)",
+    ),
+    Column("terminated", pa.bool_(), "BOOLEAN", "ends in a terminal state (bootstrap zero)"),
+    Column(
+        "truncated",
+        pa.bool_(),
+        "BOOLEAN",
+        "ends without a terminal state: cut by a file or gap, a recording's end, or Atari's "
+        "27,000-step time limit",
+    ),
     Column("true_start", pa.bool_(), "BOOLEAN", "provably starts at the episode's first step"),
-    Column("complete", pa.bool_(), "BOOLEAN", "true_start and terminated"),
+    Column(
+        "complete",
+        pa.bool_(),
+        "BOOLEAN",
+        "the whole episode: true_start, and it ended (terminated, or Atari's time limit)",
+    ),
     Column("language_instruction", pa.string(), "VARCHAR", "task text (null for Atari)"),
     Column("source_files", pa.list_(pa.string()), "VARCHAR[]", "files/shards it came from"),
     Column("checkpoint_idx", pa.int64(), "BIGINT", "RL Unplugged: the source's checkpoint id"),
     Column("episode_idx", pa.int64(), "BIGINT", "RL Unplugged: the source's episode id"),
-    Column("recorded_return", pa.float64(), "DOUBLE", "RL Unplugged: the episode_return recorded"),
+    Column(
+        "recorded_return",
+        pa.float64(),
+        "DOUBLE",
+        "RL Unplugged: the record's episode_return (checked equal to `return` when decoded)",
+    ),
     Column("tasks", pa.list_(pa.string()), "VARCHAR[]", "LeRobot: every task of the episode"),
     Column(
         "lerobot_stats",
@@ -141,6 +171,7 @@ STATISTICS = Table(
 )
 
 TABLES = (EPISODES, PARTITIONS, STATISTICS)
+ROWS_FORMAT = f"{EPISODES.format_id}+{PARTITIONS.format_id}"  # the catalog rows stage's format
 
 
 def schema_markdown() -> str:

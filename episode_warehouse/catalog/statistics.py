@@ -46,7 +46,7 @@ def publish_statistics(
 
     return build_if_changed(
         store.partition_dir(source, partition, STATISTICS),
-        {"ted": ted["version"], "code_version": code_version},
+        {"ted": ted["version"], "code_version": code_version, "format": STATISTICS.format_id},
         build,
     )
 

@@ -30,6 +30,8 @@ from episode_warehouse.paths import WarehouseLayout
 
 log = logging.getLogger(__name__)
 EXPORT_META = "meta/warehouse_export.json"
+# an input of every export: lerobot's dataset format and our layout of it (bump on change)
+EXPORT_FORMAT = "lerobot-v3.0/warehouse-export-v1"
 SELECTION_MANIFEST = "meta/warehouse_selection.json"  # Selection.load reads it back
 
 
@@ -180,7 +182,12 @@ def export_lerobot(
         f"{s}:{p}": published(layout.ted_dir(s, p)).get("version")
         for s, p in sorted({(e[0], e[1]) for e in request.episodes})
     }
-    inputs = {"request": request.fingerprint(), "teds": teds, "code_version": code_version}
+    inputs = {
+        "request": request.fingerprint(),
+        "teds": teds,
+        "code_version": code_version,
+        "format": EXPORT_FORMAT,
+    }
 
     def build(staging: Path) -> dict:
         if lerobot_compat.fast_path_available():

@@ -84,6 +84,7 @@ def mirror_shards(
         "mode": mode,
         "shards": {s.name: s.to_json() for s in listing.shards},
         "code_version": code_version,
+        "format": "openx-raw/v1",  # the record's format: a new one rebuilds the folder
     }
 
     def build(staging: Path) -> dict:

@@ -76,3 +76,54 @@ def test_a_custom_record_path(tmp_path):
     assert not build_if_changed(
         target, {"v": 1}, _writer([], "y"), record="meta/export.json"
     ).rebuilt
+
+
+@pytest.mark.parametrize("stage", ["decoded", "ted"])
+def test_an_artifact_of_an_older_format_is_rebuilt_by_the_run_its_error_names(tmp_path, stage):
+    """The format version is an input of every stage: an artifact an older warehouse wrote
+    (older format, up to date by its own fingerprint) is refused by the reader, and the
+    materialization the error names rebuilds it instead of calling it up to date."""
+    import numpy as np
+
+    from episode_warehouse import open_ted
+    from episode_warehouse.atari.dopamine_files import CheckpointSubset
+    from episode_warehouse.atari.mirror import mirror_run
+    from episode_warehouse.blobstore import open_blob_store
+    from episode_warehouse.decoded import open_decoded
+    from episode_warehouse.decoded.format import VERSION as DECODED_VERSION
+    from episode_warehouse.errors import FormatVersionError
+    from episode_warehouse.fixtures.atari_game import play_episode
+    from episode_warehouse.fixtures.dopamine_writer import write_run
+    from episode_warehouse.paths import WarehouseLayout
+    from episode_warehouse.stages import build_ted_stage, decode_atari
+    from episode_warehouse.ted.layout import VERSION as TED_VERSION
+
+    rng = np.random.default_rng(0)
+    write_run(tmp_path / "src/Pong/1/replay_logs", [play_episode(rng, 50) for _ in range(3)], 400)
+    layout = WarehouseLayout(tmp_path / "wh")
+    mirror_run(open_blob_store(str(tmp_path / "src")), "Pong", 1, layout.raw_dir("atari", "Pong/1"),
+               CheckpointSubset("all"), code_version="t")  # fmt: skip
+
+    def build():
+        return (
+            decode_atari(layout, "Pong/1", code_version="t", workers=1),
+            build_ted_stage(layout, "atari", "Pong/1", code_version="t"),
+        )
+
+    build()
+    folder, version = (
+        (layout.decoded_dir("atari", "Pong/1"), DECODED_VERSION)
+        if stage == "decoded"
+        else (layout.ted_dir("atari", "Pong/1"), TED_VERSION)
+    )
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["format_version"] = version - 1  # what the previous warehouse version wrote ...
+    meta["inputs"]["format"] = meta["inputs"]["format"].replace(f"v{version}", f"v{version - 1}")
+    meta["version"] = fingerprint(meta["inputs"])  # ... up to date by its own inputs
+    (folder / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(FormatVersionError, match=f"re-materialize the {stage} stage"):
+        open_decoded(folder) if stage == "decoded" else open_ted("atari", "Pong/1", layout.root)
+    decoded, ted = build()
+    assert (decoded if stage == "decoded" else ted).rebuilt
+    assert (decoded if stage == "decoded" else ted).meta["format_version"] == version
+    assert open_ted("atari", "Pong/1", layout.root)["next", "reward"].shape == (150, 1)
