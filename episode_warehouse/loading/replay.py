@@ -38,9 +38,10 @@ def replay_buffer(
         raise ValueError(f"batch_size {batch_size} must be a multiple of slice_len {slice_len}")
     if isinstance(partitions, Selection):
         return _selection_buffer(partitions, slice_len, batch_size, seed)
-    buffers = []
+    buffers, tds = [], []
     for source, partition in partitions:
         td = open_ted(source, partition, root)
+        tds.append(td)
         sampler = SliceSampler(slice_len=slice_len, traj_key="episode", strict_length=True)
         # a mixture passes its own batch sizes to sample(); a single buffer keeps its own
         buffers.append(
@@ -52,7 +53,15 @@ def replay_buffer(
         )
     if len(buffers) == 1:
         return buffers[0]
+    _one_schema([f"{s}:{p}" for s, p in partitions], tds)
     return PartitionMixture(buffers, slice_len, batch_size, seed=seed)
+
+
+def _one_schema(labels: list[str], tds: list) -> None:
+    """A mixture concatenates slices of every partition: they need one schema."""
+    from episode_warehouse.loading.schema import require_one_schema
+
+    require_one_schema(list(zip(labels, tds, strict=True)), "replay_buffer")
 
 
 def _selection_buffer(selection, slice_len: int, batch_size: int, seed: int | None):
@@ -66,7 +75,7 @@ def _selection_buffer(selection, slice_len: int, batch_size: int, seed: int | No
     weight = selection.weight if selection.weight is not None else np.ones(len(selection))
     fits = np.where(selection.length >= slice_len, weight, 0.0)
     pairs = list(zip(selection.source, selection.partition, strict=True))
-    buffers, totals = [], []
+    buffers, totals, labels, tds = [], [], [], []
     for n, (source, partition) in enumerate(selection.partitions):
         rows = np.array([i for i, pair in enumerate(pairs) if pair == (source, partition)])
         if not fits[rows].sum() > 0:
@@ -79,6 +88,7 @@ def _selection_buffer(selection, slice_len: int, batch_size: int, seed: int | No
             seed=None if seed is None else seed + 1 + n,
         )
         td = open_ted(source, partition, selection.root)
+        tds.append(td)
         single = len(selection.partitions) == 1
         buffers.append(
             ReplayBuffer(
@@ -88,6 +98,7 @@ def _selection_buffer(selection, slice_len: int, batch_size: int, seed: int | No
             )
         )
         totals.append(float(fits[rows].sum()))
+        labels.append(f"{source}:{partition}")
     if not buffers:
         from episode_warehouse.errors import ConfigError
 
@@ -98,6 +109,7 @@ def _selection_buffer(selection, slice_len: int, batch_size: int, seed: int | No
         )
     if len(buffers) == 1:
         return buffers[0]
+    _one_schema(labels, tds)
     return PartitionMixture(buffers, slice_len, batch_size, seed=seed, weights=totals)
 
 

@@ -33,8 +33,25 @@ if TYPE_CHECKING:
 
 
 def ted_collate(items: list[TensorDictBase]) -> TensorDictBase:
-    """``collate_fn`` for DataLoader: stack equal-length slices into one TensorDict."""
-    return torch.stack(items).contiguous()
+    """``collate_fn`` for DataLoader: stack equal-length slices into one TensorDict.
+
+    Raises:
+        ConfigError: the slices come from TEDs of different schemas (another source), naming
+            the keys that differ.
+    """
+    try:
+        return torch.stack(items).contiguous()
+    except (RuntimeError, KeyError, ValueError, TypeError):
+        from episode_warehouse.loading.schema import require_one_schema
+
+        labels = [f"item {k} (selection row {_row(td)})" for k, td in enumerate(items)]
+        require_one_schema(list(zip(labels, items, strict=True)), "ted_collate")
+        raise  # same schema: another reason, e.g. slices of different lengths
+
+
+def _row(td: TensorDictBase) -> str:
+    rows = td.get("selection_index", None)
+    return str(int(rows.reshape(-1)[0])) if rows is not None and rows.numel() else "?"
 
 
 def no_collate(item: TensorDictBase) -> TensorDictBase:
@@ -149,6 +166,48 @@ class EpisodeSliceDataset(Dataset):
 STATE_MARKER = "episode_warehouse_stream"
 
 
+class EpochAnnouncement:
+    """The last :meth:`EpisodeStream.set_epoch` (how many calls so far, and the epoch) as one
+    64-bit word of shared memory, written and read whole (no lock: a lock made in one
+    multiprocessing context cannot reach workers of another). DataLoader workers receive it
+    when they start (fork, forkserver or spawn) and read it at the start of each iteration,
+    so persistent workers follow the main process's epochs. Pickled other than to start a
+    process, it becomes a private copy."""
+
+    def __init__(self, count: int = 0, epoch: int = 0) -> None:
+        import multiprocessing.sharedctypes
+
+        self._value = multiprocessing.sharedctypes.RawValue("q", _pack(count, epoch))
+
+    def announce(self, epoch: int) -> int:
+        count = self.read()[0] + 1  # set_epoch is called by one process, the trainer's
+        self._value.value = _pack(count, epoch)
+        return count
+
+    def read(self) -> tuple[int, int]:
+        word = int(self._value.value)
+        return word >> 32, (word & 0xFFFFFFFF) - (1 << 31)
+
+    def __reduce__(self):
+        from multiprocessing.context import get_spawning_popen
+
+        if get_spawning_popen() is not None:  # a worker starting: share the memory
+            return (_shared_announcement, (self._value,))
+        return (EpochAnnouncement, self.read())
+
+
+def _pack(count: int, epoch: int) -> int:
+    if not -(1 << 31) <= epoch < (1 << 31):
+        raise ConfigError(f"epoch {epoch} is outside the 32-bit range", subject="set_epoch")
+    return (count & 0x7FFFFFFF) << 32 | (epoch + (1 << 31))
+
+
+def _shared_announcement(value) -> EpochAnnouncement:
+    out = EpochAnnouncement.__new__(EpochAnnouncement)
+    out._value = value
+    return out
+
+
 class EpisodeStream(IterableDataset):
     """Iterable over the selected episodes, each delivered exactly once per epoch across all
     DataLoader workers and distributed ranks, resumable mid-epoch.
@@ -159,6 +218,12 @@ class EpisodeStream(IterableDataset):
     ``drop_last``). With ``weighted=True`` an epoch is ``num_samples`` draws (episodes, or
     slices at random offsets) with probability proportional to the selection's ``weight``
     column, deterministic per seed and epoch and dealt the same way (no draw twice).
+
+    Epochs: :meth:`set_epoch` reaches DataLoader workers too, persistent ones included (a
+    small shared-memory announcement each worker reads when its next iteration starts), and an
+    iteration that starts after the previous one ran to its end begins the next epoch by
+    itself, so every epoch delivers its items exactly once whether or not ``set_epoch`` is
+    called; calling it with the epoch that has just ended delivers that epoch again.
 
     Resuming: :meth:`state_dict` is the shard's position in the epoch; a stream restored with
     :meth:`load_state_dict` in a new process (same selection, seed, rank and world size)
@@ -225,12 +290,31 @@ class EpisodeStream(IterableDataset):
         # the shard states of earlier layouts this epoch resumed from (oldest first): the
         # items left after each are dealt again, and positions count in what remains
         self._layers: list[list[dict]] = []
+        self._ended = False  # the last iteration delivered every item of self.epoch
+        self._announced = EpochAnnouncement()
+        self._seen = 0  # the announcement this copy of the stream last applied
 
     def set_epoch(self, epoch: int) -> None:
-        """Start epoch ``epoch`` from its beginning (a no-op for the epoch already running, so
-        it may be called after :meth:`load_state_dict`)."""
-        if epoch != self.epoch:
+        """Start epoch ``epoch`` from its beginning, here and in every DataLoader worker at its
+        next iteration (a no-op for an epoch still running, so it may be called after
+        :meth:`load_state_dict`; the epoch that has just ended starts again)."""
+        self._seen = self._announced.announce(epoch)
+        self._start(epoch)
+
+    def _start(self, epoch: int) -> None:
+        if epoch != self.epoch or self._ended:
             self.epoch, self._position, self._layers = epoch, 0, []
+        self._ended = False
+
+    def _begin_iteration(self) -> None:
+        """Which epoch this iteration delivers: one announced since the last iteration, else
+        the next one when the last iteration ran to its end, else the one still running."""
+        count, epoch = self._announced.read()
+        if count != self._seen:
+            self._seen = count
+            self._start(epoch)
+        elif self._ended:
+            self._start(self.epoch + 1)
 
     @staticmethod
     def _worker() -> tuple[int, int]:
@@ -258,11 +342,13 @@ class EpisodeStream(IterableDataset):
         return items[keep, 0]
 
     def __iter__(self):
+        self._begin_iteration()
         items = self.shard_items()[self._position :]
         if not self.cache.remote:
             for row, offset, length in items:
                 self._position += 1
                 yield self.cache.read(int(row), int(offset), int(length))
+            self._ended = True
             return
         rows = items[:, 0]
         runs = rows[np.r_[True, rows[1:] != rows[:-1]]] if len(rows) else rows  # fetch order
@@ -274,6 +360,7 @@ class EpisodeStream(IterableDataset):
                     self.cache._episodes.pop(int(row), None)
                 previous = row
                 yield self.cache.read(int(row), int(offset), int(length), ahead)
+        self._ended = True
 
     def state_dict(self) -> dict:
         """This shard's place in the epoch (call it in the process that iterates: the main one,
@@ -335,7 +422,7 @@ class EpisodeStream(IterableDataset):
                 subject="stream state",
                 fix="restore with the same selection, seed, slice_len and weights",
             )
-        self.epoch = state["epoch"]
+        self.epoch, self._ended = state["epoch"], False
         if state.get("merged"):
             self._layers, self._position = list(state["layers"]), 0
             return

@@ -372,3 +372,22 @@ def test_stateful_dataloader_workers_resume(root, tmp_path):
     rest, _ = _here(tmp_path, "w-b", root, workers=2, state_in=state)
     assert Counter(first + rest) == Counter(whole)
     assert first + rest == whole  # the loader interleaves its workers the same way
+
+
+def test_a_batch_of_two_schemas_is_refused_by_name(root):
+    """Atari frames and an OpenX camera cannot be stacked: a clear error, not tensordict's."""
+    from episode_warehouse.loading import EpisodeSliceDataset, replay_buffer, ted_collate
+
+    with pytest.raises(ConfigError, match=r"atari:Pong/1 and openx:cmu_stretch have different"):
+        replay_buffer([("atari", "Pong/1"), ("openx", "cmu_stretch")], slice_len=4, root=root)
+    sel = select_episodes(ALL + " ORDER BY source, partition, episode", root=root)
+    with pytest.raises(ConfigError, match=r"replay_buffer: .* different TED schemas"):
+        replay_buffer(sel, slice_len=4, batch_size=16)
+    ds = EpisodeSliceDataset(sel, slice_len=4)
+    openx = list(sel.source).index("openx")
+    first_openx = next(k for k in range(len(ds)) if ds[k]["selection_index"][0] >= openx)
+    items = [ds[0], ds[first_openx]]
+    with pytest.raises(ConfigError, match=r"ted_collate: item 0 .* and item 1 .*only in the "):
+        ted_collate(items)
+    with pytest.raises(ConfigError, match=r"Fix: select partitions of one source"):
+        ted_collate(items)

@@ -108,3 +108,46 @@ def test_unknown_partitions_and_empty_selections_fail_clearly(warehouse_root):
         select_episodes("SELECT partition FROM episodes", root=warehouse_root)
     with pytest.raises(NotMaterializedError, match="no TED"):
         open_ted("atari", "Pong/3", warehouse_root)
+
+
+def _epoch_order(stream, epoch, workers=2):
+    """Epoch ``epoch`` as a DataLoader hands it over: the workers' shards of the schedule,
+    taken in turn (torch keeps worker order), computed here without any worker."""
+    from itertools import zip_longest
+
+    from episode_warehouse.loading.schedule import epoch_items, shard_items
+
+    items = epoch_items(stream.plan, epoch)
+    shards = [shard_items(items, 0, 1, w, workers)[:, 0].tolist() for w in range(workers)]
+    return [int(i) for turn in zip_longest(*shards) for i in turn if i is not None]
+
+
+@pytest.mark.parametrize("context", ["fork", "forkserver"])
+@pytest.mark.parametrize("announce", [True, False], ids=["set_epoch", "no_set_epoch"])
+def test_persistent_workers_deliver_every_epoch_exactly_once(warehouse_root, context, announce):
+    """DataLoader(..., persistent_workers=True), as most training scripts write it: the workers
+    keep their copy of the stream across epochs, and every epoch still delivers each episode
+    once, in that epoch's own order (set_epoch reaches them; without it the next epoch starts
+    by itself)."""
+    sel = select_episodes(ALL, root=warehouse_root)
+    stream = EpisodeStream(sel, None, seed=11)
+    loader = DataLoader(
+        stream,
+        batch_size=None,
+        num_workers=2,
+        persistent_workers=True,
+        multiprocessing_context=context,
+        collate_fn=no_collate,
+    )
+    orders = []
+    for epoch in range(3):
+        if announce:
+            stream.set_epoch(epoch)
+        seen = [int(item["selection_index"][0]) for item in loader]
+        assert sorted(seen) == list(range(len(sel))), epoch  # each episode exactly once
+        assert seen == _epoch_order(stream, epoch), epoch  # and that epoch's own order
+        orders.append(seen)
+    assert orders[0] != orders[1] != orders[2]  # each epoch shuffled with its own seed
+    if announce:  # an epoch announced again (the one just ended) is delivered again
+        stream.set_epoch(2)
+        assert [int(item["selection_index"][0]) for item in loader] == orders[2]
