@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make the machine ready: the system libraries the features need (when this user can install
-# them), a Python >= 3.12, uv, and the locked dependencies in .venv.
+# them), a Python >= 3.12, uv, and the locked dependencies in .venv (every extra: the
+# pipeline, LeRobot, the cluster, the test tools; a trainer installs the bare package alone).
 # Run by ./warehouse and ./test. Prints what is missing when it cannot go on.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -66,6 +67,6 @@ if [ ! -x "$here/.venv/bin/python" ] || ! is_py312 "$here/.venv/bin/python" \
     UV="$here/.tools/bin/uv"
   fi
   say "syncing .venv with $PY (first time: downloads ~3.5 GB, mostly torch)"
-  (cd "$here" && UV_PYTHON="$PY" UV_PYTHON_DOWNLOADS=never "$UV" sync --locked --quiet)
+  (cd "$here" && UV_PYTHON="$PY" UV_PYTHON_DOWNLOADS=never "$UV" sync --locked --all-extras --quiet)
   touch "$here/.venv/.synced"
 fi

@@ -15,6 +15,17 @@ from episode_warehouse.errors import WarehouseError
 from warehouse_cli.arguments import add_source_arguments
 from warehouse_cli.environment import PROJECT_ROOT, cli_instance, default_dagster_home
 
+# top-level modules of the extras (pyproject.toml), for a clear error in a bare install
+_EXTRA_OF = {
+    **dict.fromkeys(("dagster", "dagster_webserver", "dagster_graphql", "cv2", "PIL", "isal",
+                     "matplotlib", "torchvision", "datasets", "huggingface_hub", "tqdm",
+                     "google.protobuf", "packaging"), "pipeline"),  # fmt: skip
+    **dict.fromkeys(("dagster_postgres", "dagster_celery", "dagster_k8s", "psycopg2", "redis",
+                     "celery", "kubernetes"), "cluster"),  # fmt: skip
+    "lerobot": "lerobot",
+    "gcp_storage_emulator": "testing",
+}
+
 
 def _resources(args: argparse.Namespace) -> dict[str, dict]:
     """Resource config from command-line options (everything else comes from the environment)."""
@@ -194,6 +205,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except ModuleNotFoundError as exc:
+        extra = _EXTRA_OF.get((exc.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(
+            f"error: {exc.name} is not installed: this command needs the {extra} extra. Fix: "
+            "pip install 'episode-warehouse[all]' (./warehouse installs it; a training node "
+            "needs only the bare package: episode_warehouse.loading, open_ted, warehouse sql)",
+            file=sys.stderr,
+        )
+        return 2
     except Exception as exc:  # noqa: BLE001 - the one place an unexpected error is reported
         print(crash_report(exc, default_dagster_home() / "logs"), file=sys.stderr)
         return 1

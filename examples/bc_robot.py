@@ -1,0 +1,217 @@
+"""Behaviour cloning on robot data, straight from the warehouse.
+
+Each sample is one step of an OpenX (or LeRobot) dataset with the chunk of the next
+``--chunk`` actions, cut by ``StepWindowDataset`` (windows never cross an episode; padded steps
+are flagged and left out of the loss). Episodes are drawn by a mixture weight the SQL computes
+(here: drawer episodes three times as often as the rest), and the run resumes mid-epoch from a
+saved state: the draws of an epoch are fixed by the seed and the epoch, so a resumed run skips
+the batches already trained on and continues with the same ones an uninterrupted run would
+have seen. Only the public API is used: ``select_episodes``, ``StepWindowDataset``,
+``selection_stats``, ``no_collate``.
+
+    python -m examples.bc_robot --root demo-data/warehouse --partition bridge --steps 200
+    python -m examples.bc_robot ... --state ckpt.pt --stop-after 50   # then again: resumes
+    python -m examples.bc_robot --root gs://my-bucket/wh --device cuda --workers 4
+
+Prints the loss as it falls, samples/s into the model, and the share of each step spent
+waiting for data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Sampler
+
+SQL = """
+SELECT source, partition, episode, start, length,
+       CASE WHEN language_instruction ILIKE '%drawer%' THEN 3.0 ELSE 1.0 END AS weight
+FROM episodes WHERE source = ? AND partition = ?
+"""
+STATE = ("observation", "state")
+
+
+class WeightedBatches(Sampler):
+    """Batches of step indices of one epoch: each step drawn with probability proportional to
+    its episode's weight over the episode's length (so episodes weigh by the SQL weight, not by
+    their length), fixed by ``seed`` and ``epoch``; ``skip`` drops the first batches (a
+    resumed run)."""
+
+    def __init__(self, lengths, weights, batch: int, batches: int, seed: int) -> None:
+        lengths = torch.as_tensor(lengths, dtype=torch.int64)
+        per_step = torch.as_tensor(weights, dtype=torch.float64) / lengths
+        self.weights = torch.repeat_interleave(per_step, lengths)
+        self.batch, self.batches, self.seed = batch, batches, seed
+        self.epoch, self.skip = 0, 0
+
+    def __len__(self) -> int:
+        return self.batches - self.skip
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
+        draws = torch.multinomial(
+            self.weights, self.batch * self.batches, replacement=True, generator=generator
+        ).reshape(self.batches, self.batch)
+        yield from draws[self.skip :].tolist()
+
+
+class Policy(nn.Module):
+    """The state and a small view of the first camera in, a chunk of actions out."""
+
+    def __init__(self, state_dim: int, action_dim: int, chunk: int, channels: int) -> None:
+        super().__init__()
+        self.camera = nn.Sequential(
+            nn.Conv2d(channels, 16, 5, stride=2),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(4),
+            nn.Flatten(),
+        )
+        self.head = nn.Sequential(
+            nn.Linear(16 * 16 + state_dim, 256), nn.ReLU(), nn.Linear(256, chunk * action_dim)
+        )
+        self.chunk, self.action_dim = chunk, action_dim
+
+    def forward(self, state: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
+        features = torch.cat([self.camera(image), state], -1)
+        return self.head(features).reshape(-1, self.chunk, self.action_dim)
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", default=os.environ.get("EPISODE_WAREHOUSE_ROOT"))
+    parser.add_argument("--source", default="openx")
+    parser.add_argument("--partition", default="bridge")
+    parser.add_argument("--camera", default=None, help="observation key of the camera")
+    parser.add_argument("--chunk", type=int, default=8, help="actions predicted per step")
+    parser.add_argument("--steps", type=int, default=200, help="optimizer steps in all")
+    parser.add_argument("--steps-per-epoch", type=int, default=50)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--state", type=Path, help="save here; resume from it when it exists")
+    parser.add_argument("--stop-after", type=int, help="stop (saving) after this many steps")
+    parser.add_argument("--log-every", type=int, default=25)
+    return parser.parse_args(argv)
+
+
+def _camera(td, name: str | None) -> tuple[str, ...]:
+    """The camera's key: ``name``, else the first image under ``observation``."""
+    if name:
+        return ("observation", *name.split("/"))
+    for key in td.keys(True, True):
+        if isinstance(key, tuple) and key[0] == "observation" and td.get(key).ndim == 4:
+            return key
+    raise SystemExit("no camera in the TED: pass --camera")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Train (or resume); returns the figures it printed and the batches it trained on."""
+    from episode_warehouse import open_ted
+    from episode_warehouse.loading import (
+        StepWindowDataset,
+        no_collate,
+        select_episodes,
+        selection_stats,
+    )
+
+    args = parse(argv)
+    torch.manual_seed(args.seed)
+    selection = select_episodes(SQL, root=args.root, params=[args.source, args.partition])
+    camera = _camera(open_ted(args.source, args.partition, root=args.root), args.camera)
+    dataset = StepWindowDataset(
+        selection, {STATE: [0], camera: [0], "action": list(range(args.chunk))}
+    )
+    stats = selection_stats(selection, [STATE, "action"])
+    norm = {
+        key: (
+            torch.as_tensor(stats[key]["mean"], dtype=torch.float32).to(args.device),
+            torch.as_tensor(stats[key]["std"], dtype=torch.float32).clamp_min(1e-3).to(args.device),
+        )
+        for key in (STATE, "action")
+    }
+    sampler = WeightedBatches(
+        selection.length, selection.weight, args.batch, args.steps_per_epoch, args.seed
+    )
+    probe = dataset[0]
+    policy = Policy(
+        probe[STATE].shape[-1], probe["action"].shape[-1], args.chunk, probe[camera].shape[-3]
+    ).to(args.device)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=args.lr)
+    done = 0
+    if args.state is not None and args.state.exists():
+        saved = torch.load(args.state, weights_only=True)
+        policy.load_state_dict(saved["policy"])
+        optimizer.load_state_dict(saved["optimizer"])
+        done = saved["steps"]
+        print(f"resumed from {args.state} at step {done} (epoch {done // args.steps_per_epoch})")
+    print(
+        f"{len(selection)} episodes, {len(dataset):,} steps of {args.source}:{args.partition}; "
+        f"camera {'/'.join(camera)}, chunks of {args.chunk} actions, {args.batch} a batch"
+    )
+
+    def prepared(batch):
+        batch = batch.to(args.device)
+        mean, std = norm[STATE]
+        state = (batch[STATE][:, 0].float() - mean) / std
+        image = batch[camera][:, 0].float() / 255.0
+        mean, std = norm["action"]
+        target = (batch["action"].float() - mean) / std
+        return state, image, target, ~batch["action_is_pad"]
+
+    losses, trained_on, waited, started = [], [], 0.0, time.perf_counter()
+    stop = min(args.steps, args.stop_after or args.steps)
+    while done < stop:
+        sampler.epoch, sampler.skip = divmod(done, args.steps_per_epoch)
+        loader = DataLoader(
+            dataset,
+            batch_sampler=sampler,
+            collate_fn=no_collate,  # StepWindowDataset gathers a whole batch at once
+            num_workers=args.workers,
+        )
+        t0 = time.perf_counter()
+        for batch in loader:
+            state, image, target, real = prepared(batch)
+            t1 = time.perf_counter()
+            error = (policy(state, image) - target).pow(2).mean(-1)
+            loss = (error * real).sum() / real.sum()  # padded steps past an episode's end
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            waited += t1 - t0
+            losses.append(float(loss.detach()))
+            trained_on.append(batch["selection_index"].tolist())
+            done += 1
+            if done % args.log_every == 0 or done == stop:
+                seconds = time.perf_counter() - started
+                recent = losses[-args.log_every :]
+                print(
+                    f"step {done:5d}  loss {sum(recent) / len(recent):.4f}  "
+                    f"{len(losses) * args.batch / seconds:,.0f} samples/s  "
+                    f"waiting for data {waited / seconds:.0%}"
+                )
+            t0 = time.perf_counter()
+            if done >= stop:
+                break
+    if args.state is not None:
+        torch.save(
+            {"policy": policy.state_dict(), "optimizer": optimizer.state_dict(), "steps": done},
+            args.state,
+        )
+    seconds = time.perf_counter() - started
+    return {
+        "losses": losses,
+        "trained_on": trained_on,
+        "samples_per_s": len(losses) * args.batch / max(seconds, 1e-9),
+        "data_wait": waited / max(seconds, 1e-9),
+    }
+
+
+if __name__ == "__main__":
+    main()
