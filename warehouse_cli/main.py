@@ -17,11 +17,36 @@ from warehouse_cli.environment import PROJECT_ROOT, cli_instance, default_dagste
 
 # top-level modules of the extras (pyproject.toml), for a clear error in a bare install
 _EXTRA_OF = {
-    **dict.fromkeys(("dagster", "dagster_webserver", "dagster_graphql", "cv2", "PIL", "isal",
-                     "matplotlib", "torchvision", "datasets", "huggingface_hub", "tqdm",
-                     "google.protobuf", "packaging"), "pipeline"),  # fmt: skip
-    **dict.fromkeys(("dagster_postgres", "dagster_celery", "dagster_k8s", "psycopg2", "redis",
-                     "celery", "kubernetes"), "cluster"),  # fmt: skip
+    **dict.fromkeys(
+        (
+            "dagster",
+            "dagster_webserver",
+            "dagster_graphql",
+            "cv2",
+            "PIL",
+            "isal",
+            "matplotlib",
+            "torchvision",
+            "datasets",
+            "huggingface_hub",
+            "tqdm",
+            "google.protobuf",
+            "packaging",
+        ),
+        "pipeline",
+    ),  # fmt: skip
+    **dict.fromkeys(
+        (
+            "dagster_postgres",
+            "dagster_celery",
+            "dagster_k8s",
+            "psycopg2",
+            "redis",
+            "celery",
+            "kubernetes",
+        ),
+        "cluster",
+    ),  # fmt: skip
     "lerobot": "lerobot",
     "gcp_storage_emulator": "testing",
 }
