@@ -7,6 +7,7 @@ Also: streaming throughput (EpisodeStream, slices of 64) with 0, 1 and 2 DataLoa
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import time
@@ -26,15 +27,69 @@ def _rate(rb, batches: int = BATCHES) -> float:
     return batches * SLICES / (time.perf_counter() - t)
 
 
+def shifted_collate(items):
+    """``ted_collate`` plus a per-sample CPU transform as augmenting trainers run one (DrQ's
+    random shift: pad 4 pixels, crop back at a random offset; numpy, one thread), costing about
+    what the read costs (``transform_s_per_batch_vs_read`` in the report)."""
+    from episode_warehouse.loading import ted_collate
+
+    return ted_collate([_shift(item) for item in items])
+
+
+def _shift(item):
+    import numpy as np
+    import torch
+
+    obs = item["observation"].numpy()
+    padded = np.pad(obs, ((0, 0), (4, 4), (4, 4)), mode="edge")
+    dy, dx = np.random.randint(0, 9, 2)
+    item["observation"] = torch.from_numpy(
+        np.ascontiguousarray(padded[:, dy : dy + 84, dx : dx + 84])
+    )
+    return item
+
+
+def _stream_rate(selection, workers: int, collate) -> float:
+    """Slices/s of the second epoch of persistent workers (the first one starts them: with
+    spawn, as torchrl makes the default, that alone takes seconds)."""
+    from torch.utils.data import DataLoader
+
+    from episode_warehouse.loading import EpisodeStream
+
+    stream = EpisodeStream(selection, SLICE_LEN, drop_last=True)
+    loader = DataLoader(stream, batch_size=32, num_workers=workers, collate_fn=collate,
+                        persistent_workers=workers > 0)  # fmt: skip
+    for _ in loader:
+        pass
+    t = time.perf_counter()
+    count = sum(batch.batch_size[0] for batch in loader)
+    return count / (time.perf_counter() - t)
+
+
+def _transform_vs_read(selection) -> float:
+    """Seconds of the transform per batch over seconds of reading and stacking it."""
+    from episode_warehouse.loading import EpisodeStream, ted_collate
+
+    items = list(itertools.islice(EpisodeStream(selection, SLICE_LEN, drop_last=True), 640))
+    t = time.perf_counter()
+    for k in range(0, len(items), 32):
+        ted_collate(items[k : k + 32])
+    read = time.perf_counter() - t
+    items = list(itertools.islice(EpisodeStream(selection, SLICE_LEN, drop_last=True), 640))
+    t = time.perf_counter()
+    for k in range(0, len(items), 32):
+        shifted_collate(items[k : k + 32])
+    return (time.perf_counter() - t - read) / read
+
+
 def main() -> None:
     from tensordict import TensorDict
-    from torch.utils.data import DataLoader
     from torchrl.data import ReplayBuffer, SliceSampler, TensorStorage
 
     from episode_warehouse.atari.decode import decode_run
     from episode_warehouse.catalog.rows import folder_bytes
     from episode_warehouse.decoded import open_decoded
-    from episode_warehouse.loading import EpisodeStream, Selection, ted_collate
+    from episode_warehouse.loading import Selection, ted_collate
     from episode_warehouse.ted import build_ted, open_ted_folder
 
     replay = make_files(100_000, 3)
@@ -91,12 +146,19 @@ def main() -> None:
         )
     ]
     selection = Selection.from_rows(rows, layout_root)
-    for workers in (0, 1, 2):  # batches of 32 slices, stacked (copied) in the workers
-        stream = EpisodeStream(selection, SLICE_LEN, drop_last=True)
-        loader = DataLoader(stream, batch_size=32, num_workers=workers, collate_fn=ted_collate)
-        t = time.perf_counter()
-        count = sum(batch.batch_size[0] for batch in loader)
-        report[f"stream_slices_per_s_{workers}_workers"] = round(count / (time.perf_counter() - t))
+    for name, collate in (("", ted_collate), ("_with_transform", shifted_collate)):
+        for workers in (0, 1, 2):  # batches of 32 slices, stacked (copied) in the workers
+            report[f"stream{name}_slices_per_s_{workers}_workers"] = round(
+                _stream_rate(selection, workers, collate)
+            )
+    zero, two = report["stream_slices_per_s_0_workers"], report["stream_slices_per_s_2_workers"]
+    report["stream_2_workers_vs_0"] = round(two / zero, 2)
+    report["stream_with_transform_2_workers_vs_0"] = round(
+        report["stream_with_transform_slices_per_s_2_workers"]
+        / report["stream_with_transform_slices_per_s_0_workers"],
+        2,
+    )
+    report["transform_s_per_batch_vs_read"] = round(_transform_vs_read(selection), 2)
     print(json.dumps(report, indent=1))
     save_report("loading", report)
 

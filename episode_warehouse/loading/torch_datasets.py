@@ -12,7 +12,11 @@ ReadAhead`).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 import threading
+import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
@@ -167,45 +171,47 @@ STATE_MARKER = "episode_warehouse_stream"
 
 
 class EpochAnnouncement:
-    """The last :meth:`EpisodeStream.set_epoch` (how many calls so far, and the epoch) as one
-    64-bit word of shared memory, written and read whole (no lock: a lock made in one
-    multiprocessing context cannot reach workers of another). DataLoader workers receive it
-    when they start (fork, forkserver or spawn) and read it at the start of each iteration,
-    so persistent workers follow the main process's epochs. Pickled other than to start a
-    process, it becomes a private copy."""
+    """The last :meth:`EpisodeStream.set_epoch` (how many calls so far, and the epoch) in a
+    small file of the temporary folder, replaced atomically on each call: DataLoader workers
+    (fork, forkserver or spawn, persistent or not) read it at the start of each iteration, so
+    they follow the main process's epochs. The process that made it deletes it when done."""
 
-    def __init__(self, count: int = 0, epoch: int = 0) -> None:
-        import multiprocessing.sharedctypes
+    def __init__(self) -> None:
+        fd, self.path = tempfile.mkstemp(prefix="episode-warehouse-epoch-")
+        os.close(fd)
+        self._write(0, 0)
+        weakref.finalize(self, _remove_if_owner, self.path, os.getpid())
 
-        self._value = multiprocessing.sharedctypes.RawValue("q", _pack(count, epoch))
+    def _write(self, count: int, epoch: int) -> None:
+        tmp = f"{self.path}.{os.getpid()}"
+        with open(tmp, "w") as fh:
+            fh.write(f"{count} {epoch}")
+        os.replace(tmp, self.path)
 
     def announce(self, epoch: int) -> int:
         count = self.read()[0] + 1  # set_epoch is called by one process, the trainer's
-        self._value.value = _pack(count, epoch)
+        self._write(count, epoch)
         return count
 
     def read(self) -> tuple[int, int]:
-        word = int(self._value.value)
-        return word >> 32, (word & 0xFFFFFFFF) - (1 << 31)
+        try:
+            with open(self.path) as fh:
+                count, epoch = fh.read().split()
+        except (OSError, ValueError):  # gone with its owner: nothing announced since
+            return 0, 0
+        return int(count), int(epoch)
 
-    def __reduce__(self):
-        from multiprocessing.context import get_spawning_popen
+    def __getstate__(self) -> dict:
+        return {"path": self.path}
 
-        if get_spawning_popen() is not None:  # a worker starting: share the memory
-            return (_shared_announcement, (self._value,))
-        return (EpochAnnouncement, self.read())
-
-
-def _pack(count: int, epoch: int) -> int:
-    if not -(1 << 31) <= epoch < (1 << 31):
-        raise ConfigError(f"epoch {epoch} is outside the 32-bit range", subject="set_epoch")
-    return (count & 0x7FFFFFFF) << 32 | (epoch + (1 << 31))
+    def __setstate__(self, state: dict) -> None:
+        self.path = state["path"]  # a reader: only the maker deletes the file
 
 
-def _shared_announcement(value) -> EpochAnnouncement:
-    out = EpochAnnouncement.__new__(EpochAnnouncement)
-    out._value = value
-    return out
+def _remove_if_owner(path: str, owner: int) -> None:
+    if os.getpid() == owner:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 class EpisodeStream(IterableDataset):
