@@ -226,7 +226,7 @@ class EpisodeStream(IterableDataset):
     column, deterministic per seed and epoch and dealt the same way (no draw twice).
 
     Epochs: :meth:`set_epoch` reaches DataLoader workers too, persistent ones included (a
-    small shared-memory announcement each worker reads when its next iteration starts), and an
+    small announcement file each worker reads when its next iteration starts), and an
     iteration that starts after the previous one ran to its end begins the next epoch by
     itself, so every epoch delivers its items exactly once whether or not ``set_epoch`` is
     called; calling it with the epoch that has just ended delivers that epoch again.
