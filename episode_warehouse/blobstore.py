@@ -21,6 +21,7 @@ from typing import BinaryIO, Protocol
 
 import google_crc32c
 
+from episode_warehouse.confine import checked_name, inside
 from episode_warehouse.errors import (
     ConfigError,
     CorruptInputError,
@@ -29,7 +30,7 @@ from episode_warehouse.errors import (
     classify,
     is_transient,
 )
-from episode_warehouse.gcs import gcs_client
+from episode_warehouse.gcs import gcs_client, refuse_near_url, split_gs_url
 from episode_warehouse.retry import RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
@@ -128,18 +129,34 @@ class LocalBlobStore:
 
     def list(self, prefix: str) -> list[BlobInfo]:
         """Files whose name starts with ``prefix`` (as a GCS prefix: ``Pong/run_5-`` matches
-        ``Pong/run_5-00000-of-00050``), from ``stat`` alone (size and mtime; no contents read)."""
+        ``Pong/run_5-00000-of-00050``), from ``stat`` alone (size and mtime; no contents read).
+
+        Raises:
+            CorruptInputError: a symbolic link below the folder (it could make the mirror copy
+                a file from elsewhere, a secret, into the warehouse or a bucket).
+        """
         folder, _, _ = prefix.rpartition("/")
-        base = self.root / folder
-        if not base.is_dir():
+        base = inside(self.root, folder, subject=self.url) if folder else self.root
+        if not base.is_dir() or base.is_symlink():
             return []
         out = []
-        for path in sorted(p for p in base.rglob("*") if p.is_file()):
-            name = str(path.relative_to(self.root))
-            if name.startswith(prefix):
-                st = path.stat()
-                out.append(BlobInfo(name, st.st_size, "", str(st.st_mtime_ns)))
-        return out
+        for dirpath, dirnames, filenames in os.walk(base):
+            for entry in (*dirnames, *filenames):
+                path = Path(dirpath, entry)
+                if path.is_symlink():
+                    raise CorruptInputError(
+                        f"refused the symbolic link {path} (to {os.readlink(path)}): a source "
+                        "folder's files are copied as they are, never through links",
+                        subject=self.url,
+                        fix="replace the link by the file itself (cp -L), or remove it",
+                    )
+            for entry in filenames:
+                path = Path(dirpath, entry)
+                name = path.relative_to(self.root).as_posix()
+                if name.startswith(prefix) and path.is_file():
+                    st = path.stat()
+                    out.append(BlobInfo(name, st.st_size, "", str(st.st_mtime_ns)))
+        return sorted(out, key=lambda b: b.name)
 
     def download(
         self,
@@ -154,14 +171,25 @@ class LocalBlobStore:
             SourceUnreachableError: the file changed while it was copied (retry).
         """
         stats = stats or DownloadStats()
-        src = self.root / blob.name
+        src = inside(self.root, blob.name, subject=self.url)
         part = part or dest.with_name(dest.name + PART_SUFFIX)
         part.parent.mkdir(parents=True, exist_ok=True)
         checksum = google_crc32c.Checksum()
-        with open(src, "rb") as fin, open(part, "wb") as fout:
+        try:
+            fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as exc:
+            raise CorruptInputError(
+                f"cannot open it without following links ({exc.strerror})",
+                subject=str(src),
+                fix="replace a link by the file itself (cp -L), or remove it",
+            ) from exc
+        with open(fd, "rb") as fin, open(part, "wb") as fout:
             while chunk := fin.read(_CHUNK):
                 checksum.update(chunk)
                 fout.write(chunk)
+            # never wider than the source: a 0600 file stays 0600 in the mirror
+            source_mode = os.fstat(fin.fileno()).st_mode
+            os.fchmod(fout.fileno(), os.fstat(fout.fileno()).st_mode & source_mode & 0o777)
         st = src.stat()
         if st.st_size != blob.size or str(st.st_mtime_ns) != blob.generation:
             part.unlink(missing_ok=True)
@@ -176,7 +204,7 @@ class LocalBlobStore:
 
     def open(self, blob: BlobInfo) -> BinaryIO:
         """Read one file as a stream."""
-        return open(self.root / blob.name, "rb")  # noqa: SIM115 - the caller closes it
+        return open(inside(self.root, blob.name, subject=self.url), "rb")  # noqa: SIM115
 
 
 class GcsBlobStore:
@@ -253,9 +281,14 @@ class GcsBlobStore:
             ) from exc
         n = len(self.prefix) + 1 if self.prefix else 0
         return [
-            BlobInfo(b.name[n:], int(b.size), b.crc32c or "", str(b.generation))
+            BlobInfo(
+                checked_name(b.name[n:], subject=f"{self.url}/{prefix}"),
+                int(b.size),
+                b.crc32c or "",
+                str(b.generation),
+            )
             for b in blobs
-            if not b.name.endswith("/")
+            if not b.name.endswith("/")  # a console's "folder" placeholder, not a file
         ]
 
     def download(
@@ -463,22 +496,11 @@ def open_blob_store(
         SourceMissingError: a local folder that does not exist.
     """
     if url.startswith("gs://"):
-        bucket, _, prefix = url[5:].partition("/")
-        if not bucket or any(c in bucket for c in " \\?#"):
-            raise ConfigError(
-                "malformed gs:// URL (no bucket name)",
-                subject=repr(url),
-                fix="write it as gs://BUCKET/PREFIX, e.g. gs://rl_unplugged/atari_episodes_ordered",
-            )
+        bucket, prefix = split_gs_url(url, setting="the source URL")
         return GcsBlobStore(bucket, prefix, retry, endpoint)
     if url.startswith("file://"):
         return LocalBlobStore(Path(url[7:]))
-    if "://" in url:
-        raise ConfigError(
-            f"unsupported URL scheme {url.split('://')[0]!r}",
-            subject=repr(url),
-            fix="use gs://BUCKET/PREFIX or a local folder",
-        )
     if not url:
         raise ConfigError("empty source URL", fix="set it to gs://BUCKET/PREFIX or a folder")
+    refuse_near_url(url, setting="the source URL")
     return LocalBlobStore(Path(url).expanduser())

@@ -9,6 +9,10 @@ present, and an anonymous client (public buckets) when not.
 from __future__ import annotations
 
 import os
+import re
+
+from episode_warehouse.confine import name_problem
+from episode_warehouse.errors import ConfigError
 
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 
@@ -30,3 +34,46 @@ def gcs_client(endpoint: str | None = None):
         return storage.Client()
     except (DefaultCredentialsError, OSError):
         return storage.Client.create_anonymous_client()
+
+
+_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
+_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def split_gs_url(url: str, *, setting: str) -> tuple[str, str]:
+    """``gs://BUCKET[/PREFIX]`` -> (bucket, prefix without outer slashes).
+
+    Raises:
+        ConfigError: not ``gs://``, a bucket name GCS would not accept, or a prefix with an
+            empty, ``.`` or ``..`` segment, a backslash or a control character (the prefix's
+            names become local folders of the scratch copy and the mirrors).
+    """
+    bucket, _, prefix = url.removeprefix("gs://").partition("/")
+    prefix = prefix.strip("/")
+    fix = f"write {setting} as gs://BUCKET/PREFIX (lowercase bucket name, no '..' in the prefix)"
+    if not url.startswith("gs://") or not _BUCKET_RE.match(bucket):
+        raise ConfigError("malformed gs:// URL", subject=repr(url), fix=fix)
+    problem = name_problem(prefix) if prefix else None
+    if problem is not None:
+        raise ConfigError(f"malformed gs:// URL: its prefix {problem}", subject=repr(url), fix=fix)
+    return bucket, prefix
+
+
+def refuse_near_url(value: str, *, setting: str) -> None:
+    """Refuse a value that was meant as a URL but is not one (``gs:/x``, ``gs:x``,
+    ``s3://...``) instead of taking it for a local folder named ``gs:``.
+
+    Raises:
+        ConfigError: naming the value and the forms that are accepted.
+    """
+    match = _SCHEME_RE.match(value)
+    if match is None or len(match.group(1)) == 1:  # no scheme (or a drive letter)
+        return
+    scheme = match.group(1)
+    if value.startswith(f"{scheme}://"):
+        what = f"a {scheme}:// URL is not supported here"
+    else:
+        what = f"this looks like a {scheme}: URL but lacks the '//' after '{scheme}:'"
+    raise ConfigError(
+        what, subject=repr(value), fix=f"set {setting} to a local folder or to gs://BUCKET/PREFIX"
+    )

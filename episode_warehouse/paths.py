@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from episode_warehouse.errors import ConfigError, PartitionKeyError
+from episode_warehouse.gcs import refuse_near_url
 
 if TYPE_CHECKING:
     from episode_warehouse.bucket.root import BucketRoot
@@ -48,7 +49,7 @@ class WarehouseLayout:
             scratch = bucket.scratch()
             bind(scratch, bucket)
             return cls(scratch, bucket)
-        _refuse_url(str(value))
+        refuse_near_url(str(value), setting=ROOT_ENV)
         path = Path(value).expanduser()
         if path.exists() and not path.is_dir():
             raise ConfigError(
@@ -88,16 +89,3 @@ class WarehouseLayout:
     def url(self) -> str:
         """The root as the user gave it: the bucket URL, or the local folder."""
         return self.bucket.url if self.bucket is not None else str(self.root)
-
-
-def _refuse_url(value: str) -> None:
-    """A URL root other than ``gs://`` is refused by name: taken for a path, ``s3://b/p`` would
-    become a local folder ``./s3:/b/p`` that fills up unnoticed."""
-    scheme, sep, _ = value.partition("://")
-    if not sep or not scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
-        return
-    raise ConfigError(
-        f"a {scheme}:// warehouse root is not supported",
-        subject=value,
-        fix=f"set {ROOT_ENV} to a local folder or to gs://BUCKET/PREFIX",
-    )

@@ -37,6 +37,7 @@ from episode_warehouse.atari.dopamine_files import (
 from episode_warehouse.atari.rlu_files import RLU_GAMES, list_rlu_run
 from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.blobstore import BlobInfo, BlobStore, DownloadStats
+from episode_warehouse.confine import inside
 from episode_warehouse.errors import ConfigError, CorruptInputError, SourceMissingError
 from episode_warehouse.incremental import Built, build_if_changed, published
 from episode_warehouse.progress import progress
@@ -141,6 +142,7 @@ def mirror_files(
     files: dict[str, dict] = {}
     todo: list[tuple[str, BlobInfo]] = []
     for name, blob in wanted.items():
+        staged_path = inside(folder, name, subject=store.url)
         current = target / subdir / name
         entry = old.get(name, {})
         unchanged = (
@@ -148,9 +150,9 @@ def mirror_files(
             and entry.get("generation") == blob.generation
             and (not blob.crc32c or entry.get("crc32c") == blob.crc32c)
         )
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)  # names may hold folders
+        staged_path.parent.mkdir(parents=True, exist_ok=True)  # names may hold folders
         if unchanged and current.is_file():
-            link_or_copy(current, folder / name)
+            link_or_copy(current, staged_path)
             files[name] = entry
             report.linked.append(name)
         else:
@@ -158,7 +160,7 @@ def mirror_files(
 
     def fetch(item: tuple[str, BlobInfo]) -> tuple[str, str]:
         name, blob = item
-        part = partial / f"{name}.{blob.generation}.part"
+        part = inside(partial, f"{name}.{blob.generation}.part", subject=store.url)
         return name, store.download(blob, folder / name, report.stats, part)
 
     megabytes = sum(b.size for _, b in todo) / 1e6

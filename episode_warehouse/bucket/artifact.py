@@ -25,9 +25,10 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from episode_warehouse.atomic import staged, write_json
+from episode_warehouse.atomic import read_json, staged, write_json
 from episode_warehouse.blobstore import BlobInfo, DownloadStats, GcsBlobStore, file_crc32c
 from episode_warehouse.bucket.root import BucketRoot
+from episode_warehouse.confine import checked_name, checked_segment, inside
 from episode_warehouse.errors import ConcurrentWriteError, CorruptInputError, SourceMissingError
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,54 @@ PUBLISHED = "published"  # the record's section listing the data objects
 DATA = ".v"
 DEBRIS_AGE_S = 3600.0  # unlisted data objects older than this are a killed writer's debris
 TRANSFER_THREADS = 8
+VERIFIED = ".verified.json"  # a local copy's own note: file -> [size, mtime_ns] when verified
+
+
+def _stamp(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns]
+
+
+def check_record(record: object, url: str) -> dict:
+    """``record`` (a bucket record, written by anyone who can write the bucket) if its
+    published section is well-formed: a version token that is one safe name, the data prefix
+    made of it, and file entries that are safe relative names with a size, generation and
+    crc32c. Checked before any name in it is joined to a local folder or used to delete.
+
+    Raises:
+        CorruptInputError: naming the record and the entry.
+    """
+    if not isinstance(record, dict):
+        raise CorruptInputError("the artifact's record is not a JSON object", subject=url)
+    section = record.get(PUBLISHED)
+    if section is None:
+        return record
+    fix = "delete the record; the next materialization publishes it again"
+    if not isinstance(section, dict) or not isinstance(section.get("files"), dict):
+        raise CorruptInputError(f"the record's {PUBLISHED!r} section is malformed", subject=url)
+    token = checked_segment(section.get("token"), subject=url, what="version token")
+    if section.get("prefix") != f"{DATA}/{token}":
+        raise CorruptInputError(
+            f"the record's data prefix {section.get('prefix')!r} is not {DATA}/{token}",
+            subject=url,
+            fix=fix,
+        )
+    for file, entry in section["files"].items():
+        checked_name(file, subject=url, what="record entry")
+        ok = (
+            isinstance(entry, dict)
+            and isinstance(entry.get("size"), int)
+            and entry["size"] >= 0
+            and str(entry.get("generation", "")).isdigit()
+            and isinstance(entry.get("crc32c"), str)
+        )
+        if not ok:
+            raise CorruptInputError(
+                f"the record's entry for {file!r} lacks a size, generation or crc32c",
+                subject=url,
+                fix=fix,
+            )
+    return record
 
 
 class RemoteArtifact:
@@ -60,14 +109,16 @@ class RemoteArtifact:
             data = self.store.read_bytes(info.name, info.generation)
         except SourceMissingError:  # replaced between the two calls: read the new one
             return self.read()
+        url = f"{self.root.url}/{info.name}"
         try:
-            return json.loads(data), int(info.generation)
+            record = json.loads(data)
         except ValueError as exc:
             raise CorruptInputError(
                 "the artifact's record is not JSON",
-                subject=f"{self.root.url}/{info.name}",
+                subject=url,
                 fix="delete the record; the next materialization publishes it again",
             ) from exc
+        return check_record(record, url), int(info.generation)
 
     # -- writing --------------------------------------------------------------------------
 
@@ -88,7 +139,7 @@ class RemoteArtifact:
         files = sorted(
             p.relative_to(folder).as_posix()
             for p in folder.rglob("*")
-            if p.is_file() and p.relative_to(folder).as_posix() != self.record_name
+            if p.is_file() and p.relative_to(folder).as_posix() not in (self.record_name, VERIFIED)
         )
 
         def upload(file: str) -> tuple[str, BlobInfo]:
@@ -187,27 +238,54 @@ class RemoteArtifact:
         )
 
     def download(self, record: dict, dest: Path, stats: DownloadStats | None = None) -> None:
-        """Every file of ``record`` into ``dest``, in parallel; files already there (complete:
-        a file gets its name only once its size and crc32c were verified) are kept, partial
-        ``.part`` files are resumed. The record is written last.
+        """Every file of ``record`` into ``dest``, in parallel, then :data:`VERIFIED` (each
+        file's size and mtime when its crc32c was last checked), then the record, last.
+
+        A file already there is kept only when it is exactly as verified (same size and
+        mtime) or, if it changed or was never verified, when its crc32c matches the record;
+        otherwise it is downloaded again (a flipped byte, a truncated or planted file is
+        repaired, not served). Partial ``.part`` files are resumed.
 
         Raises:
             SourceMissingError: an object is gone (the artifact was replaced meanwhile).
         """
         stats = stats or DownloadStats()
         files = record.get(PUBLISHED, {}).get("files", {})
+        stamps = read_json(dest / VERIFIED)
 
-        def fetch(file: str) -> None:
-            target = dest / file
-            if target.is_file() and target.stat().st_size == int(files[file]["size"]):
-                return
+        def fetch(file: str) -> tuple[str, list[int]]:
+            target = inside(dest, file, subject=self.url, what="record entry")
+            blob = self.blob(record, file)
+            if target.is_file():
+                if stamps.get(file) == _stamp(target):
+                    return file, stamps[file]
+                if target.stat().st_size == blob.size and file_crc32c(target) == blob.crc32c:
+                    return file, _stamp(target)
+                stats.rejected_corrupt += 1
+                log.warning("%s differs from %s; downloading it again", target, self.url)
             target.parent.mkdir(parents=True, exist_ok=True)
-            self.store.download(self.blob(record, file), target, stats)
+            self.store.download(blob, target, stats)
+            return file, _stamp(target)
 
         with ThreadPoolExecutor(TRANSFER_THREADS) as pool:
-            list(pool.map(fetch, sorted(files)))
+            verified = dict(pool.map(fetch, sorted(files)))
         (dest / self.record_name).parent.mkdir(parents=True, exist_ok=True)
+        write_json(dest / VERIFIED, verified)
         write_json(dest / self.record_name, record)
+
+    def changed_files(self, record: dict, folder: Path) -> list[str]:
+        """The files of ``record`` in ``folder`` that are missing, or whose size or mtime is
+        not what it was when their crc32c was verified (a stat each; no byte is read)."""
+        stamps = read_json(folder / VERIFIED)
+        changed = []
+        for file in record.get(PUBLISHED, {}).get("files", {}):
+            try:
+                same = stamps.get(file) == _stamp(folder / file)
+            except FileNotFoundError:
+                same = False
+            if not same:
+                changed.append(file)
+        return changed
 
     def pull(self, folder: Path, record: dict) -> None:
         """Make the local ``folder`` hold ``record``'s version (downloaded aside, swapped in).

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from episode_warehouse.blobstore import GcsBlobStore
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.gcs import EMULATOR_ENV
+from episode_warehouse.gcs import EMULATOR_ENV, split_gs_url
 from episode_warehouse.retry import RetryPolicy
 
 SCRATCH_ENV = "EPISODE_WAREHOUSE_SCRATCH"
@@ -37,15 +37,8 @@ class BucketRoot:
     @classmethod
     def parse(cls, url: str) -> BucketRoot:
         """Raises ConfigError for anything but ``gs://BUCKET[/PREFIX]``."""
-        rest = url.removeprefix("gs://")
-        bucket, _, prefix = rest.partition("/")
-        if not url.startswith("gs://") or not bucket or any(c in bucket for c in " \\?#%"):
-            raise ConfigError(
-                "malformed warehouse root URL",
-                subject=repr(url),
-                fix="write it as gs://BUCKET/PREFIX, or give a local folder",
-            )
-        return cls(bucket, prefix.strip("/"))
+        bucket, prefix = split_gs_url(url, setting="EPISODE_WAREHOUSE_ROOT")
+        return cls(bucket, prefix)
 
     @property
     def url(self) -> str:

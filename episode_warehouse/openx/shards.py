@@ -7,14 +7,18 @@ shard is ``members.py``'s job.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from episode_warehouse.confine import checked_segment
 from episode_warehouse.errors import (
     ConfigError,
+    CorruptInputError,
     SourceMissingError,
 )
+from episode_warehouse.gcs import refuse_near_url
 from episode_warehouse.retry import RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
@@ -76,6 +80,7 @@ def list_shards(url: str, dataset: str, policy: RetryPolicy | None = None) -> Sh
             fix="use hf://datasets/OWNER/REPO or a local folder",
         )
     else:
+        refuse_near_url(url, setting="OPENX_URL")
         listing = _list_local(Path(url.removeprefix("file://")).expanduser(), dataset)
     if not listing.shards:
         raise SourceMissingError(
@@ -93,10 +98,16 @@ def _list_local(root: Path, dataset: str) -> ShardListing:
             subject=str(root),
             fix="set OPENX_URL to a folder or hf://datasets/OWNER/REPO",
         )
-    shards = [
-        Shard(p.name, str(p), p.stat().st_size, local_version(p))
-        for p in sorted((root / dataset).glob("*.tar"))
-    ]
+    paths = sorted((root / dataset).glob("*.tar"))
+    for p in [root / dataset, *paths]:
+        if p.is_symlink():
+            raise CorruptInputError(
+                f"refused the symbolic link {p} (to {os.readlink(p)}): shards are read from "
+                "the mirror folder itself, never through links",
+                subject=str(root),
+                fix="replace the link by the file or folder itself (cp -rL), or remove it",
+            )
+    shards = [Shard(p.name, str(p), p.stat().st_size, local_version(p)) for p in paths]
     return ShardListing(shards, "local")
 
 
@@ -123,7 +134,7 @@ def _list_hub(url: str, dataset: str, policy: RetryPolicy) -> ShardListing:
     )
     shards = [
         Shard(
-            f.path.rsplit("/", 1)[-1],
+            checked_segment(f.path.rsplit("/", 1)[-1], subject=url, what="shard name"),
             f"hf://datasets/{repo}@{sha}/{f.path}",
             int(f.size),
             (f.lfs.sha256 if f.lfs else f.blob_id),
