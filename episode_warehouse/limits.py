@@ -28,6 +28,9 @@ class InputLimits:
             ``expansion_slack_bytes`` (images decompress; numbers shared by reference in the
             pickle memo are counted once per use).
         expansion_slack_bytes: the fixed allowance on top of ``max_expansion``.
+        max_record_bytes: bytes of one TFRecord record (one episode), declared or inflated;
+            read in chunks, so memory follows the bytes present. Real episodes: RL Unplugged
+            Atari up to 27,000 PNG frames (tens of MB), Open X-Embodiment up to ~150 MB.
     """
 
     max_steps: int = 100_000
@@ -35,6 +38,7 @@ class InputLimits:
     max_member_bytes: int = 4 << 30
     max_expansion: int = 1000
     expansion_slack_bytes: int = 256 << 20
+    max_record_bytes: int = 512 << 20
 
     def decoded_budget(self, member_bytes: int) -> int:
         """The most bytes a member of ``member_bytes`` may decode to."""

@@ -119,7 +119,7 @@ def _rlu_build(raw_dir, raw, key, workers, endpoint, limits, lineage):
         ]
     else:
         sources = [RluSource(name, path=str(raw_dir / "rlu" / name)) for name in names]
-    max_record = (limits or InputLimits()).max_member_bytes
+    max_record = (limits or InputLimits()).max_record_bytes
 
     def build(tmp: Path) -> dict:
         return decode_rlu_run(

@@ -31,6 +31,7 @@ from episode_warehouse.atari.time_limit import hit_time_limit
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.limits import InputLimits
 from episode_warehouse.progress import progress
 from episode_warehouse.workers import WorkerPool
 
@@ -44,7 +45,7 @@ def decode_rlu_run(
     workers: int = 2,
     file_prefix: str = "",
     lineage: dict | None = None,
-    max_record_bytes: int = 4 << 30,
+    max_record_bytes: int = InputLimits.max_record_bytes,
 ) -> dict:
     """Decode the files ``sources`` (in checkpoint order) into the folder ``staging``.
 

@@ -16,7 +16,6 @@ episode ended (game over or the time limit) and 1 when the checkpoint file cut i
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,7 +23,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.image_header import image_size
+from episode_warehouse.image_header import image_size, png_prefix
 from episode_warehouse.tfrecord.example import parse_example
 
 FRAME_SHAPE = (84, 84)
@@ -194,9 +193,11 @@ def _check_rewards(unclipped: np.ndarray, clipped: np.ndarray, scalars: dict, ep
             )
 
 
-# A gray 84x84 8-bit PNG's IHDR chunk (type, width, height, bit depth, colour type): checked
-# with one comparison per frame before decoding (the general header parser costs ~5 us)
-_IHDR = b"IHDR" + struct.pack(">II", FRAME_SHAPE[1], FRAME_SHAPE[0]) + b"\x08\x00"
+# A gray 84x84 8-bit PNG's first 26 bytes (signature, IHDR length, type, size, depth, colour
+# type): one comparison per frame before decoding (the general header parser costs ~5 us). The
+# signature counts: OpenCV decodes by the real magic bytes, so a JPEG with an IHDR planted at
+# byte 12 would otherwise pass and decode at any size.
+_PREFIX = png_prefix(FRAME_SHAPE[1], FRAME_SHAPE[0], 8, 0)
 
 
 def decode_frames(pngs: Sequence[bytes], out: np.ndarray, where: str, first_step: int = 0) -> None:
@@ -217,7 +218,7 @@ def decode_frames(pngs: Sequence[bytes], out: np.ndarray, where: str, first_step
         np.uint8,
     )
     for i, data in enumerate(pngs):
-        frame = imdecode(frombuffer(data, u8), unchanged) if data[12:26] == _IHDR else None
+        frame = imdecode(frombuffer(data, u8), unchanged) if data[:26] == _PREFIX else None
         if frame is None or frame.shape != FRAME_SHAPE:
             raise CorruptInputError(
                 f"{where}: step {first_step + i} frame declares {image_size(data)} "

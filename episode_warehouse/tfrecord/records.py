@@ -18,6 +18,7 @@ from isal import igzip
 from isal.igzip_lib import IsalError
 
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
+from episode_warehouse.limits import InputLimits
 
 _MASK_DELTA = 0xA282EAD8
 _HEADER = 12  # length + its crc
@@ -29,19 +30,26 @@ def masked_crc32c(data: bytes | memoryview) -> int:
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
+_CHUNK = 8 << 20
+
+
 def _read(fh: BinaryIO, n: int) -> bytes:
-    parts, got = [], 0
-    while got < n:
-        chunk = fh.read(n - got)
+    """Up to ``n`` bytes, read in chunks: memory follows the bytes that are really there, not
+    the length a record declares (a 1 MB file may declare a 400 MB record)."""
+    first = fh.read(min(n, _CHUNK)) if n else b""
+    if len(first) == n or not first:
+        return first
+    buf = bytearray(first)
+    while len(buf) < n:
+        chunk = fh.read(min(n - len(buf), _CHUNK))
         if not chunk:
             break
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
+        buf += chunk
+    return bytes(buf)
 
 
 def iter_records(
-    fh: BinaryIO, name: str, *, max_record_bytes: int = 4 << 30
+    fh: BinaryIO, name: str, *, max_record_bytes: int = InputLimits.max_record_bytes
 ) -> Iterator[tuple[int, bytes]]:
     """``(offset, data)`` of each record of an uncompressed TFRecord stream.
 
@@ -68,13 +76,13 @@ def iter_records(
                 f"the record at byte {offset} declares {length} bytes, over the limit of "
                 f"{max_record_bytes}",
                 subject=name,
-                fix="raise max_member_bytes (EPISODE_WAREHOUSE_LIMITS) if the file is trusted",
+                fix="raise max_record_bytes (EPISODE_WAREHOUSE_LIMITS) if the file is trusted",
             )
-        body = _read(fh, length + 4)
-        if len(body) < length + 4:
+        data = _read(fh, length)
+        crc = _read(fh, 4) if len(data) == length else b""
+        if len(crc) < 4:
             raise _corrupt(name, offset, "the file ends inside a record (truncated)")
-        data = body[:length]
-        (data_crc,) = struct.unpack("<I", body[length:])
+        (data_crc,) = struct.unpack("<I", crc)
         if masked_crc32c(data) != data_crc:
             raise _corrupt(name, offset, "the record data's crc32c does not match")
         yield offset, data
@@ -86,7 +94,7 @@ def _corrupt(name: str, offset: int, what: str) -> CorruptInputError:
 
 
 def iter_gzip_records(
-    fh: BinaryIO, name: str, *, max_record_bytes: int = 4 << 30
+    fh: BinaryIO, name: str, *, max_record_bytes: int = InputLimits.max_record_bytes
 ) -> Iterator[tuple[int, bytes]]:
     """:func:`iter_records` of a GZIP-compressed TFRecord file.
 
