@@ -4,8 +4,11 @@ The cache (``EPISODE_WAREHOUSE_CACHE``) keeps one folder per published version o
 partition's TED (``<cache>/<bucket>/<prefix>/ted/<source>/<partition>/<token>``), so a rebuilt
 partition is fetched again into a new folder and never mixed with the old one. Downloads run
 in parallel, resume ``.part`` files, verify size and crc32c, and write ``meta.json`` last: a
-folder with a ``meta.json`` is complete. Older versions of the partition are removed after a
-new one is complete (processes that memory-mapped them keep reading them).
+folder with a ``meta.json`` is complete. Every open compares each file's size and mtime with
+those it had when verified (a stat each); a file that changed is checked again and, if it
+differs from the record (flipped bytes, truncated), downloaded again before the TED is opened.
+Older versions of the partition are removed after a new one is complete (processes that
+memory-mapped them keep reading them).
 """
 
 from __future__ import annotations
@@ -45,11 +48,20 @@ def cached_ted(root: BucketRoot, source: str, partition: str) -> Path:
     for attempt in range(3):
         artifact, record = ted_record(root, source, partition)
         folder = root.cache() / artifact.rel / record[PUBLISHED]["token"]
-        if (folder / META).is_file():
+        if (folder / META).is_file() and not artifact.changed_files(record, folder):
             return folder
         try:
             with write_lock(folder):
-                if not (folder / META).is_file():
+                changed = artifact.changed_files(record, folder)
+                if not (folder / META).is_file() or changed:
+                    if (folder / META).is_file():
+                        log.warning(
+                            "re-verifying %s in %s: %s changed",
+                            artifact.url,
+                            folder,
+                            ", ".join(changed),
+                        )
+                        (folder / META).unlink()  # incomplete until every file checks out
                     log.info("downloading %s into %s", artifact.url, folder)
                     artifact.download(record, folder)
         except SourceMissingError:

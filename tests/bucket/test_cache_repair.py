@@ -1,0 +1,72 @@
+"""The trainer's TED cache serves what the bucket's record lists, not what happens to be on
+disk: a changed file is re-verified at open, and repaired from the bucket when it differs."""
+
+import numpy as np
+import pytest
+
+from episode_warehouse import open_ted
+from episode_warehouse.bucket.artifact import VERIFIED
+from episode_warehouse.bucket.root import BucketRoot
+from episode_warehouse.bucket.ted_cache import cached_ted
+from episode_warehouse.ted.layout import META
+from episode_warehouse.ted.reader import open_ted_folder
+from tests.bucket.conftest import scratch_of
+from tests.helpers import build_atari
+
+
+def _arrays(td) -> dict:
+    return {k: td.get(k)[:].numpy().copy() for k in td.keys(True, True)}
+
+
+@pytest.fixture
+def cached(bucket_url):
+    build_atari(scratch_of(bucket_url), "Pong/1", 1, episodes=10)
+    root = BucketRoot.parse(bucket_url)
+    folder = cached_ted(root, "atari", "Pong/1")
+    return root, folder, _arrays(open_ted_folder(scratch_of(bucket_url) / "ted/atari/Pong/1"))
+
+
+def _observation_file(folder):
+    files = [p for p in folder.rglob("*.npy") if "observation" in p.name]
+    return max(files, key=lambda p: p.stat().st_size)
+
+
+def test_flipped_bytes_in_a_cached_file_are_repaired_not_served(cached):
+    root, folder, truth = cached
+    path = _observation_file(folder)
+    data = bytearray(path.read_bytes())
+    data[-100:] = bytes(255 - b for b in data[-100:])  # same size, other bytes
+    path.write_bytes(bytes(data))
+    assert cached_ted(root, "atari", "Pong/1") == folder
+    got = _arrays(open_ted("atari", "Pong/1"))
+    assert got.keys() == truth.keys() and all(np.array_equal(got[k], truth[k]) for k in truth)
+
+
+def test_a_truncated_cached_file_is_fetched_again_on_the_next_open(cached):
+    root, folder, truth = cached
+    path = _observation_file(folder)
+    with open(path, "r+b") as fh:
+        fh.truncate(path.stat().st_size // 2)
+    got = _arrays(open_ted("atari", "Pong/1"))
+    assert all(np.array_equal(got[k], truth[k]) for k in truth)
+    assert (folder / META).is_file() and (folder / VERIFIED).is_file()
+
+
+def test_planted_files_in_an_unfinished_cache_folder_are_verified_before_use(cached):
+    root, folder, truth = cached
+    (folder / META).unlink()  # as if a download had been interrupted
+    path = _observation_file(folder)
+    path.write_bytes(b"\0" * path.stat().st_size)  # right size, wrong bytes
+    (folder / VERIFIED).unlink()
+    got = _arrays(open_ted("atari", "Pong/1"))
+    assert all(np.array_equal(got[k], truth[k]) for k in truth)
+
+
+def test_an_unchanged_cache_is_opened_from_stats_alone(cached, monkeypatch):
+    root, folder, _ = cached
+    from episode_warehouse.bucket import artifact
+
+    monkeypatch.setattr(artifact, "file_crc32c", lambda p: pytest.fail(f"re-hashed {p}"))
+    assert cached_ted(root, "atari", "Pong/1") == folder
+    record = open_ted("atari", "Pong/1")
+    assert len(record["episode"]) > 0
