@@ -40,7 +40,7 @@ _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 
-def split_gs_url(url: str, *, setting: str) -> tuple[str, str]:
+def split_gs_url(url: str, *, setting: str, kind: str = "source") -> tuple[str, str]:
     """``gs://BUCKET[/PREFIX]`` -> (bucket, prefix without outer slashes).
 
     Raises:
@@ -52,14 +52,20 @@ def split_gs_url(url: str, *, setting: str) -> tuple[str, str]:
     prefix = prefix.strip("/")
     fix = f"write {setting} as gs://BUCKET/PREFIX (lowercase bucket name, no '..' in the prefix)"
     if not url.startswith("gs://") or not _BUCKET_RE.match(bucket):
-        raise ConfigError("malformed gs:// URL", subject=repr(url), fix=fix)
+        raise ConfigError(
+            f"malformed {kind} URL, not a gs:// URL GCS accepts", subject=repr(url), fix=fix
+        )
     problem = name_problem(prefix) if prefix else None
     if problem is not None:
-        raise ConfigError(f"malformed gs:// URL: its prefix {problem}", subject=repr(url), fix=fix)
+        raise ConfigError(
+            f"malformed {kind} URL, not a gs:// URL: its prefix {problem}",
+            subject=repr(url),
+            fix=fix,
+        )
     return bucket, prefix
 
 
-def refuse_near_url(value: str, *, setting: str) -> None:
+def refuse_near_url(value: str, *, setting: str, kind: str = "source") -> None:
     """Refuse a value that was meant as a URL but is not one (``gs:/x``, ``gs:x``,
     ``s3://...``) instead of taking it for a local folder named ``gs:``.
 
@@ -71,7 +77,7 @@ def refuse_near_url(value: str, *, setting: str) -> None:
         return
     scheme = match.group(1)
     if value.startswith(f"{scheme}://"):
-        what = f"a {scheme}:// URL is not supported here"
+        what = f"unsupported URL scheme {scheme!r}: a {scheme}:// {kind} is not supported"
     else:
         what = f"this looks like a {scheme}: URL but lacks the '//' after '{scheme}:'"
     raise ConfigError(

@@ -49,7 +49,7 @@ class WarehouseLayout:
             scratch = bucket.scratch()
             bind(scratch, bucket)
             return cls(scratch, bucket)
-        refuse_near_url(str(value), setting=ROOT_ENV)
+        refuse_near_url(str(value), setting=ROOT_ENV, kind="warehouse root")
         path = Path(value).expanduser()
         if path.exists() and not path.is_dir():
             raise ConfigError(

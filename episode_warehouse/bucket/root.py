@@ -37,7 +37,7 @@ class BucketRoot:
     @classmethod
     def parse(cls, url: str) -> BucketRoot:
         """Raises ConfigError for anything but ``gs://BUCKET[/PREFIX]``."""
-        bucket, prefix = split_gs_url(url, setting="EPISODE_WAREHOUSE_ROOT")
+        bucket, prefix = split_gs_url(url, setting="EPISODE_WAREHOUSE_ROOT", kind="warehouse root")
         return cls(bucket, prefix)
 
     @property

@@ -36,7 +36,7 @@ def test_unreachable_source_url(warehouse_env, capsys, monkeypatch):
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
-        ("gs://", "malformed gs:// URL"),
+        ("gs://", "malformed source URL"),
         ("s3://bucket/dqn", "unsupported URL scheme 's3'"),
         ("/does/not/exist", "local mirror folder does not exist"),
     ],
