@@ -11,7 +11,7 @@ import struct
 import zlib
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-_PNG = PNG_SIGNATURE
+
 _IHDR_LENGTH = struct.pack(">I", 13)
 _PNG_CHANNELS = {0: 1, 2: 3, 3: 3, 4: 2, 6: 4}  # by colour type; palette decodes to RGB
 _SOF = set(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
@@ -65,7 +65,7 @@ def _jpeg(data: bytes) -> tuple[int, int, int] | None:
 
 def image_size(data: bytes) -> tuple[int, int, int] | None:
     """(channels, height, width) declared by ``data``'s header; None if it cannot be read."""
-    if data.startswith(_PNG):
+    if data.startswith(PNG_SIGNATURE):
         return _png(data)
     if data.startswith(b"\xff\xd8"):
         return _jpeg(data)
