@@ -5,18 +5,19 @@ here. Statements other than SELECT/EXPLAIN are refused before DuckDB sees them, 
 connection itself is sandboxed: ``enable_external_access = false`` with the catalog folder as
 the only allowed directory (``read_text('/etc/passwd')``, ``glob``, ``read_csv``, ``ATTACH`` of
 other files are refused, naming the path), ``lock_configuration = true`` (a query cannot undo
-it), a memory limit, and a timeout that interrupts the query. With a bucket root the allowed
-directory is ``gs://.../catalog/``, read through a registered gcsfs filesystem.
+it), DuckDB's memory limit, and a private temp directory. The connection lives in a child
+process (``sandbox.py``) with a hard memory bound, killed at the timeout. With a bucket root
+the allowed directory is ``gs://.../catalog/``, read through a registered gcsfs filesystem.
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
+from episode_warehouse.catalog.sandbox import Answer, parse_size, run_in_child
 from episode_warehouse.catalog.store import CatalogStore
 from episode_warehouse.errors import CatalogQueryError, NotMaterializedError
 
@@ -53,9 +54,8 @@ def check_read_only(sql: str) -> None:
             )
 
 
-def connect(catalog_dir: Path, limits: QueryLimits) -> duckdb.DuckDBPyConnection:
-    """An in-memory connection with the catalog's views, that can read no file outside
-    ``catalog_dir``.
+def _request_parts(catalog_dir: Path) -> tuple[list[str], str, bool]:
+    """The view statements, the one readable directory and whether it is a bucket.
 
     The views are made for the folder as it is now (``catalog.duckdb`` keeps them for other
     DuckDB clients), so a warehouse root that was moved or copied still queries itself.
@@ -70,43 +70,44 @@ def connect(catalog_dir: Path, limits: QueryLimits) -> duckdb.DuckDBPyConnection
             subject=store.url if store.bucket else str(store.db_path),
             fix="materialize a partition first, e.g. 'warehouse demo'",
         )
-    con = duckdb.connect(":memory:")
-    if store.bucket is not None:
-        from episode_warehouse.bucket.catalog_files import filesystem
-
-        con.register_filesystem(filesystem())
-    con.execute("SET allowed_directories = [?]", [store.url + "/"])
-    for statement in store.view_statements():
-        con.execute(statement)
-    con.execute("SET enable_external_access = false")
-    con.execute("SET memory_limit = ?", [limits.memory_limit])
-    con.execute("SET enable_progress_bar = false")
-    con.execute("SET lock_configuration = true")
-    return con
+    return list(store.view_statements()), store.url + "/", store.bucket is not None
 
 
-def _error(exc: duckdb.Error, limits: QueryLimits, timed_out: bool) -> CatalogQueryError:
-    text = str(exc).splitlines()[0]
-    if timed_out:
+def _memory_bytes(limits: QueryLimits) -> int:
+    size = parse_size(limits.memory_limit)
+    if size is None or size <= 0:
+        raise CatalogQueryError(
+            f"memory limit {limits.memory_limit!r} is not a size",
+            subject="query",
+            fix="give a size such as 500MB or 2GB (--memory-limit, EPISODE_WAREHOUSE_SQL_MEMORY)",
+        )
+    return size
+
+
+def _error(answer: Answer, limits: QueryLimits) -> CatalogQueryError:
+    if answer.error_kind == "timeout":
         return CatalogQueryError(
             f"the query ran longer than {limits.timeout_s:g} s and was stopped",
             subject="query",
             fix="narrow it (WHERE, LIMIT), or raise the timeout (--timeout, "
             "EPISODE_WAREHOUSE_SQL_TIMEOUT_S)",
         )
-    if isinstance(exc, duckdb.PermissionException):
+    if answer.error_kind == "permission":
         return CatalogQueryError(
-            f"{text.removeprefix('Permission Error: ')}: queries may read only the catalog",
+            f"{answer.error.removeprefix('Permission Error: ')}: queries may read only the catalog",
             subject="query",
             fix="query the catalog's views (episodes, partitions); files outside it are refused",
         )
-    if isinstance(exc, duckdb.OutOfMemoryException):
+    if answer.error_kind in ("memory", "died"):
+        what = answer.error or "out of memory"
+        if answer.error_kind == "died":
+            what = f"the query process ended without an answer ({answer.error})"
         return CatalogQueryError(
-            f"{text} (limit {limits.memory_limit})",
+            f"{what}: the query went past its memory bound (limit {limits.memory_limit})",
             subject="query",
             fix="narrow it, or raise the limit (--memory-limit, EPISODE_WAREHOUSE_SQL_MEMORY)",
         )
-    return CatalogQueryError(text, subject="query")
+    return CatalogQueryError(answer.error, subject="query")
 
 
 def run_query(
@@ -118,29 +119,30 @@ def run_query(
 ) -> tuple[list[str], list[tuple]]:
     """Run one read-only query; return (column names, rows), at most ``limits.max_rows`` rows.
 
+    The query runs in a sandboxed child process (``catalog/sandbox.py``): it can read the
+    catalog and nothing else, its memory is bounded by the operating system, and it is killed
+    at the timeout.
+
     Raises:
         NotMaterializedError: there is no catalog yet.
         CatalogQueryError: the query is not read-only, reads outside the catalog, runs past the
-            timeout or memory limit, or DuckDB rejects it (one-line message).
+            timeout or memory bound, or DuckDB rejects it (one-line message).
     """
     limits = limits or QueryLimits()
     check_read_only(sql)
-    con = connect(catalog_dir, limits)
-    timed_out = threading.Event()
-
-    def stop() -> None:
-        timed_out.set()
-        con.interrupt()
-
-    timer = threading.Timer(limits.timeout_s, stop)
-    timer.start()
-    try:
-        cur = con.execute(sql, params or [])
-        cols = [d[0] for d in cur.description] if cur.description else []
-        rows = cur.fetchall() if limits.max_rows is None else cur.fetchmany(limits.max_rows)
-        return cols, rows
-    except duckdb.Error as exc:
-        raise _error(exc, limits, timed_out.is_set()) from None
-    finally:
-        timer.cancel()
-        con.close()
+    memory_bytes = _memory_bytes(limits)
+    views, allowed_dir, bucket = _request_parts(catalog_dir)
+    answer = run_in_child(
+        sql,
+        params or [],
+        views=views,
+        allowed_dir=allowed_dir,
+        bucket=bucket,
+        memory_limit=limits.memory_limit,
+        memory_bytes=memory_bytes,
+        max_rows=limits.max_rows,
+        timeout_s=limits.timeout_s,
+    )
+    if answer.error_kind is not None:
+        raise _error(answer, limits)
+    return answer.columns, answer.rows

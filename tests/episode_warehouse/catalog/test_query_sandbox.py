@@ -67,3 +67,54 @@ def test_rows_time_and_memory_are_bounded(catalog):
             "SELECT list(range) FROM range(20000000)",
             limits=QueryLimits(memory_limit="20MB"),
         )
+
+
+def test_the_working_directorys_temp_folder_is_not_readable(catalog, tmp_path, monkeypatch):
+    """DuckDB's default temp directory is ``<cwd>/.tmp`` and is readable through the sandbox
+    unless the query has a private one."""
+    folder, _ = catalog
+    (tmp_path / ".tmp").mkdir()
+    (tmp_path / ".tmp" / "secret.txt").write_text("hunter2\n")
+    monkeypatch.chdir(tmp_path)
+    for path in (".tmp/secret.txt", str(tmp_path / ".tmp" / "secret.txt")):
+        with pytest.raises(CatalogQueryError, match="queries may read only the catalog") as err:
+            run_query(folder, f"SELECT content FROM read_text('{path}')")
+        assert "hunter2" not in str(err.value)
+
+
+def test_memory_outside_duckdbs_accounting_is_bounded(catalog):
+    """A 3.2 GB list is built outside DuckDB's buffer accounting: only the process's hard
+    bound stops it, and the error names the limit."""
+    folder, _ = catalog
+    started = time.monotonic()
+    with pytest.raises(CatalogQueryError, match=r"memory bound \(limit 500MB\)"):
+        run_query(
+            folder,
+            "SELECT len(range(400000000))",
+            limits=QueryLimits(memory_limit="500MB"),
+        )
+    assert time.monotonic() - started < 60
+    # the same limit leaves room for ordinary queries
+    _, rows = run_query(
+        folder, "SELECT len(range(1000000))", limits=QueryLimits(memory_limit="500MB")
+    )
+    assert rows == [(1000000,)]
+
+
+def test_a_query_that_ignores_interrupts_is_killed_at_the_timeout(catalog):
+    """``repeat`` of 1.5 GB never checks DuckDB's interrupt; the child is killed instead."""
+    folder, _ = catalog
+    started = time.monotonic()
+    with pytest.raises(CatalogQueryError, match="ran longer than 2 s and was stopped"):
+        run_query(
+            folder,
+            "SELECT length(repeat('x', 1500000000)) + length(repeat('y', 1500000000))",
+            limits=QueryLimits(timeout_s=2, memory_limit="8GB"),
+        )
+    assert time.monotonic() - started < 2 + 5
+
+
+def test_a_size_that_is_not_one_is_refused_by_name(catalog):
+    folder, _ = catalog
+    with pytest.raises(CatalogQueryError, match="'lots' is not a size"):
+        run_query(folder, "SELECT 1", limits=QueryLimits(memory_limit="lots"))

@@ -1,0 +1,202 @@
+"""One user query in a child process with a hard memory bound, killed at its timeout.
+
+DuckDB's own ``memory_limit`` covers its buffer manager, not everything a query can allocate
+(``SELECT len(range(400000000))`` builds a 3 GB list under a 500 MB limit), and its interrupt is
+only checked between vectors (``repeat('x', 1500000000)`` runs on past the timeout). So the
+query runs in a disposable child process:
+
+- ``RLIMIT_DATA`` (heap and private writable mappings, where every query allocation lands) is
+  set to what the process holds before the query plus 1.5 x the memory limit; an allocation
+  past it fails inside DuckDB or kills the process, and either way the caller gets an error
+  naming the limit.
+- The parent waits for the answer at most ``timeout_s`` and then kills the child (SIGKILL).
+- DuckDB's temp directory is a fresh private folder, so spilling works and nothing else (such
+  as the working directory's ``.tmp/``, DuckDB's default) becomes readable.
+
+Children come from a fork server (``multiprocessing``'s ``forkserver``) that has DuckDB
+imported already, so a query costs a fork, not an interpreter start. The child is given the
+caller's environment (the fork server's may be older) and the view statements the caller
+built, so it imports nothing of the warehouse but, for a bucket root, the gcsfs filesystem.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import resource
+import shutil
+import signal
+import tempfile
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+
+import duckdb
+
+# The bound is the child's size before the query plus this multiple of the memory limit: DuckDB
+# may exceed its own accounting somewhat (results, hash tables in flight) before it refuses.
+BOUND_FACTOR = 1.5
+
+_UNITS = {
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b)\s*", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int | None:
+    """Bytes in a DuckDB size such as ``2GB``, ``500MB`` or ``1.5GiB``; None if it is not one."""
+    match = _SIZE.fullmatch(text)
+    if match is None or match.group(2).lower() not in _UNITS:
+        return None
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything the child needs; built by the caller, so the child imports no warehouse code."""
+
+    sql: str
+    params: list
+    views: list[str]
+    allowed_dir: str  # the catalog folder (or gs://.../catalog/), the only readable directory
+    bucket: bool  # register the gcsfs filesystem for gs:// views
+    memory_limit: str
+    memory_bytes: int
+    max_rows: int | None
+    temp_dir: str
+    env: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What came back: columns and rows, or an error's kind and DuckDB's first line."""
+
+    columns: list[str]
+    rows: list[tuple]
+    error_kind: str | None = None  # "permission", "memory", "duckdb", "died", "timeout"
+    error: str = ""
+
+
+def _data_bytes() -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _run(request: Request) -> Answer:
+    os.environ.clear()
+    os.environ.update(request.env)
+    con = duckdb.connect(":memory:")
+    if request.bucket:
+        from episode_warehouse.bucket.catalog_files import filesystem
+
+        con.register_filesystem(filesystem())
+    con.execute("SET allowed_directories = [?]", [request.allowed_dir])
+    con.execute("SET temp_directory = ?", [request.temp_dir])
+    for statement in request.views:
+        con.execute(statement)
+    con.execute("SET enable_external_access = false")
+    con.execute("SET memory_limit = ?", [request.memory_limit])
+    con.execute("SET enable_progress_bar = false")
+    con.execute("SET lock_configuration = true")
+    bound = _data_bytes() + int(BOUND_FACTOR * request.memory_bytes)
+    resource.setrlimit(resource.RLIMIT_DATA, (bound, bound))
+    try:
+        cur = con.execute(request.sql, request.params)
+        columns = [d[0] for d in cur.description] if cur.description else []
+        rows = cur.fetchall() if request.max_rows is None else cur.fetchmany(request.max_rows)
+        return Answer(columns, rows)
+    except duckdb.PermissionException as exc:
+        return Answer([], [], "permission", str(exc).splitlines()[0])
+    except (duckdb.OutOfMemoryException, MemoryError) as exc:
+        return Answer([], [], "memory", str(exc).splitlines()[0] if str(exc) else "")
+    except duckdb.Error as exc:
+        text = str(exc).splitlines()[0]
+        kind = "memory" if "allocat" in text.lower() else "duckdb"
+        return Answer([], [], kind, text)
+
+
+def _child(conn: Connection, request: Request) -> None:
+    try:
+        answer = _run(request)
+    except MemoryError:
+        answer = Answer([], [], "memory", "")
+    try:
+        conn.send(answer)
+    except MemoryError:
+        conn.send(Answer([], [], "memory", "the result did not fit"))
+    finally:
+        conn.close()
+
+
+_context: multiprocessing.context.BaseContext | None = None
+
+
+def _forkserver() -> multiprocessing.context.BaseContext:
+    global _context
+    if _context is None:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload([__name__])
+        _context = ctx
+    return _context
+
+
+def run_in_child(
+    sql: str,
+    params: list,
+    *,
+    views: list[str],
+    allowed_dir: str,
+    bucket: bool,
+    memory_limit: str,
+    memory_bytes: int,
+    max_rows: int | None,
+    timeout_s: float,
+) -> Answer:
+    """Run ``sql`` in a fresh sandboxed child; an Answer with ``error_kind`` set on failure,
+    "timeout" when it was killed at ``timeout_s``, "died" when it ended without an answer."""
+    temp_dir = tempfile.mkdtemp(prefix="episode-warehouse-sql-")
+    request = Request(
+        sql,
+        list(params),
+        views,
+        allowed_dir,
+        bucket,
+        memory_limit,
+        memory_bytes,
+        max_rows,
+        temp_dir,
+        dict(os.environ),
+    )
+    ctx = _forkserver()
+    receiver, sender = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=_child, args=(sender, request), name="catalog-query")
+    try:
+        process.start()
+        sender.close()
+        if not receiver.poll(timeout_s):
+            process.kill()
+            return Answer([], [], "timeout")
+        try:
+            return receiver.recv()
+        except EOFError:
+            process.join()
+            code = process.exitcode
+            how = f"signal {signal.Signals(-code).name}" if code and code < 0 else f"exit {code}"
+            return Answer([], [], "died", how)
+    finally:
+        receiver.close()
+        if process.is_alive():
+            process.kill()
+        process.join()
+        shutil.rmtree(temp_dir, ignore_errors=True)
