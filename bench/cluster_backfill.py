@@ -70,7 +70,7 @@ def backfill_on(workers: int, data: Path) -> dict:
         started = time.perf_counter()
         state = services.up(folder, workers=workers, env=_env(data, root))
         up_s = time.perf_counter() - started
-        instance = dg.DagsterInstance.from_config(str(folder / "dagster_home"))
+        instance = services.open_instance(folder)
         started = time.perf_counter()
         backfill_id = backfill.submit(
             instance, state["webserver"], "atari", PARTITIONS, stage_assets("atari", "catalog")

@@ -111,6 +111,10 @@ class ConcurrentWriteError(TransientError):
     """Another process holds the write lock of the same artifact."""
 
 
+class ClusterUnreachableError(TransientError):
+    """A service of the cluster (its database, its broker) stopped answering a client."""
+
+
 class WorkerError(TransientError):
     """A worker process died, or a job ran past its timeout."""
 

@@ -34,6 +34,14 @@ class _StripRunIds(logging.Filter):
         return True
 
 
+class _QuietRetries(logging.Filter):
+    """dagster_postgres logs each retry of a lost database connection on the root logger; the
+    command reports the outcome in one line instead (``--verbose`` shows them)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "root" and "dagster_postgres" in record.pathname)
+
+
 class _Lines:
     """Progress as a line every 10 s (stderr is not a terminal)."""
 
@@ -66,6 +74,8 @@ def setup(verbose: bool) -> None:
     )
     for handler in logging.getLogger().handlers:
         handler.addFilter(_StripRunIds())
+        if not verbose:
+            handler.addFilter(_QuietRetries())
         # Dagster raises the level of the loggers it manages during runs: the handler decides
         handler.setLevel(level)
     for noisy in _NOISY:

@@ -45,7 +45,7 @@ def test_workers_share_only_the_bucket(demo_fixtures, gcs_endpoint, tmp_path, mo
     folder = Path(tempfile.mkdtemp(prefix="warehouse-bucket-cluster-"))
     try:
         state = services.up(folder, workers=2, env=env)
-        instance = dg.DagsterInstance.from_config(str(folder / "dagster_home"))
+        instance = services.open_instance(folder)
         ids = {
             s: backfill.submit(instance, state["webserver"], s, keys, stage_assets(s, "catalog"))
             for s, keys in PARTITIONS.items()

@@ -4,9 +4,12 @@ against a single-process build, and against the run and step timestamps Dagster 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -18,7 +21,7 @@ import pytest
 from episode_warehouse.catalog import run_query
 from episode_warehouse.fixtures.demo import DEMO_BUCKET
 from warehouse_cli import processes
-from warehouse_cli.cluster import backfill, services
+from warehouse_cli.cluster import backfill, credentials, services
 from warehouse_cli.cluster.instance import WORKER_TAG
 from warehouse_cli.runner import materialize_partition, stage_assets
 
@@ -31,6 +34,7 @@ class Cluster:
     root: Path
     state: dict
     instance: dg.DagsterInstance
+    env: dict
 
     def backfill(self, source: str, partitions: list[str]) -> str:
         assets = stage_assets(source, None)
@@ -57,8 +61,8 @@ def cluster(demo_fixtures, gcs_endpoint, tmp_path_factory):
     env.pop("OPENX_MODE", None)
     try:
         state = services.up(folder, workers=2, source_limits={"atari": 1}, env=env)
-        instance = dg.DagsterInstance.from_config(str(folder / "dagster_home"))
-        yield Cluster(folder, root, state, instance)
+        instance = services.open_instance(folder)
+        yield Cluster(folder, root, state, instance, env)
     finally:
         services.down(folder, drain_s=5)
         shutil.rmtree(folder, ignore_errors=True)
@@ -177,19 +181,106 @@ def _started_on(cluster: Cluster, backfill_id: str, step: str, timeout: float = 
     raise AssertionError(f"no run of {backfill_id} reached {step}")
 
 
-def test_a_postgres_restart_mid_backfill_does_not_stop_it(cluster):
+def _postgres(cluster: Cluster):
     from warehouse_cli.cluster.postgres import Postgres
 
+    port = int(cluster.state["postgres"].rsplit(":", 1)[1].split("/")[0])
+    password = credentials.load(cluster.folder).postgres
+    return Postgres(cluster.folder / "postgres", port, password)
+
+
+def test_every_service_asks_for_the_generated_password(cluster):
+    """Any local user reaches 127.0.0.1: PostgreSQL (TCP and socket) and Redis refuse a client
+    without the password, the secrets are 0600 in a 0700 folder, and the password is on no
+    command line and in no config file but the 0600 ones."""
+    import redis
+
+    secrets = credentials.load(cluster.folder)
+    folder = cluster.folder / "secrets"
+    assert folder.stat().st_mode & 0o777 == 0o700
+    for path in folder.iterdir():
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    postgres = _postgres(cluster)
+    assert postgres.answers()
+    for host in ("127.0.0.1", str(postgres.sockets)):
+        for password in ("", "wrong"):
+            done = subprocess.run(
+                [*postgres._as_owner(), str(postgres.bin / "psql"), "-h", host, "-p",
+                 str(postgres.port), "-U", "dagster", "-d", "dagster", "-w", "-tAc", "SELECT 1"],
+                capture_output=True, text=True, env={**os.environ, "PGPASSWORD": password},
+                check=False,
+            )  # fmt: skip
+            assert done.returncode != 0, (host, password)
+            assert "password" in done.stderr, done.stderr
+    port = int(cluster.state["redis"].rsplit(":", 1)[1])
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(host="127.0.0.1", port=port, socket_timeout=2).ping()
+    assert redis.Redis(host="127.0.0.1", port=port, password=secrets.redis).ping()
+    for pid in services.status(cluster.folder)["pids"]:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except FileNotFoundError:  # a short-lived child that has ended
+            continue
+        assert secrets.postgres.encode() not in cmdline and secrets.redis.encode() not in cmdline
+    for text in (
+        (cluster.folder / "dagster_home" / "dagster.yaml").read_text(),
+        json.dumps(cluster.state),
+    ):
+        assert secrets.postgres not in text and secrets.redis not in text
+
+
+def test_a_postgres_restart_mid_backfill_does_not_stop_it(cluster):
     keys = ["Pong/1", "Pong/5"]
     backfill_id = cluster.backfill("atari", keys)
     _started_on(cluster, backfill_id, "atari_replay_files")
-    port = int(cluster.state["postgres"].rsplit(":", 1)[1].split("/")[0])
-    postgres = Postgres(cluster.folder / "postgres", port)
+    postgres = _postgres(cluster)
     postgres.stop()
     time.sleep(2)
     postgres.start()
     outcomes = cluster.wait(backfill_id, keys)
     assert [o.status for o in outcomes] == ["SUCCESS", "SUCCESS"], outcomes
+
+
+def test_status_tells_which_services_answer_and_up_restarts_the_missing(cluster, tmp_path):
+    """A killed worker and a stopped PostgreSQL show as not answering; ``backfill --wait``
+    without a database ends in one line and writes nothing; ``up`` brings back only what is
+    missing."""
+    before = services.health(cluster.folder)
+    assert all(before.values()), before
+    pid = cluster.state["services"]["worker-2"]
+    for p in {pid, *processes.descendants(pid)}:
+        os.kill(p, signal.SIGKILL)
+    _postgres(cluster).stop()
+    after = services.health(cluster.folder)
+    assert not after["worker-2"] and not after["postgres"] and not after["daemon"], after
+    assert after["worker-1"] and after["redis"] and after["webserver"], after
+
+    cli = [sys.executable, "-m", "warehouse_cli.main"]
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
+    shown = subprocess.run(
+        [*cli, "cluster", "status", "--dir", str(cluster.folder)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert shown.returncode == 1
+    lines = {line.split()[0]: line for line in shown.stdout.splitlines() if line}
+    assert "NOT ANSWERING" in lines["worker-2"] and "NOT ANSWERING" in lines["postgres"]
+    assert "answers" in lines["worker-1"] and "answers" in lines["redis"]
+    followed = subprocess.run(
+        [*cli, "backfill", "atari", "Pong/1", "--wait", "--dir", str(cluster.folder)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, check=False, timeout=300,
+    )  # fmt: skip
+    assert followed.returncode == 2, followed.stdout + followed.stderr
+    assert followed.stderr.strip().count("\n") == 0, followed.stderr  # one line
+    assert "lost the cluster's database" in followed.stderr
+    assert "warehouse cluster up" in followed.stderr
+    assert list(tmp_path.iterdir()) == [], list(tmp_path.iterdir())  # no traceback file
+
+    kept = {name: cluster.state["services"][name] for name in ("redis", "webserver", "worker-1")}
+    state = services.up(cluster.folder, workers=2, env=cluster.env)
+    assert all(services.health(cluster.folder).values())
+    assert {name: state["services"][name] for name in kept} == kept  # left running
+    assert state["services"]["worker-2"] != pid
+    cluster.state = state
 
 
 def test_a_killed_worker_run_is_retried_on_the_other_worker(cluster, reference):

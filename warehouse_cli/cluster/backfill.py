@@ -21,6 +21,17 @@ from warehouse_cli.cluster.instance import SOURCE_TAG
 from warehouse_cli.cluster.kubernetes import k8s_tags
 
 log = logging.getLogger(__name__)
+
+
+def _database_errors() -> tuple[type[Exception], ...]:
+    import sqlalchemy.exc
+    from dagster_postgres.utils import DagsterPostgresException
+
+    return (sqlalchemy.exc.OperationalError, sqlalchemy.exc.DatabaseError, DagsterPostgresException)
+
+
+# what the instance raises when PostgreSQL stops answering (after dagster_postgres's retries)
+DATABASE_ERRORS = _database_errors()
 BACKFILL_TAG = "dagster/backfill"
 PARTITION_TAG = "dagster/partition"
 RETRY_GRACE_S = 20.0  # the daemon launches a run's retry within seconds of its failure

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from episode_warehouse.errors import ConfigError, PartitionKeyError
+from episode_warehouse.errors import ClusterUnreachableError, ConfigError, PartitionKeyError
 from warehouse_cli.arguments import add_source_arguments
 from warehouse_cli.cluster.services import DEFAULT_DIR
 
@@ -38,14 +38,26 @@ def cmd_status(args: argparse.Namespace) -> int:
     from warehouse_cli.cluster import services
 
     state = services.status(Path(args.dir))
+    if state["running"]:
+        state["answering"] = services.health(Path(args.dir))
     if args.json:
         print(json.dumps(state, indent=1))
-    elif not state["running"]:
+        return 0 if state["running"] and all(state["answering"].values()) else 1
+    if not state["running"]:
         print(f"no cluster runs in {state['dir']}")
-    else:
-        print(f"webserver {state['webserver']}  postgres {state['postgres']}")
-        print(f"workers {' '.join(state['workers'])}  ({len(state['pids'])} processes)")
-    return 0 if state["running"] else 1
+        return 1
+    where = {"webserver": state["webserver"], "postgres": state["postgres"]}
+    where["redis"] = state["redis"]
+    for name, ok in state["answering"].items():
+        print(f"{name:<10} {'answers' if ok else 'NOT ANSWERING':<14} {where.get(name, '')}")
+    missing = [name for name, ok in state["answering"].items() if not ok]
+    if missing:
+        print(
+            f"{len(missing)} service(s) not answering: `warehouse cluster up --dir {args.dir}` "
+            f"starts the missing ones; logs in {state['logs']}"
+        )
+        return 1
+    return 0
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -76,10 +88,7 @@ def _partitions(instance, source: str, wanted: list[str], everything: bool) -> l
 
 
 def cmd_backfill(args: argparse.Namespace) -> int:
-    import dagster as dg
-
     from warehouse_cli.cluster import backfill, services
-    from warehouse_cli.runner import stage_assets
 
     state = services.status(Path(args.dir))
     if not state["running"]:
@@ -88,12 +97,28 @@ def cmd_backfill(args: argparse.Namespace) -> int:
             subject=state["dir"],
             fix=f"warehouse cluster up --dir {args.dir}",
         )
-    instance = dg.DagsterInstance.from_config(str(Path(state["dir"]) / "dagster_home"))
+    try:
+        return _backfill(args, state)
+    except backfill.DATABASE_ERRORS as exc:
+        raise ClusterUnreachableError(
+            f"lost the cluster's database ({type(exc).__name__}); a submitted backfill goes "
+            "on once PostgreSQL is back",
+            subject=state["postgres"],
+            fix=f"`warehouse cluster status --dir {args.dir}` shows what answers, `warehouse "
+            f"cluster up --dir {args.dir}` restarts it; the UI's Backfills page follows it",
+        ) from None
+
+
+def _backfill(args: argparse.Namespace, state: dict) -> int:
+    from warehouse_cli.cluster import backfill, services
+    from warehouse_cli.runner import stage_assets
+
+    instance = services.open_instance(Path(state["dir"]))
     partitions = _partitions(instance, args.source, args.partitions, args.all)
     assets = stage_assets(args.source, args.through)
     backfill_id = backfill.submit(instance, state["webserver"], args.source, partitions, assets)
     print(f"backfill {backfill_id}: {len(partitions)} partition(s) of {args.source}")
-    print(f"  {state['webserver']}/runs/b/{backfill_id}")
+    print(f"  {state['webserver']}/runs/b/{backfill_id}", flush=True)
     if not args.wait:
         return 0
     outcomes = backfill.wait(instance, backfill_id, partitions, lambda line: print("  " + line))

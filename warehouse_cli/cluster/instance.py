@@ -3,7 +3,10 @@ run monitoring and retries, and Celery workers behind Redis.
 
 One function renders the ``dagster.yaml`` every process of the cluster reads (webserver,
 daemon, workers): ``deploy/dagster.yaml`` is the same text with environment variables in place
-of the local addresses.
+of the local addresses. Neither holds a password: both name the environment variables
+(``DAGSTER_PG_PASSWORD``, ``WAREHOUSE_BROKER_URL``, ``WAREHOUSE_BACKEND_URL``) that
+``credentials.py`` fills from the cluster's 0600 secret files. The workers' Celery settings are
+``deploy/celery/dagster_celery_config.py`` itself, which reads the same variables.
 """
 
 from __future__ import annotations
@@ -34,12 +37,9 @@ class ClusterConfig:
     max_retries: int = 2
 
     @property
-    def broker(self) -> str:
-        return f"redis://127.0.0.1:{self.redis_port}/0"
-
-    @property
-    def backend(self) -> str:
-        return f"redis://127.0.0.1:{self.redis_port}/1"
+    def redis_address(self) -> str:
+        """Where Redis listens (for people; the URLs with the password come from credentials)."""
+        return f"redis://127.0.0.1:{self.redis_port}"
 
     @property
     def postgres_url(self) -> str:
@@ -69,7 +69,7 @@ storage:
       hostname: 127.0.0.1
       port: {config.postgres_port}
       username: dagster
-      password: ""
+      password: {{env: DAGSTER_PG_PASSWORD}}
       db_name: dagster
       scheme: postgresql+psycopg2  # SQLAlchemy 2.1 would pick psycopg 3 otherwise
 run_coordinator:
@@ -83,8 +83,8 @@ run_launcher:
   module: warehouse_cli.cluster.launcher
   class: WarehouseCeleryRunLauncher
   config:
-    broker: {config.broker}
-    backend: {config.backend}
+    broker: {{env: WAREHOUSE_BROKER_URL}}
+    backend: {{env: WAREHOUSE_BACKEND_URL}}
     default_queue: {QUEUE}
     config_source:
       worker_max_tasks_per_child: 1
@@ -111,15 +111,3 @@ python_logs:
   managed_python_loggers: [episode_warehouse]
   python_log_level: INFO
 """
-
-
-def celery_config(config: ClusterConfig) -> str:
-    """The ``dagster_celery_config`` module ``dagster_celery.app`` reads on a worker: where the
-    broker is, one run per worker process, and started tasks visible to run monitoring."""
-    return (
-        f"broker_url = {config.broker!r}\n"
-        f"result_backend = {config.backend!r}\n"
-        "worker_max_tasks_per_child = 1\n"
-        "task_track_started = True\n"
-        "broker_connection_retry_on_startup = True\n"
-    )

@@ -1,7 +1,11 @@
 """A PostgreSQL server in a folder: ``initdb`` once, ``pg_ctl start``/``stop``, 127.0.0.1 only.
 
-PostgreSQL refuses to run as root; as root the server runs as the ``postgres`` user, which owns
-the data and socket folders (the cluster folder is made traversable for it).
+Every connection, over TCP and the socket, authenticates with scram-sha-256 as ``dagster`` with
+the cluster's generated password (``credentials.py``); ``trust`` would let any local user in as
+superuser, and a superuser can run programs as the postgres user (``COPY ... TO PROGRAM``). A
+data folder made by an older version with ``trust`` gets the password and scram-sha-256 on its
+next start. PostgreSQL refuses to run as root; as root the server runs as the ``postgres`` user,
+which owns the data and socket folders (the cluster folder is made traversable for it).
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ DATABASE = "dagster"
 
 
 class Postgres:
-    def __init__(self, folder: Path, port: int):
+    def __init__(self, folder: Path, port: int, password: str):
         self.folder = folder
+        self.password = password
         self.data = folder / "data"
         self.sockets = folder / "run"
         self.log = folder / "postgres.log"
@@ -65,9 +70,55 @@ class Postgres:
         return self._run(str(self.bin / program), *address, *args)
 
     def _run(self, *args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PGPASSWORD": self.password, "PGCONNECT_TIMEOUT": "5"}
         return subprocess.run(
-            [*self._as_owner(), *args], capture_output=True, text=True, check=False
+            [*self._as_owner(), *args], capture_output=True, text=True, check=False, env=env
         )
+
+    def _initdb(self) -> None:
+        """A new data folder whose only user ``dagster`` has the cluster's password."""
+        pwfile = self.folder / ".initdb-password"
+        pwfile.unlink(missing_ok=True)
+        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(self.password + "\n")
+        self._own(pwfile)
+        try:
+            done = self._run(
+                str(self.bin / "initdb"),
+                "-U",
+                USER,
+                "--auth=scram-sha-256",
+                f"--pwfile={pwfile}",
+                "-D",
+                str(self.data),
+            )
+        finally:
+            pwfile.unlink(missing_ok=True)
+        self._check(done, "initdb")
+
+    def _trusting(self) -> bool:
+        hba = self.data / "pg_hba.conf"
+        lines = [ln.split() for ln in hba.read_text().splitlines() if not ln.startswith("#")]
+        return any(fields and fields[-1] == "trust" for fields in lines)
+
+    def _require_password(self) -> None:
+        """Upgrade a data folder an older version made with ``trust``: set the password while
+        trust still lets us in, then require scram-sha-256 and reload."""
+        escaped = self.password.replace("'", "''")
+        self._check(
+            self._client("psql", "-d", "postgres", "-c", f"ALTER ROLE {USER} PASSWORD '{escaped}'"),
+            "setting the database password",
+        )
+        hba = self.data / "pg_hba.conf"
+        lines = []
+        for line in hba.read_text().splitlines():
+            fields = line.split()
+            if not line.startswith("#") and fields and fields[-1] == "trust":
+                line = line[: line.rindex("trust")] + "scram-sha-256"
+            lines.append(line)
+        hba.write_text("\n".join(lines) + "\n")
+        self._check(self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "reload"), "reload")
 
     def start(self) -> int:
         """Initialize the folder once, start the server, create the database; returns its pid."""
@@ -80,12 +131,7 @@ class Postgres:
             self.data.mkdir()
         self._own(self.folder, self.sockets, self.data)
         if fresh:
-            self._check(
-                self._run(
-                    str(self.bin / "initdb"), "-U", USER, "--auth=trust", "-D", str(self.data)
-                ),
-                "initdb",
-            )
+            self._initdb()
         self.log.touch()
         self._own(self.log)
         options = f"-h 127.0.0.1 -p {self.port} -k {self.sockets}"
@@ -103,6 +149,8 @@ class Postgres:
             ),
             "pg_ctl start",
         )
+        if self._trusting():
+            self._require_password()
         exists = self._client(
             "psql",
             "-d",
@@ -113,6 +161,11 @@ class Postgres:
         if exists.stdout.strip() != "1":
             self._check(self._client("createdb", DATABASE), "createdb")
         return self.pid()
+
+    def answers(self) -> bool:
+        """Whether the server accepts the cluster's password and answers a query."""
+        done = self._client("psql", "-d", DATABASE, "-tAc", "SELECT 1")
+        return done.returncode == 0 and done.stdout.strip() == "1"
 
     def pid(self) -> int:
         """The postmaster's pid (first line of postmaster.pid), 0 when it is not running."""

@@ -4,8 +4,9 @@ Layout of the cluster folder (default ``./.cluster``)::
 
     config.json         ports and limits, kept so that `up` again reuses the same data
     cluster.json        what is running: addresses, pids, logs (removed by `down`)
+    secrets/            0700: postgres_password, redis_password, redis.conf (0600 each)
     postgres/           data folder, sockets, postgres.log
-    dagster_home/       dagster.yaml (Postgres, queue, Celery launcher), worker.yaml
+    dagster_home/       dagster.yaml (Postgres, queue, Celery launcher; no passwords)
     logs/               redis.log, webserver.log, daemon.log, worker-<n>.log
     workers/<name>/     each worker's own scratch space (EPISODE_WAREHOUSE_SCRATCH, TMPDIR)
 """
@@ -27,12 +28,13 @@ from pathlib import Path
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.paths import DEFAULT_ROOT, ROOT_ENV
 from warehouse_cli import processes
+from warehouse_cli.cluster import credentials
+from warehouse_cli.cluster.credentials import Credentials
 from warehouse_cli.cluster.instance import (
     POOL_LIMITS,
     QUEUE,
     WORKER_ENV,
     ClusterConfig,
-    celery_config,
     dagster_yaml,
 )
 from warehouse_cli.cluster.postgres import Postgres
@@ -104,45 +106,93 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-def _redis_ok(port: int) -> bool:
+def _redis_ok(port: int, password: str) -> bool:
     import redis
 
     try:
-        return bool(redis.Redis(host="127.0.0.1", port=port, socket_timeout=1).ping())
+        client = redis.Redis(host="127.0.0.1", port=port, password=password, socket_timeout=1)
+        return bool(client.ping())
     except redis.RedisError:
         return False
 
 
-def celery_app(config: ClusterConfig):
+def celery_app(config: ClusterConfig, secrets: Credentials):
     from celery import Celery
 
-    return Celery(broker=config.broker, backend=config.backend)
+    env = secrets.environment(config.redis_port)
+    return Celery(broker=env[credentials.BROKER_ENV], backend=env[credentials.BACKEND_ENV])
 
 
-def answering_workers(config: ClusterConfig, timeout: float = 2.0) -> set[str]:
+def answering_workers(config: ClusterConfig, secrets: Credentials, timeout: float = 2.0) -> set:
     """Names of the workers that answer Celery's ping over the broker."""
-    replies = celery_app(config).control.ping(timeout=timeout)
+    replies = celery_app(config, secrets).control.ping(timeout=timeout)
     return {name for reply in replies for name in reply}
+
+
+DAEMONS = ("QUEUED_RUN_COORDINATOR", "MONITORING", "BACKFILL")
+HEARTBEAT_TOLERANCE_S = 60.0
 
 
 def _daemon_ok(instance) -> bool:
     beats = instance.get_daemon_heartbeats()
-    return all(d in beats for d in ("QUEUED_RUN_COORDINATOR", "MONITORING", "BACKFILL"))
+    now = time.time()
+    return all(d in beats and now - beats[d].timestamp < HEARTBEAT_TOLERANCE_S for d in DAEMONS)
 
 
 def _prepare_instance(home: Path, config: ClusterConfig):
     """Write dagster.yaml, create Dagster's tables (once, before any service races to), and
-    set the pools' limits."""
+    set the pools' limits. The caller has put the credentials in the environment."""
     import dagster as dg
 
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text(dagster_yaml(config))
-    (home / "celery").mkdir(exist_ok=True)
-    (home / "celery" / "dagster_celery_config.py").write_text(celery_config(config))
     instance = dg.DagsterInstance.from_config(str(home))
     for pool, limit in POOL_LIMITS.items():
         instance.event_log_storage.set_concurrency_slots(pool, limit)
     return instance
+
+
+def open_instance(folder: Path):
+    """The Dagster instance of the cluster in ``folder``, for a client (``backfill``, tests):
+    the cluster's credentials are put in this process's environment, where dagster.yaml
+    reads them.
+
+    Raises:
+        ConfigError: the folder has no cluster or its secrets are unsafe.
+    """
+    import dagster as dg
+
+    folder = folder.resolve()
+    config = _saved_config(folder)
+    os.environ.update(credentials.load(folder).environment(config.redis_port))
+    return dg.DagsterInstance.from_config(str(folder / "dagster_home"))
+
+
+def _saved_config(folder: Path) -> ClusterConfig:
+    saved = folder / "config.json"
+    if not saved.exists():
+        raise ConfigError(
+            "no cluster was started in this folder",
+            subject=str(folder),
+            fix=f"warehouse cluster up --dir {folder}",
+        )
+    return ClusterConfig(**json.loads(saved.read_text()))
+
+
+def _redis_conf(config: ClusterConfig, secrets: Credentials, folder: Path) -> Path:
+    """Redis's settings, password included, in a 0600 file (never on the command line)."""
+    path = folder / credentials.FOLDER / "redis.conf"
+    credentials.write_private(
+        path,
+        f"bind 127.0.0.1\nport {config.redis_port}\nrequirepass {secrets.redis}\n"
+        'protected-mode yes\nsave ""\nappendonly no\n',
+    )
+    return path
+
+
+def _alive(state: dict, name: str) -> bool:
+    pid = state["services"].get(name)
+    return bool(pid) and bool(_alive_tree(pid))
 
 
 def up(
@@ -153,13 +203,23 @@ def up(
 ) -> dict:
     """Start the cluster in ``folder`` and return its status once every service answers.
     Every service gets ``env`` (default: this process's environment), so the workers read the
-    same warehouse root and source URLs as the command that started them.
+    same warehouse root and source URLs as the command that started them. If some services of
+    the cluster still run (a worker was killed, PostgreSQL stopped), only the missing ones are
+    started, on the same addresses.
 
     Raises:
-        ConfigError: it is already running, a program is missing, or a service did not start.
+        ConfigError: every service already runs, a program is missing, or a service did not
+            start.
     """
     folder = folder.resolve()
-    if (folder / "cluster.json").exists() and status(folder)["running"]:
+    previous = (
+        json.loads((folder / "cluster.json").read_text())
+        if (folder / "cluster.json").exists()
+        else None
+    )
+    names = ["postgres", "redis", "webserver", "daemon"]
+    names += [f"worker-{n}" for n in range(1, workers + 1)]
+    if previous and all(_alive(previous, name) for name in names):
         raise ConfigError(
             "a cluster is already running in this folder",
             subject=str(folder),
@@ -171,58 +231,44 @@ def up(
     folder.chmod(0o711)  # the postgres user must enter it (to reach postgres/)
     logs, home = folder / "logs", folder / "dagster_home"
     config = _config(folder, dict(source_limits or {}), workers)
-    state: dict = {"dir": str(folder), "services": {}, "workers": []}
+    secrets = credentials.load_or_create(folder)
+    secret_env = secrets.environment(config.redis_port)
+    os.environ.update(secret_env)  # for this process's own instance and pings
+    state: dict = previous or {"dir": str(folder), "services": {}, "workers": []}
+    state["workers"] = []
 
     def record(name: str, pid: int) -> None:
         state["services"][name] = pid
         (folder / "cluster.json").write_text(json.dumps(state, indent=1))
 
-    postgres = Postgres(folder / "postgres", config.postgres_port)
-    record("postgres", postgres.start())
+    postgres = Postgres(folder / "postgres", config.postgres_port, secrets.postgres)
+    if not postgres.pid():
+        record("postgres", postgres.start())
     state["postgres"] = config.postgres_url
-    redis_cmd = ["redis-server", "--bind", "127.0.0.1", "--port", str(config.redis_port)]
-    redis_cmd += ["--save", "", "--appendonly", "no"]
-    record("redis", _start("redis", redis_cmd, dict(os.environ), logs))
-    _wait("Redis", lambda: _redis_ok(config.redis_port), logs / "redis.log")
-    state["redis"] = config.broker
+    if not _alive(state, "redis"):
+        conf = _redis_conf(config, secrets, folder)
+        record("redis", _start("redis", ["redis-server", str(conf)], dict(os.environ), logs))
+    _wait("Redis", lambda: _redis_ok(config.redis_port, secrets.redis), logs / "redis.log")
+    state["redis"] = config.redis_address
     instance = _prepare_instance(home, config)
-    env = _environment(dict(os.environ) if env is None else env, home)
+    env = {**_environment(dict(os.environ) if env is None else env, home), **secret_env}
     workspace = str(PROJECT_ROOT / "workspace.yaml")
-    port = free_port()
-    webserver = [_bin("dagster-webserver"), "-w", workspace, "-h", "127.0.0.1", "-p", str(port)]
-    record("webserver", _start("webserver", webserver, env, logs))
-    record("daemon", _start("daemon", [_bin("dagster-daemon"), "run", "-w", workspace], env, logs))
+    port = int(state["webserver"].rsplit(":", 1)[1]) if state.get("webserver") else free_port()
+    state["webserver"] = f"http://127.0.0.1:{port}"
+    if not _alive(state, "webserver"):
+        cmd = [_bin("dagster-webserver"), "-w", workspace, "-h", "127.0.0.1", "-p", str(port)]
+        record("webserver", _start("webserver", cmd, env, logs))
+    if not _alive(state, "daemon"):
+        cmd = [_bin("dagster-daemon"), "run", "-w", workspace]
+        record("daemon", _start("daemon", cmd, env, logs))
     host = socket.gethostname()
     for n in range(1, workers + 1):
         name = f"worker-{n}"
-        scratch = folder / "workers" / name
-        scratch.mkdir(exist_ok=True)
-        worker_env = {
-            **env,
-            WORKER_ENV: f"{name}@{host}",
-            "EPISODE_WAREHOUSE_SCRATCH": str(scratch),
-            # the workers share this machine's cores
-            "EPISODE_WAREHOUSE_WORKERS": env.get(
-                "EPISODE_WAREHOUSE_WORKERS", str(max(1, (os.cpu_count() or 1) // workers))
-            ),
-            "TMPDIR": str(scratch),
-        }
-        worker_env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(home / "celery"), env.get("PYTHONPATH")) if p
-        )
-        cmd = [
-            _bin("celery"),
-            "-A",
-            "warehouse_cli.cluster.celery_app",
-            "worker",
-            "-n",
-            f"{name}@%h",
-        ]
-        cmd += ["-Q", QUEUE, "--concurrency=1", "--prefetch-multiplier=1", "--loglevel=INFO"]
-        cmd += ["--without-gossip", "--without-mingle"]
-        record(name, _start(name, cmd, worker_env, logs))
         state["workers"].append(f"{name}@{host}")
-    state["webserver"] = f"http://127.0.0.1:{port}"
+        if _alive(state, name):
+            continue
+        worker_env = _worker_env(env, folder, name, workers)
+        record(name, _start(name, _worker_command(name), worker_env, logs))
     (folder / "cluster.json").write_text(json.dumps(state, indent=1))
     _wait(
         "the webserver",
@@ -233,10 +279,36 @@ def up(
     expected = set(state["workers"])
     _wait(
         f"{workers} worker(s)",
-        lambda: expected <= answering_workers(config),
+        lambda: expected <= answering_workers(config, secrets),
         logs / "worker-1.log",
     )
     return status(folder)
+
+
+def _worker_env(env: dict[str, str], folder: Path, name: str, workers: int) -> dict[str, str]:
+    scratch = folder / "workers" / name
+    scratch.mkdir(exist_ok=True)
+    worker_env = {
+        **env,
+        WORKER_ENV: f"{name}@{socket.gethostname()}",
+        "EPISODE_WAREHOUSE_SCRATCH": str(scratch),
+        # the workers share this machine's cores
+        "EPISODE_WAREHOUSE_WORKERS": env.get(
+            "EPISODE_WAREHOUSE_WORKERS", str(max(1, (os.cpu_count() or 1) // workers))
+        ),
+        "TMPDIR": str(scratch),
+    }
+    # the Celery settings dagster_celery.app imports: deploy's own, read from the environment
+    worker_env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(PROJECT_ROOT / "deploy" / "celery"), env.get("PYTHONPATH")) if p
+    )
+    return worker_env
+
+
+def _worker_command(name: str) -> list[str]:
+    cmd = [_bin("celery"), "-A", "warehouse_cli.cluster.celery_app", "worker", "-n", f"{name}@%h"]
+    cmd += ["-Q", QUEUE, "--concurrency=1", "--prefetch-multiplier=1", "--loglevel=INFO"]
+    return cmd + ["--without-gossip", "--without-mingle"]
 
 
 def _group(pgid: int) -> list[int]:
@@ -281,6 +353,30 @@ def status(folder: Path) -> dict:
     }
 
 
+def health(folder: Path) -> dict[str, bool]:
+    """Which services answer, each asked the way its clients ask it: PostgreSQL a query with
+    the cluster's password, Redis a PING, the webserver ``/server_info``, the daemon fresh
+    heartbeats of its three loops (needs PostgreSQL), each worker Celery's ping (needs Redis).
+    A service whose process is gone or hangs is ``False``."""
+    folder = folder.resolve()
+    state = json.loads((folder / "cluster.json").read_text())
+    config = _saved_config(folder)
+    secrets = credentials.load(folder)
+    answers = {
+        "postgres": Postgres(folder / "postgres", config.postgres_port, secrets.postgres).answers(),
+        "redis": _redis_ok(config.redis_port, secrets.redis),
+        "webserver": bool(state.get("webserver")) and _http_ok(f"{state['webserver']}/server_info"),
+        "daemon": False,
+    }
+    if answers["postgres"] and _alive(state, "daemon"):
+        with contextlib.suppress(Exception):  # noqa: BLE001 - any failure means "not answering"
+            answers["daemon"] = _daemon_ok(open_instance(folder))
+    workers = answering_workers(config, secrets) if answers["redis"] else set()
+    for name in state.get("workers", []):
+        answers[name.split("@")[0]] = name in workers and _alive(state, name.split("@")[0])
+    return answers
+
+
 def _terminate(pid: int, timeout: float) -> None:
     tree = _alive_tree(pid)
     for p in tree:
@@ -316,8 +412,8 @@ def down(folder: Path, drain_s: float = 30.0) -> dict:
         if name in services:
             _terminate(services[name], 15.0)
     if "postgres" in services:
-        config = json.loads((folder / "config.json").read_text())
-        Postgres(folder / "postgres", config["postgres_port"]).stop()
+        config = _saved_config(folder)
+        Postgres(folder / "postgres", config.postgres_port, "").stop()  # pg_ctl: no password
         _terminate(services["postgres"], 10.0)
     deadline = time.monotonic() + 10
     while (left := status(folder)["pids"]) and time.monotonic() < deadline:
