@@ -11,9 +11,12 @@ An artifact ``<rel>`` (``ted/atari/Pong/1``) is, in the bucket:
 A reader trusts only what a record lists, and reads each object at the listed generation: a
 killed upload leaves objects no record names (swept after :data:`DEBRIS_AGE_S`), and of two
 writers that started from the same record exactly one replaces it; the other gets a
-:class:`~episode_warehouse.errors.ConcurrentWriteError` and deletes its own objects. The
-previous version's objects are deleted after the new record is in place. This needs no
-object versioning on the bucket.
+:class:`~episode_warehouse.errors.ConcurrentWriteError` and deletes its own objects.
+
+A replaced version stays readable for :data:`RETAIN_S` (a day): the new record lists it under
+``"retired"`` with the time it was replaced, so a reader that opened the old record (a training
+stream in the middle of an epoch) keeps reading the objects it pinned. Each later publish
+deletes the retired versions older than that. This needs no object versioning on the bucket.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ log = logging.getLogger(__name__)
 PUBLISHED = "published"  # the record's section listing the data objects
 DATA = ".v"
 DEBRIS_AGE_S = 3600.0  # unlisted data objects older than this are a killed writer's debris
+RETIRED = "retired"  # the record's list of replaced versions still kept for their readers
+RETAIN_S = 24 * 3600.0  # how long a replaced version stays readable
 TRANSFER_THREADS = 8
 VERIFIED = ".verified.json"  # a local copy's own note: file -> [size, mtime_ns] when verified
 
@@ -46,9 +51,10 @@ def _stamp(path: Path) -> list[int]:
 
 def check_record(record: object, url: str) -> dict:
     """``record`` (a bucket record, written by anyone who can write the bucket) if its
-    published section is well-formed: a version token that is one safe name, the data prefix
-    made of it, and file entries that are safe relative names with a size, generation and
-    crc32c. Checked before any name in it is joined to a local folder or used to delete.
+    published section and retired versions are well-formed: a version token that is one safe
+    name, the data prefix made of it, and file entries that are safe relative names with a
+    size, generation and crc32c. Checked before any name in it is joined to a local folder or
+    used to delete.
 
     Raises:
         CorruptInputError: naming the record and the entry.
@@ -56,11 +62,24 @@ def check_record(record: object, url: str) -> dict:
     if not isinstance(record, dict):
         raise CorruptInputError("the artifact's record is not a JSON object", subject=url)
     section = record.get(PUBLISHED)
-    if section is None:
-        return record
+    if section is not None:
+        _check_section(section, url, PUBLISHED)
+    retired = record.get(RETIRED, [])
+    if not isinstance(retired, list):
+        raise CorruptInputError(f"the record's {RETIRED!r} list is malformed", subject=url)
+    for old in retired:
+        _check_section(old, url, RETIRED)
+        if not isinstance(old.get("replaced"), int | float):
+            raise CorruptInputError(
+                f"a {RETIRED!r} version lacks the time it was replaced", subject=url
+            )
+    return record
+
+
+def _check_section(section: object, url: str, what: str) -> None:
     fix = "delete the record; the next materialization publishes it again"
     if not isinstance(section, dict) or not isinstance(section.get("files"), dict):
-        raise CorruptInputError(f"the record's {PUBLISHED!r} section is malformed", subject=url)
+        raise CorruptInputError(f"the record's {what!r} section is malformed", subject=url)
     token = checked_segment(section.get("token"), subject=url, what="version token")
     if section.get("prefix") != f"{DATA}/{token}":
         raise CorruptInputError(
@@ -83,7 +102,6 @@ def check_record(record: object, url: str) -> dict:
                 subject=url,
                 fix=fix,
             )
-    return record
 
 
 class RemoteArtifact:
@@ -161,17 +179,25 @@ class RemoteArtifact:
 
         with ThreadPoolExecutor(TRANSFER_THREADS) as pool:
             uploaded = dict(pool.map(upload, files))
+        now = time.time()
+        retired = [{**previous[PUBLISHED], "replaced": now}] if previous.get(PUBLISHED) else []
+        expired: list[dict] = []
+        for old in previous.get(RETIRED, []):
+            (retired if now - float(old.get("replaced", 0)) < RETAIN_S else expired).append(old)
         record = {
-            **local,
+            **{k: v for k, v in local.items() if k != RETIRED},
             PUBLISHED: {
                 "token": token,
                 "prefix": prefix,
                 "files": {f: i.to_json() for f, i in uploaded.items()},
             },
         }
+        if retired:
+            record[RETIRED] = retired
         self._replace_record(record, base_generation)
         write_json(folder / self.record_name, record)
-        self._delete_listed(previous)
+        for old in expired:
+            self._delete_section(old)
         self._sweep(record)
         log.info(
             "published %s (version %s, %d objects)", self.url, record.get("version"), len(files)
@@ -199,20 +225,23 @@ class RemoteArtifact:
             ) from None
 
     def _delete_listed(self, record: dict) -> None:
-        section = record.get(PUBLISHED, {})
+        self._delete_section(record.get(PUBLISHED, {}))
+
+    def _delete_section(self, section: dict) -> None:
         for file, entry in section.get("files", {}).items():
             self.store.delete(self._name(f"{section['prefix']}/{file}"), entry["generation"])
 
     def _sweep(self, current: dict) -> None:
         """Delete unlisted data objects (a killed writer's) older than DEBRIS_AGE_S; younger
-        ones may be a live writer's, which its own precondition will stop."""
-        keep = current[PUBLISHED]["prefix"]
+        ones may be a live writer's, which its own precondition will stop. Retired versions
+        the record still lists are kept."""
+        keep = {current[PUBLISHED]["prefix"], *(r["prefix"] for r in current.get(RETIRED, []))}
         now = time.time()
         for info in self.store.list(f"{self.rel}/{DATA}/"):
             token = info.name[len(self.rel) + len(DATA) + 2 :].split("/", 1)[0]
             parts = token.split("-")
             started = int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else 0
-            if f"{DATA}/{token}" != keep and now - started > DEBRIS_AGE_S:
+            if f"{DATA}/{token}" not in keep and now - started > DEBRIS_AGE_S:
                 self.store.delete(info.name, info.generation)
 
     def delete(self) -> bool:
@@ -222,6 +251,8 @@ class RemoteArtifact:
             return False
         self.store.delete(self._name(self.record_name), str(generation))
         self._delete_listed(record)
+        for old in record.get(RETIRED, []):
+            self._delete_section(old)
         return True
 
     # -- reading --------------------------------------------------------------------------

@@ -8,6 +8,11 @@ rows (actions, rewards, flags: at most ``SMALL_ROW_BYTES`` a row) are read in al
 one per key; headers are read once per file. The fetched rows are
 assembled by the same code that opens a memory-mapped TED (:func:`~episode_warehouse.ted.
 reader.assemble`), so an episode read here equals the same rows of the downloaded TED.
+
+A RemoteTed reads the version whose record it opened, object by object at the listed
+generation, even after the partition is republished: a replaced version stays in the bucket
+for :data:`~episode_warehouse.bucket.artifact.RETAIN_S`. Past that its objects are gone and a
+read raises :class:`~episode_warehouse.errors.StaleSelectionError`.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ import pyarrow.parquet as pq
 import torch
 from tensordict import TensorDictBase
 
+from episode_warehouse.bucket.artifact import PUBLISHED, RETAIN_S
 from episode_warehouse.bucket.root import BucketRoot
 from episode_warehouse.bucket.ted_cache import ted_record
-from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.errors import CorruptInputError, SourceMissingError, StaleSelectionError
 from episode_warehouse.ted.layout import EPISODES
 from episode_warehouse.ted.reader import assemble, check_format, files_of
 
@@ -60,8 +66,22 @@ class RemoteTed:
         self._lock = threading.Lock()
 
     def _read(self, file: str, start: int | None = None, end: int | None = None) -> bytes:
+        from google.api_core.exceptions import NotFound
+
         blob = self.artifact.blob(self.record, file)
-        data = self.artifact.store.read_bytes(blob.name, blob.generation, start, end)
+        try:
+            data = self.artifact.store.read_bytes(blob.name, blob.generation, start, end)
+        except SourceMissingError as exc:
+            if not isinstance(exc.__cause__, NotFound):
+                raise
+            raise StaleSelectionError(
+                f"the TED version this reader opened ({self.record[PUBLISHED]['token']}) was "
+                f"replaced and its objects are gone (a replaced version stays readable for "
+                f"{RETAIN_S / 3600:g} h)",
+                subject=f"{self.artifact.url} {file}",
+                fix="start a new epoch (iterate the stream again, or a new DataLoader "
+                "iterator): it opens the current version",
+            ) from None
         with self._lock:
             self.bytes_fetched += len(data)
         return data

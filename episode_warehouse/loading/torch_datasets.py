@@ -78,6 +78,7 @@ class _TedCache:
         self._open: dict[tuple[str, str], TensorDictBase] = {}
         self._remote: dict[tuple[str, str], RemoteTed] = {}
         self._episodes: OrderedDict[int, TensorDictBase] = OrderedDict()
+        self._fetched_earlier = 0  # bytes fetched by the remote TEDs of earlier epochs
         self._lock = threading.Lock()  # read-ahead threads open remote TEDs concurrently
 
     def __getstate__(self):
@@ -107,10 +108,19 @@ class _TedCache:
                 self._remote[key] = RemoteTed(bucket, source, partition)  # type: ignore[arg-type]
             return self._remote[key]
 
+    def new_epoch(self) -> None:
+        """Forget the remote TEDs' versions (and their fetched episodes): the next epoch opens
+        each partition's current record. Within an epoch a partition is read from the version
+        first opened, even if it is republished meanwhile."""
+        with self._lock:
+            self._fetched_earlier += sum(t.bytes_fetched for t in self._remote.values())
+            self._remote.clear()
+            self._episodes.clear()
+
     @property
     def bytes_fetched(self) -> int:
         """Bytes this process fetched from the bucket (0 for a local root)."""
-        return sum(t.bytes_fetched for t in self._remote.values())
+        return self._fetched_earlier + sum(t.bytes_fetched for t in self._remote.values())
 
     def fetch_episode(self, i: int) -> TensorDictBase:
         """All steps of selected episode ``i`` from the bucket (one range per file)."""
@@ -310,6 +320,7 @@ class EpisodeStream(IterableDataset):
     def _start(self, epoch: int) -> None:
         if epoch != self.epoch or self._ended:
             self.epoch, self._position, self._layers = epoch, 0, []
+            self.cache.new_epoch()
         self._ended = False
 
     def _begin_iteration(self) -> None:

@@ -116,14 +116,28 @@ def test_a_publisher_killed_between_files_leaves_the_previous_version(
     monkeypatch.setenv("EPISODE_WAREHOUSE_CACHE", str(tmp_path / "fresh-cache"))
     assert _same(_arrays(open_ted("atari", "Pong/1")), before)
 
-    # the next writer publishes, deletes the previous version, and sweeps old debris
+    # the next writer publishes, keeps the previous version for its readers (retired, for
+    # RETAIN_S), and sweeps old debris
     monkeypatch.setattr(artifact_module, "DEBRIS_AGE_S", 0.0)
     artifact = RemoteArtifact(BucketRoot.parse(bucket_url), TED)
     previous, generation = artifact.read()
     newest = artifact.push(new, previous, generation)
-    assert _objects(bucket_url, f"{TED}/.v/") == sorted(
-        f"{TED}/{newest[PUBLISHED]['prefix']}/{f}" for f in newest[PUBLISHED]["files"]
-    )
+    (retired,) = newest[artifact_module.RETIRED]
+    assert retired["prefix"] == record[PUBLISHED]["prefix"]
+
+    def listed(*sections: dict) -> list[str]:
+        return sorted(f"{TED}/{s['prefix']}/{f}" for s in sections for f in s["files"])
+
+    assert _objects(bucket_url, f"{TED}/.v/") == listed(newest[PUBLISHED], retired)
+    # a retired version past RETAIN_S is deleted by the next publish
+    monkeypatch.setattr(artifact_module, "RETAIN_S", 0.0)
+    again = _local_ted(tmp_path, 3)
+    previous, generation = artifact.read()
+    third = artifact.push(again, previous, generation)
+    (kept,) = third[artifact_module.RETIRED]  # the one just replaced; the expired one is gone
+    assert kept["prefix"] == newest[PUBLISHED]["prefix"]
+    assert _objects(bucket_url, f"{TED}/.v/") == listed(third[PUBLISHED], kept)
+    new = again
     monkeypatch.setenv("EPISODE_WAREHOUSE_CACHE", str(tmp_path / "cache-after"))
     assert _same(_arrays(open_ted("atari", "Pong/1")), _arrays(open_ted_folder(new)))
 
@@ -164,8 +178,10 @@ def test_two_machines_publishing_at_once_one_wins_the_other_fails_clearly(bucket
     assert TED in str(error) and "withdrawn" in str(error)
     record = published(scratch / TED)
     assert record["inputs"] == {"seed": winner}
-    # every object left is the winner's; the reader gets the winner's TED, whole
+    # every object left is the winner's or the version it replaced (retired, kept for its
+    # readers); none is the loser's; the reader gets the winner's TED, whole
+    sections = [record[PUBLISHED], *record[artifact_module.RETIRED]]
     assert _objects(bucket_url, f"{TED}/.v/") == sorted(
-        f"{TED}/{record[PUBLISHED]['prefix']}/{f}" for f in record[PUBLISHED]["files"]
+        f"{TED}/{s['prefix']}/{f}" for s in sections for f in s["files"]
     )
     assert _same(_arrays(open_ted("atari", "Pong/1")), _arrays(open_ted_folder(versions[winner])))

@@ -165,3 +165,62 @@ def test_catalog_queries_over_the_bucket_equal_the_scratch_catalog(bucket_url):
     )
     with pytest.raises(CatalogQueryError, match="queries may read only the catalog"):
         run_query(layout.catalog_dir, f"SELECT * FROM read_parquet('{bucket_url}/ted/x.parquet')")
+
+
+def _republish(bucket_url: str, tmp_path, seed: int) -> dict:
+    """Publish another build of Pong/1's TED over the bucket's, as a later run would."""
+    from episode_warehouse.bucket.artifact import RemoteArtifact
+
+    local = tmp_path / f"local-{seed}"
+    build_atari(local, "Pong/1", seed)
+    artifact = RemoteArtifact(BucketRoot.parse(bucket_url), "ted/atari/Pong/1")
+    previous, generation = artifact.read()
+    return artifact.push(local / "ted/atari/Pong/1", previous, generation)
+
+
+def test_a_stream_finishes_its_epoch_on_the_version_it_started_with(bucket_url, tmp_path):
+    """Republished mid-epoch, the partition's old objects stay readable (retired for RETAIN_S):
+    the epoch delivers the old rows to its end; the next epoch reads the new version."""
+    scratch = scratch_of(bucket_url)
+    build_atari(scratch, "Pong/1", 1)
+    old = open_ted_folder(scratch / "ted/atari/Pong/1")
+    selection = select_episodes(ALL)
+    stream = EpisodeStream(selection, slice_len=16, seed=3, rank=0, world_size=1)
+    items = iter(stream)
+    total = len(stream.shard_items())
+    delivered = 0
+    for item in items:
+        i, offset = int(item["selection_index"][0]), int(item["step"][0])
+        want = _expected(old, int(selection.start[i]) + offset, len(item["step"]))
+        for key, value in want.items():
+            np.testing.assert_array_equal(item.get(key).numpy(), value, str(key))
+        delivered += 1
+        if delivered == 3:
+            newest = _republish(bucket_url, tmp_path, 7)
+    assert delivered == total
+    new = open_ted_folder(tmp_path / "local-7/ted/atari/Pong/1")
+    assert not np.array_equal(new["observation"][:50].numpy(), old["observation"][:50].numpy())
+    # the next epoch opens the current record
+    item = next(iter(stream))
+    remote = stream.cache.remote_ted("atari", "Pong/1")
+    assert remote.record["published"]["token"] == newest["published"]["token"]
+    assert int(item["step"][0]) == 0
+
+
+def test_a_version_removed_under_a_stream_is_a_clear_error(bucket_url, tmp_path, monkeypatch):
+    from episode_warehouse.bucket import artifact as artifact_module
+    from episode_warehouse.errors import StaleSelectionError
+
+    scratch = scratch_of(bucket_url)
+    build_atari(scratch, "Pong/1", 1)
+    selection = select_episodes(ALL)
+    stream = EpisodeStream(selection, slice_len=16, seed=3, rank=0, world_size=1)
+    items = iter(stream)
+    next(items)
+    monkeypatch.setattr(artifact_module, "RETAIN_S", 0.0)
+    _republish(bucket_url, tmp_path, 7)
+    _republish(bucket_url, tmp_path, 8)  # deletes the retired first version
+    with pytest.raises(StaleSelectionError, match="start a new epoch") as err:
+        for _ in items:
+            pass
+    assert "ted/atari/Pong/1" in str(err.value)
