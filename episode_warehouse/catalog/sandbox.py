@@ -139,10 +139,10 @@ def _child(conn: Connection, request: Request) -> None:
         conn.close()
 
 
-_context: multiprocessing.context.BaseContext | None = None
+_context: multiprocessing.context.ForkServerContext | None = None
 
 
-def _forkserver() -> multiprocessing.context.BaseContext:
+def _forkserver() -> multiprocessing.context.ForkServerContext:
     global _context
     if _context is None:
         ctx = multiprocessing.get_context("forkserver")
