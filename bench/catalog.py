@@ -66,6 +66,17 @@ def partition_rows(i: int, n: int, rng: np.random.Generator) -> tuple[str, str, 
             "code_version": ["ted=1,rows=1"] * n,
             "run_id": ["r"] * n,
             "materialized_at": [now] * n,
+            # source-specific columns (RL Unplugged ids, LeRobot tasks and stats): NULL here
+            **{
+                name: [None] * n
+                for name in (
+                    "checkpoint_idx",
+                    "episode_idx",
+                    "recorded_return",
+                    "tasks",
+                    "lerobot_stats",
+                )
+            },
         },
         schema=EPISODES.arrow_schema,
     )
