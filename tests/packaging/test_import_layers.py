@@ -1,0 +1,46 @@
+"""Dependencies run one way: import-linter's contracts in pyproject.toml hold for the project,
+and the same kind of contract fails on a package that breaks it inside a function."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[2]
+LINT = str(Path(sys.executable).parent / "lint-imports")
+
+
+def _lint(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    return subprocess.run(
+        [LINT, "--no-cache", *args], cwd=cwd, env=env, capture_output=True, text=True,
+        check=False, timeout=300,
+    )  # fmt: skip
+
+
+def test_the_projects_import_contracts_hold():
+    done = _lint(PROJECT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Contracts: 2 kept, 0 broken." in done.stdout, done.stdout
+
+
+def test_an_import_inside_a_function_breaks_a_contract(tmp_path):
+    domain = tmp_path / "toy_domain"
+    domain.mkdir()
+    (domain / "__init__.py").write_text("")
+    (domain / "stage.py").write_text("def build():\n    import toy_wiring.assets\n")
+    wiring = tmp_path / "toy_wiring"
+    wiring.mkdir()
+    (wiring / "__init__.py").write_text("")
+    (wiring / "assets.py").write_text("")
+    (tmp_path / ".importlinter").write_text(
+        "[importlinter]\nroot_packages =\n    toy_domain\n    toy_wiring\n\n"
+        "[importlinter:contract:one-way]\nname = the domain never imports the wiring\n"
+        "type = forbidden\nsource_modules =\n    toy_domain\nforbidden_modules =\n"
+        "    toy_wiring\n"
+    )
+    done = _lint(tmp_path, "--config", str(tmp_path / ".importlinter"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "toy_domain.stage -> toy_wiring.assets" in done.stdout, done.stdout
