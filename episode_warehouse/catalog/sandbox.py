@@ -23,6 +23,7 @@ root, the gcsfs filesystem: the caller builds the view statements. Starting it c
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import re
@@ -127,9 +128,52 @@ def _run(request: Request) -> Answer:
         return Answer([], [], kind, text)
 
 
+# What a request or an answer may name when unpickled: these classes and the value types DuckDB
+# hands to Python. Anything else (a callable to run) is refused, so a child that went wrong
+# cannot make its parent run code, nor the reverse.
+_PICKLED = {
+    (__name__, "Request"),
+    (__name__, "Answer"),
+    ("datetime", "datetime"),
+    ("datetime", "date"),
+    ("datetime", "time"),
+    ("datetime", "timedelta"),
+    ("datetime", "timezone"),
+    ("decimal", "Decimal"),
+    ("uuid", "UUID"),
+    ("uuid", "SafeUUID"),
+    ("zoneinfo", "ZoneInfo"),  # TIMESTAMPTZ values: pickled as getattr(ZoneInfo, "_unpickle")
+    ("builtins", "set"),
+    ("builtins", "frozenset"),
+    ("builtins", "bytearray"),
+}
+
+
+def _getattr(owner: object, name: str):
+    """``getattr`` as pickles of ZoneInfo use it, and for nothing else."""
+    import zoneinfo
+
+    if owner is zoneinfo.ZoneInfo and name == "_unpickle":
+        return zoneinfo.ZoneInfo._unpickle  # type: ignore[attr-defined]
+    raise pickle.UnpicklingError(f"getattr({owner!r}, {name!r}) may not be sent")
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        if (module, name) == ("builtins", "getattr"):
+            return _getattr
+        if (module, name) not in _PICKLED:
+            raise pickle.UnpicklingError(f"{module}.{name} may not be sent")
+        return super().find_class(module, name)
+
+
+def _loads(data: bytes):
+    return _Unpickler(io.BytesIO(data)).load()
+
+
 def _serve() -> None:
     """The child's main: one pickled Request on stdin, one pickled Answer on stdout."""
-    request = pickle.load(sys.stdin.buffer)
+    request = _loads(sys.stdin.buffer.read())
     try:
         answer = _run(request)
     except MemoryError:
@@ -192,7 +236,10 @@ def run_in_child(
             process.wait()
         shutil.rmtree(temp_dir, ignore_errors=True)
     if process.returncode == 0 and out:
-        return pickle.loads(out)
+        try:
+            return _loads(out)
+        except (pickle.UnpicklingError, EOFError, AttributeError, ValueError) as exc:
+            return Answer([], [], "duckdb", f"the query process sent no valid answer ({exc})")
     code = process.returncode
     how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit {code}"
     last = err.decode(errors="replace").strip().splitlines()[-1:] if err else []

@@ -118,3 +118,33 @@ def test_a_size_that_is_not_one_is_refused_by_name(catalog):
     folder, _ = catalog
     with pytest.raises(CatalogQueryError, match="'lots' is not a size"):
         run_query(folder, "SELECT 1", limits=QueryLimits(memory_limit="lots"))
+
+
+def test_every_duckdb_value_type_crosses_from_the_child_unchanged(catalog):
+    """The child's answer is unpickled with an allow-list; DuckDB's own Python values (run in
+    this process, the reference) come back equal."""
+    import duckdb
+
+    folder, _ = catalog
+    sql = (
+        "SELECT TIMESTAMPTZ '2026-12-02 10:00:00+00', TIMESTAMP '2026-12-02 10:00:00', "
+        "DATE '2026-12-02', TIME '10:11:12', INTERVAL 3 DAY, 1.25::DECIMAL(10, 2), "
+        "'5b3c0bd2-7d04-4c39-9c3e-2b4b8f3f6f11'::UUID, '\\xAA'::BLOB, [1, 2], "
+        "{'a': 1, 'b': 'x'}, MAP {'k': 2}, NULL, 2::HUGEINT, 'text', true, 1.5::DOUBLE"
+    )
+    _, rows = run_query(folder, sql)
+    assert rows == duckdb.connect().execute(sql).fetchall()
+
+
+def test_an_answer_that_names_a_callable_is_refused():
+    import os
+    import pickle
+
+    from episode_warehouse.catalog.sandbox import _loads
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("true",))
+
+    with pytest.raises(pickle.UnpicklingError, match="posix.system may not be sent"):
+        _loads(pickle.dumps(Evil()))
