@@ -65,7 +65,11 @@ def cached_ted(root: BucketRoot, source: str, partition: str) -> Path:
                     log.info("downloading %s into %s", artifact.url, folder)
                     artifact.download(record, folder)
         except SourceMissingError:
-            if attempt == 2:
+            # an object of this version is gone: fetch the current version if the partition
+            # was republished (and this one expired); if not, the error is terminal
+            current, _ = artifact.read()
+            token = current.get(PUBLISHED, {}).get("token")
+            if attempt == 2 or token == record[PUBLISHED]["token"]:
                 raise
             log.info(
                 "%s was republished during the download; fetching the new version", artifact.url

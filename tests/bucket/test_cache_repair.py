@@ -70,3 +70,30 @@ def test_an_unchanged_cache_is_opened_from_stats_alone(cached, monkeypatch):
     assert cached_ted(root, "atari", "Pong/1") == folder
     record = open_ted("atari", "Pong/1")
     assert len(record["episode"]) > 0
+
+
+def test_a_missing_object_of_the_current_version_fails_at_once(bucket_url, tmp_path, monkeypatch):
+    """The cache fetches the current version again only when the partition was republished;
+    an object missing from the version the record still names is terminal, not retried."""
+    from episode_warehouse.bucket.artifact import PUBLISHED, RemoteArtifact
+    from episode_warehouse.errors import SourceMissingError
+
+    build_atari(scratch_of(bucket_url), "Pong/1", 1, episodes=10)
+    root = BucketRoot.parse(bucket_url)
+    artifact = RemoteArtifact(root, "ted/atari/Pong/1")
+    record, _ = artifact.read()
+    (lost,) = [f for f in record[PUBLISHED]["files"] if f.endswith("action.npy")]
+    info = artifact.blob(record, lost)
+    artifact.store.delete(info.name, info.generation)
+    downloads = []
+    real = RemoteArtifact.download
+
+    def counted(self, *args, **kwargs):
+        downloads.append(self.rel)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(RemoteArtifact, "download", counted)
+    monkeypatch.setenv("EPISODE_WAREHOUSE_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(SourceMissingError):
+        cached_ted(BucketRoot.parse(bucket_url), "atari", "Pong/1")
+    assert downloads == ["ted/atari/Pong/1"]  # one download, no retries of a terminal error
