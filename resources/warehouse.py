@@ -39,7 +39,7 @@ class WarehouseStorage(dg.ConfigurableResource):
         """On a cluster worker, record the worker in the run's tags (run monitoring asks it
         whether it is alive; the UI shows where each run ran)."""
         worker = os.environ.get(WORKER_ENV)
-        run = context.dagster_run
+        run = context.run
         known = run is not None and run.tags.get(WORKER_TAG) == worker
         if worker and run is not None and context.instance is not None and not known:
             context.instance.add_run_tags(run.run_id, {WORKER_TAG: worker})
