@@ -14,7 +14,6 @@ import base64
 import io
 import logging
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -27,8 +26,6 @@ from episode_warehouse.errors import (
     CorruptInputError,
     SourceMissingError,
     SourceUnreachableError,
-    classify,
-    is_transient,
 )
 from episode_warehouse.gcs import gcs_client, refuse_near_url, split_gs_url
 from episode_warehouse.retry import RetryPolicy, call_with_retries
@@ -309,52 +306,46 @@ class GcsBlobStore:
         stats = stats or DownloadStats()
         part = part or dest.with_name(dest.name + PART_SUFFIX)
         part.parent.mkdir(parents=True, exist_ok=True)
-        bucket = self.client.bucket(self.bucket_name)
+        gblob = self.client.bucket(self.bucket_name).blob(
+            self._key(blob.name), generation=int(blob.generation)
+        )
         subject = f"{self.url}/{blob.name}"
-        last: BaseException | None = None
-        for attempt in range(self.retry.attempts):
-            if attempt:
-                stats.retries += 1
-                time.sleep(self.retry.delay(attempt))
+
+        def attempt() -> str:
+            """One try: resume the part file, verify it, publish it."""
             offset = part.stat().st_size if part.exists() else 0
             if offset > blob.size:
                 part.unlink()
                 offset = 0
-            try:
-                if offset < blob.size:
-                    stats.resumed_bytes += offset
-                    gblob = bucket.blob(self._key(blob.name), generation=int(blob.generation))
-                    with open(part, "ab") as fh:
-                        gblob.download_to_file(
-                            fh,
-                            start=offset or None,
-                            raw_download=True,
-                            checksum=None,
-                            retry=None,
-                            timeout=self.retry.timeout_s,
-                        )
-                    stats.downloaded_bytes += part.stat().st_size - offset
-                crc = _verify(part, blob, stats)
-                if crc is not None:
-                    os.replace(part, dest)
-                    return crc
-                last = CorruptInputError("size/crc32c mismatch", subject=subject)
-            except Exception as exc:  # noqa: BLE001 - classified: transient retried, else raised
-                if not is_transient(exc):
-                    raise classify(exc, subject=subject) from exc
-                last = exc
-                log.info(
-                    "%s: attempt %d failed (%s: %s); retrying",
-                    blob.name,
-                    attempt + 1,
-                    type(exc).__name__,
-                    exc,
-                )
-        raise SourceUnreachableError(
-            f"download failed after {self.retry.attempts} attempts ({last})",
-            subject=subject,
-            fix="check the source and retry; the partial file is kept and resumed next time",
-        )
+            if offset < blob.size:
+                stats.resumed_bytes += offset
+                with open(part, "ab") as fh:
+                    gblob.download_to_file(
+                        fh,
+                        start=offset or None,
+                        raw_download=True,
+                        checksum=None,
+                        retry=None,
+                        timeout=self.retry.timeout_s,
+                    )
+                stats.downloaded_bytes += part.stat().st_size - offset
+            crc = _verify(part, blob, stats)  # deletes a corrupt part: the next try starts over
+            if crc is None:
+                raise SourceUnreachableError("size/crc32c mismatch", subject=subject)
+            os.replace(part, dest)
+            return crc
+
+        def counted() -> None:
+            stats.retries += 1
+
+        try:
+            return call_with_retries(attempt, policy=self.retry, subject=subject, on_retry=counted)
+        except SourceUnreachableError as exc:
+            raise SourceUnreachableError(
+                f"download failed after {self.retry.attempts} attempts ({exc.what})",
+                subject=subject,
+                fix="check the source and retry; the partial file is kept and resumed next time",
+            ) from exc
 
     def open(self, blob: BlobInfo) -> BinaryIO:
         """Read one object as a buffered stream of ranged requests (no local copy)."""
