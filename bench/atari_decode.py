@@ -30,8 +30,8 @@ FRAME = 84 * 84
 
 def make_files(capacity: int, checkpoints: int) -> Path:
     """Write (once) a run with ``checkpoints`` regular logs of capacity C, like Dopamine."""
-    from episode_warehouse.fixtures.atari_game import play_episode
-    from episode_warehouse.fixtures.dopamine_writer import LoggedReplayBufferWriter
+    from warehouse_fixtures.atari_game import play_episode
+    from warehouse_fixtures.dopamine_writer import LoggedReplayBufferWriter
 
     folder = DATA / f"atari-C{capacity}-n{checkpoints}" / "replay_logs"
     if (folder / "done").exists():

@@ -40,11 +40,11 @@ PARTITION = "Pong/1"
 def build(root: Path) -> None:
     """The partition's decoded episodes, TED and catalog rows under ``root`` (either kind)."""
     from episode_warehouse.atari.decode import decode_run
-    from episode_warehouse.fixtures.atari_game import play_episode
-    from episode_warehouse.fixtures.dopamine_writer import write_run
     from episode_warehouse.incremental import build_if_changed
     from episode_warehouse.paths import WarehouseLayout
     from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
+    from warehouse_fixtures.atari_game import play_episode
+    from warehouse_fixtures.dopamine_writer import write_run
 
     rng = np.random.default_rng(SEED)
     raw = Path(tempfile.mkdtemp(prefix="bench-bucket-raw-"))
@@ -83,10 +83,10 @@ def _median_s(fn, repeat: int = 5) -> float:
 def bucket_figures(work: Path, threaded: bool, report: dict) -> None:
     """Build the partition into a bucket on an emulator in its own process, then stream it."""
     from episode_warehouse.catalog import run_query
-    from episode_warehouse.fixtures.gcs_emulator import emulator_process
     from episode_warehouse.gcs import gcs_client
     from episode_warehouse.loading import EpisodeStream, select_episodes
     from episode_warehouse.paths import WarehouseLayout
+    from warehouse_fixtures.gcs_emulator import emulator_process
 
     tag = "threaded_emulator" if threaded else "emulator"
     url = "gs://bench/wh"

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from bench.measure import save_report
 from episode_warehouse.catalog import EPISODES, CatalogStore
-from episode_warehouse.fixtures.openx_writer import INSTRUCTIONS
+from warehouse_fixtures.openx_writer import INSTRUCTIONS
 
 QUERIES = {
     "filter_aggregate": 'SELECT partition, count(*), avg("return") FROM episodes '

@@ -30,7 +30,7 @@ PARTITIONS = [f"Pong/{r}" for r in range(1, 6)] + [f"Breakout/{r}" for r in rang
 
 def make_runs(steps: int) -> Path:
     """RL Unplugged files for every partition, 2 files of ``steps / 2`` steps each (once)."""
-    from episode_warehouse.fixtures.rlu_writer import file_name, write_simulated_file
+    from warehouse_fixtures.rlu_writer import file_name, write_simulated_file
 
     folder = DATA / f"cluster-rlu-{steps}"
     if (folder / "done").exists():

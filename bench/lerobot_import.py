@@ -34,11 +34,11 @@ def measure(name: str, episodes: int, length: int, cameras: dict, *, video: bool
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     from episode_warehouse.decoded import open_decoded
-    from episode_warehouse.fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
     from episode_warehouse.incremental import build_if_changed
     from episode_warehouse.lerobot_source.dataset import open_lerobot_folder
     from episode_warehouse.lerobot_source.decode import decode_lerobot
     from episode_warehouse.ted import build_ted
+    from warehouse_fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
 
     spec = LeRobotSpec(
         repo_id=f"bench/{name}",

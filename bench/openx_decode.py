@@ -25,7 +25,7 @@ DATA = Path(__file__).parent / "data"
 
 
 def make_dataset(episodes: int, image_size: int) -> Path:
-    from episode_warehouse.fixtures.openx_writer import DatasetSpec, write_dataset
+    from warehouse_fixtures.openx_writer import DatasetSpec, write_dataset
 
     root = DATA / f"openx-{episodes}-{image_size}"
     if (root / "done").exists():

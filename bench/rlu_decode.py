@@ -33,7 +33,7 @@ DATA = Path(__file__).parent / "data"
 def make_files(files: int, steps: int) -> Path:
     """``<folder>/Pong/run_1-0000i-of-0000n``, ``steps`` rows (transitions) each (written once;
     the folder name carries the writer's format, so an older cache is not reused)."""
-    from episode_warehouse.fixtures.rlu_writer import file_name, write_simulated_file
+    from warehouse_fixtures.rlu_writer import file_name, write_simulated_file
 
     folder = DATA / f"rlu-v2-{files}x{steps}"
     if (folder / "done").exists():

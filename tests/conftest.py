@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from episode_warehouse.fixtures.demo import DEMO_BUCKET, write_demo_fixtures
-from episode_warehouse.fixtures.gcs_emulator import running_emulator, upload_tree
+from warehouse_fixtures.demo import DEMO_BUCKET, write_demo_fixtures
+from warehouse_fixtures.gcs_emulator import running_emulator, upload_tree
 
 SHARED_SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from episode_warehouse.fixtures.demo import (
+from warehouse_cli.environment import cli_instance, default_dagster_home
+from warehouse_fixtures.demo import (
     ATARI_RUNS,
     OPENX_DATASETS,
     RLU_RUNS,
     write_demo_fixtures,
 )
-from episode_warehouse.fixtures.gcs_emulator import running_emulator, upload_tree
-from warehouse_cli.environment import cli_instance, default_dagster_home
+from warehouse_fixtures.gcs_emulator import running_emulator, upload_tree
 
 QUERY = """SELECT source, partition, count(*) AS episodes, sum(length) AS frames,
        round(avg("return"), 2) AS mean_return, sum(complete::INT) AS complete

@@ -122,7 +122,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_fixtures(args: argparse.Namespace) -> int:
     from episode_warehouse.atomic import ensure_writable_dir
-    from episode_warehouse.fixtures.demo import write_demo_fixtures
+    from warehouse_fixtures.demo import write_demo_fixtures
 
     folder = ensure_writable_dir(Path(args.folder), "fixtures", "the FOLDER argument")
     summary = write_demo_fixtures(folder)

@@ -31,9 +31,9 @@ def run_ui(port: int, demo_folder: Path | None) -> int:
     env = {**os.environ, "DAGSTER_HOME": str(default_dagster_home())}
     with contextlib.ExitStack() as stack:
         if demo_folder is not None:
-            from episode_warehouse.fixtures.demo import write_demo_fixtures
-            from episode_warehouse.fixtures.gcs_emulator import running_emulator, upload_tree
             from warehouse_cli.demo import demo_environment
+            from warehouse_fixtures.demo import write_demo_fixtures
+            from warehouse_fixtures.gcs_emulator import running_emulator, upload_tree
 
             summary = write_demo_fixtures(demo_folder / "fixtures")
             endpoint = stack.enter_context(running_emulator())

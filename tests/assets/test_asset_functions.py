@@ -11,9 +11,9 @@ from assets.atari import atari_episodes, atari_replay_files
 from assets.graph import atari_ted
 from assets.retries import only_transient_retries
 from episode_warehouse.errors import SourceUnreachableError
-from episode_warehouse.fixtures.demo import DEMO_BUCKET
 from episode_warehouse.incremental import published
 from resources import AtariReplaySource, WarehouseStorage
+from warehouse_fixtures.demo import DEMO_BUCKET
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from episode_warehouse import open_ted
-from episode_warehouse.fixtures.gcs_emulator import upload_tree
-from episode_warehouse.fixtures.lerobot_writer import TELEOP, LeRobotSpec, write_lerobot_dataset
 from episode_warehouse.loading import select_episodes
 from warehouse_cli.main import main
+from warehouse_fixtures.gcs_emulator import upload_tree
+from warehouse_fixtures.lerobot_writer import TELEOP, LeRobotSpec, write_lerobot_dataset
 
 SPEC = LeRobotSpec(repo_id="lab/pick_place")
 

@@ -1,7 +1,7 @@
 """Publishing to a bucket root: meta-last, generation preconditions, killed and racing writers.
 
 Everything runs against the real GCS JSON API (gcp-storage-emulator, with GCS's precondition
-semantics: episode_warehouse.fixtures.gcs_emulator.enforce_generations).
+semantics: warehouse_fixtures.gcs_emulator.enforce_generations).
 """
 
 import json

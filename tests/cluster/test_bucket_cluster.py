@@ -19,13 +19,13 @@ import pytest
 
 from episode_warehouse import open_ted
 from episode_warehouse.catalog import run_query
-from episode_warehouse.fixtures.demo import DEMO_BUCKET
 from episode_warehouse.gcs import gcs_client
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.ted import open_ted_folder
 from warehouse_cli.cluster import backfill, services
 from warehouse_cli.cluster.instance import WORKER_TAG
 from warehouse_cli.runner import materialize_partition, stage_assets
+from warehouse_fixtures.demo import DEMO_BUCKET
 
 pytestmark = pytest.mark.slow
 PARTITIONS = {"atari": ["Pong/1", "Pong/5"], "openx": ["bridge"]}

@@ -10,8 +10,8 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-from episode_warehouse.fixtures.gcs_emulator import free_port
 from warehouse_cli.ui import start_dagster_dev, stop_process_group
+from warehouse_fixtures.gcs_emulator import free_port
 
 LOCATION = "episode_warehouse"
 REPOSITORY = {"repositoryLocationName": LOCATION, "repositoryName": "__repository__"}

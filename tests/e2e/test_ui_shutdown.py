@@ -10,8 +10,8 @@ import urllib.request
 
 import pytest
 
-from episode_warehouse.fixtures.gcs_emulator import free_port
 from warehouse_cli.processes import alive, descendants
+from warehouse_fixtures.gcs_emulator import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from episode_warehouse.fixtures.openx_writer import DatasetSpec
 from examples import bc_robot, dqn_atari
 from tests.helpers import build_atari, build_openx
+from warehouse_fixtures.openx_writer import DatasetSpec
 
 
 @pytest.fixture(scope="module")

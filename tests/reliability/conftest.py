@@ -43,7 +43,7 @@ class Runner:
 @pytest.fixture(scope="module")
 def runner(demo_fixtures, gcs_endpoint, tmp_path_factory) -> Runner:
     """CLI runs against the demo sources, each with its own DAGSTER_HOME-backed history."""
-    from episode_warehouse.fixtures.demo import DEMO_BUCKET
+    from warehouse_fixtures.demo import DEMO_BUCKET
 
     logs = tmp_path_factory.mktemp("logs")
     home = tmp_path_factory.mktemp("dagster_home")

@@ -8,9 +8,9 @@ import pytest
 
 from episode_warehouse.atari.decode import decode_run
 from episode_warehouse.errors import DiskFullError
-from episode_warehouse.fixtures.atari_game import play_episode
-from episode_warehouse.fixtures.dopamine_writer import write_run
 from episode_warehouse.incremental import build_if_changed
+from warehouse_fixtures.atari_game import play_episode
+from warehouse_fixtures.dopamine_writer import write_run
 
 
 @pytest.fixture

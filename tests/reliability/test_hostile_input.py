@@ -28,7 +28,6 @@ from episode_warehouse.errors import (
     LimitExceededError,
 )
 from episode_warehouse.export import ExportRequest, export_lerobot
-from episode_warehouse.fixtures.openx_writer import DatasetSpec, add_member, make_episode
 from episode_warehouse.incremental import build_if_changed, published
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.loading import Selection, select_episodes
@@ -37,6 +36,7 @@ from episode_warehouse.openx.shards import list_shards
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.stages import build_ted_stage, decode_atari
 from tests.reliability.conftest import snapshot
+from warehouse_fixtures.openx_writer import DatasetSpec, add_member, make_episode
 
 # --- Atari: Dopamine checkpoints ---------------------------------------------------------------
 

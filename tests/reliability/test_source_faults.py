@@ -8,9 +8,9 @@ from episode_warehouse.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.atari.mirror import mirror_run
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.errors import SourceUnreachableError
-from episode_warehouse.fixtures.demo import DEMO_BUCKET
 from episode_warehouse.retry import RetryPolicy
 from tests.reliability.fault_proxy import FaultProxy
+from warehouse_fixtures.demo import DEMO_BUCKET
 
 FAULTS = [
     "503",

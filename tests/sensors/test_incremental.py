@@ -10,9 +10,9 @@ import pytest
 
 from assets.graph import ALL_ASSETS, atari_ted
 from episode_warehouse import open_ted
-from episode_warehouse.fixtures.gcs_emulator import upload_tree
 from sensors.sources import atari_source_sensor, openx_source_sensor
 from warehouse_cli.runner import materialize_partition
+from warehouse_fixtures.gcs_emulator import upload_tree
 
 BUCKET = "sensor-test"
 

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from episode_warehouse.fixtures.gcs_emulator import free_port
 from warehouse_cli.main import main
+from warehouse_fixtures.gcs_emulator import free_port
 
 
 def _run(capsys, *argv):

@@ -11,12 +11,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from episode_warehouse.fixtures import rlu_writer as w
-from episode_warehouse.fixtures.demo import rlu_episodes
-from episode_warehouse.fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
 from episode_warehouse.paths import WarehouseLayout
 from tests.episode_warehouse.atari.test_rlu import LENGTHS, SEMANTIC_REFUSALS
 from warehouse_cli.main import main
+from warehouse_fixtures import rlu_writer as w
+from warehouse_fixtures.demo import rlu_episodes
+from warehouse_fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
 
 
 def _published(root) -> list[str]:

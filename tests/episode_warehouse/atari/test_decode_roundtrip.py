@@ -9,10 +9,10 @@ import torch
 from episode_warehouse.atari.decode import decode_run
 from episode_warehouse.decoded import open_decoded
 from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.fixtures.atari_game import play_episode
-from episode_warehouse.fixtures.dopamine_writer import write_run
 from episode_warehouse.ted import build_ted, open_ted_folder
 from tests.episode_warehouse.atari.truth import expected_fragments, recovered_rows
+from warehouse_fixtures.atari_game import play_episode
+from warehouse_fixtures.dopamine_writer import write_run
 
 
 def _decode(tmp_path, replay, suffixes, workers=1):

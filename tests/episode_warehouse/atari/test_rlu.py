@@ -20,13 +20,13 @@ from episode_warehouse.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.atari.mirror import detect_layout, mirror_run
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.errors import ConfigError, CorruptInputError, SourceMissingError
-from episode_warehouse.fixtures import rlu_writer as w
-from episode_warehouse.fixtures.demo import DEMO_BUCKET, rlu_episodes
-from episode_warehouse.fixtures.gcs_emulator import upload_tree
 from episode_warehouse.incremental import published
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.stages import build_ted_stage, decode_atari, publish_catalog_rows
 from episode_warehouse.tfrecord.records import masked_crc32c
+from warehouse_fixtures import rlu_writer as w
+from warehouse_fixtures.demo import DEMO_BUCKET, rlu_episodes
+from warehouse_fixtures.gcs_emulator import upload_tree
 
 ATARI_KEYS = [
     "action", "done", "episode", "is_init", "observation", "terminated", "truncated",

@@ -18,9 +18,6 @@ from episode_warehouse.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.atari.mirror import mirror_run
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.catalog import run_query
-from episode_warehouse.fixtures import rlu_writer
-from episode_warehouse.fixtures.atari_game import play_episode
-from episode_warehouse.fixtures.dopamine_writer import write_run
 from episode_warehouse.loading import (
     EpisodeSliceDataset,
     replay_buffer,
@@ -29,6 +26,9 @@ from episode_warehouse.loading import (
 )
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.stages import build_ted_stage, decode_atari, publish_catalog_rows
+from warehouse_fixtures import rlu_writer
+from warehouse_fixtures.atari_game import play_episode
+from warehouse_fixtures.dopamine_writer import write_run
 
 
 def _build(src, root, game, run):

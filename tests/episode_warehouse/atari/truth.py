@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from episode_warehouse.fixtures.dopamine_writer import GroundTruth
+from warehouse_fixtures.dopamine_writer import GroundTruth
 
 
 @dataclass

@@ -9,11 +9,11 @@ from episode_warehouse.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.atari.mirror import mirror_run
 from episode_warehouse.atomic import reading
 from episode_warehouse.blobstore import open_blob_store
-from episode_warehouse.fixtures.atari_game import play_episode
-from episode_warehouse.fixtures.dopamine_writer import write_run
 from episode_warehouse.incremental import published
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.stages import decode_atari
+from warehouse_fixtures.atari_game import play_episode
+from warehouse_fixtures.dopamine_writer import write_run
 
 
 def _write_source(src, seed):

@@ -92,11 +92,11 @@ def test_an_artifact_of_an_older_format_is_rebuilt_by_the_run_its_error_names(tm
     from episode_warehouse.decoded import open_decoded
     from episode_warehouse.decoded.format import VERSION as DECODED_VERSION
     from episode_warehouse.errors import FormatVersionError
-    from episode_warehouse.fixtures.atari_game import play_episode
-    from episode_warehouse.fixtures.dopamine_writer import write_run
     from episode_warehouse.paths import WarehouseLayout
     from episode_warehouse.stages import build_ted_stage, decode_atari
     from episode_warehouse.ted.layout import VERSION as TED_VERSION
+    from warehouse_fixtures.atari_game import play_episode
+    from warehouse_fixtures.dopamine_writer import write_run
 
     rng = np.random.default_rng(0)
     write_run(tmp_path / "src/Pong/1/replay_logs", [play_episode(rng, 50) for _ in range(3)], 400)

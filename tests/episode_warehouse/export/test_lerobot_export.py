@@ -20,9 +20,9 @@ from episode_warehouse.errors import (
 from episode_warehouse.export import ExportRequest, export_lerobot
 from episode_warehouse.export.compare import differing_files
 from episode_warehouse.export.per_frame import write_per_frame
-from episode_warehouse.fixtures.openx_writer import DatasetSpec
 from episode_warehouse.loading import Selection, select_episodes
 from tests.helpers import build_atari, build_openx
+from warehouse_fixtures.openx_writer import DatasetSpec
 
 ROWS = "SELECT source, partition, episode, start, length FROM episodes"
 

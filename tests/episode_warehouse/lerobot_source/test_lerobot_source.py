@@ -15,12 +15,12 @@ import torch
 
 from episode_warehouse.decoded import open_decoded
 from episode_warehouse.errors import CorruptInputError, FormatVersionError
-from episode_warehouse.fixtures.lerobot_writer import TELEOP, LeRobotSpec, write_lerobot_dataset
 from episode_warehouse.incremental import build_if_changed
 from episode_warehouse.lerobot_source.dataset import open_lerobot_folder
 from episode_warehouse.lerobot_source.decode import decode_lerobot
 from episode_warehouse.ted import build_ted, open_ted_folder
 from episode_warehouse.ted.validate import check_ted
+from warehouse_fixtures.lerobot_writer import TELEOP, LeRobotSpec, write_lerobot_dataset
 
 SPEC = LeRobotSpec()
 # lerobot-record's schema (no reward, no done) with the keys human-in-the-loop recordings add

@@ -18,7 +18,6 @@ from torch.utils.data import DataLoader
 from episode_warehouse import open_ted
 from episode_warehouse.catalog.statistics import publish_statistics
 from episode_warehouse.errors import CatalogQueryError, ConfigError, StaleSelectionError
-from episode_warehouse.fixtures.openx_writer import DatasetSpec
 from episode_warehouse.incremental import published
 from episode_warehouse.loading import (
     EpisodeStream,
@@ -31,6 +30,7 @@ from episode_warehouse.loading import (
 from episode_warehouse.loading.schedule import Plan, epoch_items
 from episode_warehouse.paths import WarehouseLayout
 from tests.helpers import build_atari, build_openx
+from warehouse_fixtures.openx_writer import DatasetSpec
 
 ALL = "SELECT source, partition, episode, start, length FROM episodes"
 

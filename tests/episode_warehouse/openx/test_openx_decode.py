@@ -15,15 +15,15 @@ from PIL import Image
 
 from episode_warehouse.decoded import open_decoded
 from episode_warehouse.errors import CorruptInputError, ForbiddenPickleError, SourceUnavailableError
-from episode_warehouse.fixtures.openx_writer import (
+from episode_warehouse.openx.decode import decode_shards
+from episode_warehouse.openx.shards import list_shards
+from episode_warehouse.ted import build_ted, open_ted_folder
+from warehouse_fixtures.openx_writer import (
     DatasetSpec,
     add_member,
     make_episode,
     write_dataset,
 )
-from episode_warehouse.openx.decode import decode_shards
-from episode_warehouse.openx.shards import list_shards
-from episode_warehouse.ted import build_ted, open_ted_folder
 
 
 def _build(tmp_path, root, name):
