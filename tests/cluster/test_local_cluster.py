@@ -251,6 +251,10 @@ def test_status_tells_which_services_answer_and_up_restarts_the_missing(cluster,
     for p in {pid, *processes.descendants(pid)}:
         os.kill(p, signal.SIGKILL)
     _postgres(cluster).stop()
+    # as a killed server would, leave a pid file naming a process that is gone
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (cluster.folder / "postgres" / "data" / "postmaster.pid").write_text(f"{gone.pid}\n")
     after = services.health(cluster.folder)
     assert not after["worker-2"] and not after["postgres"] and not after["daemon"], after
     assert after["worker-1"] and after["redis"] and after["webserver"], after

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from episode_warehouse.errors import ConfigError
+from warehouse_cli import processes
 from warehouse_cli.cluster.system import postgres_bin
 
 USER = "dagster"
@@ -173,6 +174,12 @@ class Postgres:
             return int((self.data / "postmaster.pid").read_text().split()[0])
         except (FileNotFoundError, IndexError, ValueError):
             return 0
+
+    def running(self) -> bool:
+        """Whether the postmaster of ``postmaster.pid`` is alive (a killed server leaves the
+        file behind; ``pg_ctl start`` then starts it again)."""
+        pid = self.pid()
+        return bool(pid) and processes.alive(pid)
 
     def stop(self, mode: str = "fast") -> None:
         if self.pid():

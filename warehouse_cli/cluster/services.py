@@ -242,7 +242,7 @@ def up(
         (folder / "cluster.json").write_text(json.dumps(state, indent=1))
 
     postgres = Postgres(folder / "postgres", config.postgres_port, secrets.postgres)
-    if not postgres.pid():
+    if not postgres.running():
         record("postgres", postgres.start())
     state["postgres"] = config.postgres_url
     if not _alive(state, "redis"):
