@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -22,7 +21,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from bench.measure import save_report
+from bench.measure import median_ms, save_report
 from episode_warehouse.catalog import EPISODES, CatalogStore
 from warehouse_fixtures.openx_writer import INSTRUCTIONS
 
@@ -104,15 +103,6 @@ def native_replace(con, source: str, key: str, table: pa.Table) -> None:
     con.execute("COMMIT")
 
 
-def median_ms(con, sql: str, repeats: int = 7) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        con.execute(sql).fetchall()
-        times.append((time.perf_counter() - t) * 1000)
-    return round(statistics.median(times), 1)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--episodes", type=int, default=1_000_000)
@@ -160,7 +150,8 @@ def main() -> None:
         report["rows_visible"] = ours.execute("SELECT count(*) FROM episodes").fetchone()[0]
         latency = {}
         for name, sql in QUERIES.items():
-            a, b = median_ms(ours, sql), median_ms(base, sql)
+            a = median_ms(lambda sql=sql: ours.execute(sql).fetchall())
+            b = median_ms(lambda sql=sql: base.execute(sql).fetchall())
             latency[name] = {"ours_ms": a, "native_table_ms": b, "ratio": round(a / b, 2)}
         report["query_latency"] = latency
     print(json.dumps(report, indent=1))

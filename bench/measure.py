@@ -8,6 +8,7 @@ the kernel can drop), plus VmHWM (the kernel's own peak of both).
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -65,6 +66,16 @@ def run_child(module: str, args: list[str]) -> Measurement:
     if proc.returncode != 0 or not out:
         raise RuntimeError(f"{module} {args} failed with {proc.returncode}")
     return Measurement(seconds, anon / 1024, file / 1024, hwm / 1024, json.loads(out[-1]))
+
+
+def median_ms(fn, repeats: int = 7) -> float:
+    """Median wall time of ``fn()`` over ``repeats`` calls, in milliseconds (0.1 ms)."""
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return round(statistics.median(times), 1)
 
 
 def save_report(name: str, report: dict) -> None:

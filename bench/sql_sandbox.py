@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import duckdb
 import numpy as np
 
 from bench.catalog import QUERIES, partition_rows
-from bench.measure import save_report
+from bench.measure import median_ms, save_report
 from episode_warehouse.catalog import CatalogStore
 from episode_warehouse.catalog.query import run_query
 
@@ -40,15 +38,6 @@ def _in_process(folder: Path, sql: str) -> list:
         con.close()
 
 
-def _median_ms(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return round(statistics.median(times), 1)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--episodes", type=int, default=100_000)
@@ -66,9 +55,11 @@ def main() -> None:
             store.publish_partition(source, key, table, part, {"bench": i})
         latency = {}
         for name, sql in QUERIES.items():
-            ours = _median_ms(lambda sql=sql: run_query(folder, sql), args.repeats)
-            base = _median_ms(lambda sql=sql: _in_process(folder, sql), args.repeats)
-            if run_query(folder, sql)[1] != _in_process(folder, sql) and "ORDER" in sql:
+            ours = median_ms(lambda sql=sql: run_query(folder, sql), args.repeats)
+            base = median_ms(lambda sql=sql: _in_process(folder, sql), args.repeats)
+            if sorted(run_query(folder, sql)[1], key=repr) != sorted(
+                _in_process(folder, sql), key=repr
+            ):
                 raise SystemExit(f"{name}: the sandboxed answer differs from the in-process one")
             latency[name] = {
                 "sandboxed_child_ms": ours,

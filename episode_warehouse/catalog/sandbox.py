@@ -18,7 +18,7 @@ request on stdin, a pickled answer on stdout), never a fork of the caller, which
 multi-threaded trainer, and never a process shared with other users of ``multiprocessing``
 (a DataLoader's fork server). It imports DuckDB and nothing of the warehouse but, for a bucket
 root, the gcsfs filesystem: the caller builds the view statements. Starting it costs about
-0.3 s a query.
+0.44 s a query (``bench.sql_sandbox``; most of it is ``import duckdb``).
 """
 
 from __future__ import annotations
