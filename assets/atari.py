@@ -6,8 +6,8 @@ from assets import versions
 from assets.partitions import atari_runs
 from assets.results import decoded_result
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
-from episode_warehouse.atari.games import parse_partition_key
-from episode_warehouse.atari.mirror import mirror_run
+from episode_warehouse.sources.atari.games import parse_partition_key
+from episode_warehouse.sources.atari.mirror import mirror_run
 from episode_warehouse.stages import decode_atari
 from resources import AtariReplaySource, WarehouseStorage
 

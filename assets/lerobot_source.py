@@ -6,7 +6,7 @@ from assets import versions
 from assets.partitions import lerobot_datasets
 from assets.results import decoded_result
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
-from episode_warehouse.lerobot_source.mirror import check_repo_id, mirror_dataset
+from episode_warehouse.sources.lerobot.mirror import check_repo_id, mirror_dataset
 from episode_warehouse.stages import decode_lerobot_stage
 from resources import LeRobotSource, WarehouseStorage
 

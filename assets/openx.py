@@ -6,8 +6,8 @@ from assets import versions
 from assets.partitions import openx_datasets
 from assets.results import decoded_result
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
-from episode_warehouse.openx.datasets import check_dataset_id
-from episode_warehouse.openx.mirror import mirror_shards
+from episode_warehouse.sources.openx.datasets import check_dataset_id
+from episode_warehouse.sources.openx.mirror import mirror_shards
 from episode_warehouse.stages import decode_openx
 from resources import OpenXSource, WarehouseStorage
 

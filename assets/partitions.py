@@ -3,7 +3,7 @@ LeRobot datasets (dynamic), named export selections (dynamic)."""
 
 import dagster as dg
 
-from episode_warehouse.atari.games import PARTITION_KEYS
+from episode_warehouse.sources.atari.games import PARTITION_KEYS
 
 atari_runs = dg.StaticPartitionsDefinition(list(PARTITION_KEYS))
 openx_datasets = dg.DynamicPartitionsDefinition(name="openx_datasets")

@@ -62,9 +62,9 @@ def inflate_rate(files: list[Path], which: str) -> float:
 def child_ours(replay: str, out: str, workers: str) -> None:
     import pandas  # noqa: F401 - pyarrow imports it on first use; keep it out of compute_s
 
-    from episode_warehouse.atari.decode import decode_run
     from episode_warehouse.catalog.rows import folder_bytes
     from episode_warehouse.decoded import open_decoded
+    from episode_warehouse.sources.atari.decode import decode_run
     from episode_warehouse.ted import build_ted
 
     suffixes = sorted(int(p.name.split(".")[1]) for p in Path(replay).glob("add_count_ckpt.*"))

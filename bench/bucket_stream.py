@@ -39,9 +39,9 @@ PARTITION = "Pong/1"
 
 def build(root: Path) -> None:
     """The partition's decoded episodes, TED and catalog rows under ``root`` (either kind)."""
-    from episode_warehouse.atari.decode import decode_run
     from episode_warehouse.incremental import build_if_changed
     from episode_warehouse.paths import WarehouseLayout
+    from episode_warehouse.sources.atari.decode import decode_run
     from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
     from warehouse_fixtures.atari_game import play_episode
     from warehouse_fixtures.dopamine_writer import write_run

@@ -86,10 +86,10 @@ def main() -> None:
     from tensordict import TensorDict
     from torchrl.data import ReplayBuffer, SliceSampler, TensorStorage
 
-    from episode_warehouse.atari.decode import decode_run
     from episode_warehouse.catalog.rows import folder_bytes
     from episode_warehouse.decoded import open_decoded
     from episode_warehouse.loading import Selection, ted_collate
+    from episode_warehouse.sources.atari.decode import decode_run
     from episode_warehouse.ted import build_ted, open_ted_folder
 
     replay = make_files(100_000, 3)

@@ -47,8 +47,8 @@ def child_ours(root: str, out: str) -> None:
     import torchvision  # noqa: F401
 
     from episode_warehouse.decoded import open_decoded
-    from episode_warehouse.openx.decode import decode_shards
-    from episode_warehouse.openx.shards import list_shards
+    from episode_warehouse.sources.openx.decode import decode_shards
+    from episode_warehouse.sources.openx.shards import list_shards
     from episode_warehouse.ted import build_ted
 
     dec, ted = Path(out) / "dec", Path(out) / "ted"
@@ -74,8 +74,8 @@ def child_torchrl(root: str, out: str) -> None:
     import torch
     from torchrl.data.datasets.openx import _format_data, _make_tensordict_image_conv
 
-    from episode_warehouse.openx.members import iter_members
-    from episode_warehouse.openx.shards import list_shards
+    from episode_warehouse.sources.openx.members import iter_members
+    from episode_warehouse.sources.openx.shards import list_shards
 
     shards = list_shards(root, "cmu_stretch").shards
     started = time.perf_counter()
@@ -99,8 +99,8 @@ def child_torchrl(root: str, out: str) -> None:
 
 
 def measure(root: Path, workdir: str) -> dict:
-    from episode_warehouse.openx.members import iter_members
-    from episode_warehouse.openx.shards import list_shards
+    from episode_warehouse.sources.openx.members import iter_members
+    from episode_warehouse.sources.openx.shards import list_shards
 
     if not (root / "counts.json").exists():
         import pickle

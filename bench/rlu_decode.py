@@ -49,7 +49,7 @@ def make_files(files: int, steps: int) -> Path:
 
 
 def sample_pngs(folder: Path, count: int = 20000) -> list[bytes]:
-    from episode_warehouse.atari.rlu_episode import parse_record
+    from episode_warehouse.sources.atari.rlu_episode import parse_record
     from episode_warehouse.tfrecord.records import iter_gzip_records
 
     out: list[bytes] = []
@@ -102,8 +102,8 @@ def decoder_rates(pngs: list[bytes]) -> dict[str, float]:
 
 
 def child_ours(folder: str, out: str, workers: str) -> None:
-    from episode_warehouse.atari.rlu_decode import RluSource, decode_rlu_run
     from episode_warehouse.decoded import open_decoded
+    from episode_warehouse.sources.atari.rlu_decode import RluSource, decode_rlu_run
     from episode_warehouse.ted import build_ted
 
     sources = [RluSource(p.name, path=str(p)) for p in sorted((Path(folder) / "Pong").iterdir())]

@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from episode_warehouse.atari.games import parse_partition_key
-from episode_warehouse.atari.rlu_files import parse_file_name as parse_rlu_name
 from episode_warehouse.blobstore import BlobStore
 from episode_warehouse.errors import PartitionKeyError
 from episode_warehouse.incremental import fingerprint
-from episode_warehouse.openx.datasets import check_dataset_id
+from episode_warehouse.sources.atari.games import parse_partition_key
+from episode_warehouse.sources.atari.rlu_files import parse_file_name as parse_rlu_name
+from episode_warehouse.sources.openx.datasets import check_dataset_id
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def openx_fingerprints(url: str) -> dict[str, str]:
         from huggingface_hub import HfApi
         from huggingface_hub.hf_api import RepoFile
 
-        from episode_warehouse.openx.shards import _HF_RE
+        from episode_warehouse.sources.openx.shards import _HF_RE
 
         match = _HF_RE.match(url)
         if not match:
@@ -79,7 +79,7 @@ def openx_fingerprints(url: str) -> dict[str, str]:
 def lerobot_fingerprints(store: BlobStore) -> dict[str, str]:
     """``{"owner/name": fingerprint}`` for every ``<owner>/<name>/`` holding ``meta/info.json``
     (its meta/, data/ and videos/ files count)."""
-    from episode_warehouse.lerobot_source.mirror import FOLDERS, check_repo_id
+    from episode_warehouse.sources.lerobot.mirror import FOLDERS, check_repo_id
 
     groups: dict[str, list] = {}
     datasets = set()

@@ -84,7 +84,7 @@ def decode_atari(
     def make_build(raw_dir: Path, raw: dict, lineage: dict):
         if raw.get("format") == "atari-rlu-raw":
             return _rlu_build(raw_dir, raw, key, workers, endpoint, limits, lineage)
-        from episode_warehouse.atari.decode import decode_run
+        from episode_warehouse.sources.atari.decode import decode_run
 
         def build(tmp: Path) -> dict:
             return decode_run(
@@ -102,7 +102,7 @@ def decode_atari(
 
 
 def _rlu_build(raw_dir, raw, key, workers, endpoint, limits, lineage):
-    from episode_warehouse.atari.rlu_decode import RluSource, decode_rlu_run
+    from episode_warehouse.sources.atari.rlu_decode import RluSource, decode_rlu_run
 
     names = sorted(raw["files"])
     if raw.get("mode") == "streaming":
@@ -138,8 +138,8 @@ def decode_openx(
     layout: WarehouseLayout, key: str, *, code_version: str, limits: InputLimits | None = None
 ) -> Built:
     """Decoded episodes of one OpenX dataset, from its mirrored shards or the source itself."""
-    from episode_warehouse.openx.decode import decode_shards
-    from episode_warehouse.openx.mirror import manifest_shards
+    from episode_warehouse.sources.openx.decode import decode_shards
+    from episode_warehouse.sources.openx.mirror import manifest_shards
 
     def make_build(raw_dir: Path, raw: dict, lineage: dict):
         return lambda tmp: decode_shards(
@@ -151,8 +151,8 @@ def decode_openx(
 
 def decode_lerobot_stage(layout: WarehouseLayout, key: str, *, code_version: str) -> Built:
     """Decoded episodes of one LeRobot dataset, from its mirrored folder."""
-    from episode_warehouse.lerobot_source.dataset import open_lerobot_folder
-    from episode_warehouse.lerobot_source.decode import decode_lerobot
+    from episode_warehouse.sources.lerobot.dataset import open_lerobot_folder
+    from episode_warehouse.sources.lerobot.decode import decode_lerobot
 
     def make_build(raw_dir: Path, raw: dict, lineage: dict):
         return lambda tmp: decode_lerobot(open_lerobot_folder(raw_dir), tmp, lineage=lineage)

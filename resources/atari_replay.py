@@ -6,11 +6,11 @@ from enum import Enum
 
 import dagster as dg
 
-from episode_warehouse.atari.dopamine_files import CheckpointSubset
-from episode_warehouse.atari.mirror import LAYOUTS, MODES
 from episode_warehouse.blobstore import BlobStore, open_blob_store
 from episode_warehouse.gcs import EMULATOR_ENV
 from episode_warehouse.retry import RetryPolicy
+from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
+from episode_warehouse.sources.atari.mirror import LAYOUTS, MODES
 from resources.settings import setting
 
 DEFAULT_ATARI_URL = "gs://rl_unplugged/atari_episodes_ordered"

@@ -6,8 +6,8 @@ from enum import Enum
 
 import dagster as dg
 
-from episode_warehouse.openx.mirror import MODES
-from episode_warehouse.openx.shards import ShardListing, list_shards
+from episode_warehouse.sources.openx.mirror import MODES
+from episode_warehouse.sources.openx.shards import ShardListing, list_shards
 from resources.settings import setting
 
 DEFAULT_OPENX_URL = "hf://datasets/jxu124/OpenX-Embodiment"

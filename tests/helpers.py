@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from episode_warehouse.atari.decode import decode_run
 from episode_warehouse.incremental import build_if_changed
-from episode_warehouse.openx.decode import decode_shards
-from episode_warehouse.openx.shards import list_shards
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.sources.atari.decode import decode_run
+from episode_warehouse.sources.openx.decode import decode_shards
+from episode_warehouse.sources.openx.shards import list_shards
 from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
 from warehouse_fixtures.atari_game import play_episode
 from warehouse_fixtures.dopamine_writer import write_run

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dagster as dg
 
-from episode_warehouse.atari.games import parse_partition_key
 from episode_warehouse.errors import PartitionKeyError, WarehouseError
-from episode_warehouse.lerobot_source.mirror import check_repo_id
-from episode_warehouse.openx.datasets import check_dataset_id
+from episode_warehouse.sources.atari.games import parse_partition_key
+from episode_warehouse.sources.lerobot.mirror import check_repo_id
+from episode_warehouse.sources.openx.datasets import check_dataset_id
 from warehouse_cli.arguments import STAGES
 from warehouse_cli.code_location import load_defs
 

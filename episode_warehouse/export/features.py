@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from episode_warehouse.openx.datasets import CONTROL_HZ, DEFAULT_HZ
+from episode_warehouse.sources.openx.datasets import CONTROL_HZ, DEFAULT_HZ
 
 ATARI_FPS = 15
 

@@ -4,7 +4,7 @@ import dagster as dg
 import pytest
 
 from definitions import defs
-from episode_warehouse.atari.games import GAMES
+from episode_warehouse.sources.atari.games import GAMES
 
 
 def test_asset_keys_and_groups():

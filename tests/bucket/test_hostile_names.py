@@ -18,8 +18,8 @@ from episode_warehouse.confine import checked_name, inside
 from episode_warehouse.errors import ConfigError, CorruptInputError
 from episode_warehouse.gcs import gcs_client
 from episode_warehouse.incremental import checkout
-from episode_warehouse.lerobot_source.mirror import mirror_dataset
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.sources.lerobot.mirror import mirror_dataset
 from tests.bucket.conftest import scratch_of
 from tests.helpers import build_atari
 

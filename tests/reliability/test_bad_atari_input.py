@@ -7,10 +7,10 @@ import shutil
 import numpy as np
 import pytest
 
-from episode_warehouse.atari.decode import decode_run
-from episode_warehouse.atari.dopamine_files import file_name
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.incremental import build_if_changed
+from episode_warehouse.sources.atari.decode import decode_run
+from episode_warehouse.sources.atari.dopamine_files import file_name
 from warehouse_fixtures.atari_game import play_episode
 from warehouse_fixtures.dopamine_writer import write_run
 

@@ -6,9 +6,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from episode_warehouse.atari.decode import decode_run
 from episode_warehouse.errors import DiskFullError
 from episode_warehouse.incremental import build_if_changed
+from episode_warehouse.sources.atari.decode import decode_run
 from warehouse_fixtures.atari_game import play_episode
 from warehouse_fixtures.dopamine_writer import write_run
 

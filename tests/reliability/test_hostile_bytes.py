@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from episode_warehouse.atari import rlu_episode
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
 from episode_warehouse.image_header import image_size, png_prefix
 from episode_warehouse.limits import InputLimits
+from episode_warehouse.sources.atari import rlu_episode
 from episode_warehouse.tfrecord.records import iter_gzip_records, masked_crc32c
 
 

@@ -18,8 +18,6 @@ import zlib
 import numpy as np
 import pytest
 
-from episode_warehouse.atari.dopamine_files import CheckpointSubset, file_name
-from episode_warehouse.atari.mirror import mirror_run
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.errors import (
     CatalogQueryError,
@@ -31,9 +29,11 @@ from episode_warehouse.export import ExportRequest, export_lerobot
 from episode_warehouse.incremental import build_if_changed, published
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.loading import Selection, select_episodes
-from episode_warehouse.openx.decode import decode_shards
-from episode_warehouse.openx.shards import list_shards
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset, file_name
+from episode_warehouse.sources.atari.mirror import mirror_run
+from episode_warehouse.sources.openx.decode import decode_shards
+from episode_warehouse.sources.openx.shards import list_shards
 from episode_warehouse.stages import build_ted_stage, decode_atari
 from tests.reliability.conftest import snapshot
 from warehouse_fixtures.openx_writer import DatasetSpec, add_member, make_episode

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from episode_warehouse.atari.dopamine_files import CheckpointSubset
-from episode_warehouse.atari.mirror import mirror_run
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.errors import SourceUnreachableError
 from episode_warehouse.retry import RetryPolicy
+from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
+from episode_warehouse.sources.atari.mirror import mirror_run
 from tests.reliability.fault_proxy import FaultProxy
 from warehouse_fixtures.demo import DEMO_BUCKET
 

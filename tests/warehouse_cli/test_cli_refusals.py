@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from episode_warehouse.paths import WarehouseLayout
-from tests.episode_warehouse.atari.test_rlu import LENGTHS, SEMANTIC_REFUSALS
+from tests.episode_warehouse.sources.atari.test_rlu import LENGTHS, SEMANTIC_REFUSALS
 from warehouse_cli.main import main
 from warehouse_fixtures import rlu_writer as w
 from warehouse_fixtures.demo import rlu_episodes

@@ -5,12 +5,12 @@ import time
 
 import numpy as np
 
-from episode_warehouse.atari.dopamine_files import CheckpointSubset
-from episode_warehouse.atari.mirror import mirror_run
 from episode_warehouse.atomic import reading
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.incremental import published
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
+from episode_warehouse.sources.atari.mirror import mirror_run
 from episode_warehouse.stages import decode_atari
 from warehouse_fixtures.atari_game import play_episode
 from warehouse_fixtures.dopamine_writer import write_run

@@ -86,13 +86,13 @@ def test_an_artifact_of_an_older_format_is_rebuilt_by_the_run_its_error_names(tm
     import numpy as np
 
     from episode_warehouse import open_ted
-    from episode_warehouse.atari.dopamine_files import CheckpointSubset
-    from episode_warehouse.atari.mirror import mirror_run
     from episode_warehouse.blobstore import open_blob_store
     from episode_warehouse.decoded import open_decoded
     from episode_warehouse.decoded.format import VERSION as DECODED_VERSION
     from episode_warehouse.errors import FormatVersionError
     from episode_warehouse.paths import WarehouseLayout
+    from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
+    from episode_warehouse.sources.atari.mirror import mirror_run
     from episode_warehouse.stages import build_ted_stage, decode_atari
     from episode_warehouse.ted.layout import VERSION as TED_VERSION
     from warehouse_fixtures.atari_game import play_episode

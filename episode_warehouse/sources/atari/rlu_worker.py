@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from episode_warehouse.atari.rlu_episode import FRAME_SHAPE, decode_frames, parse_record
-from episode_warehouse.atari.rlu_files import parse_file_name
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.sources.atari.rlu_episode import FRAME_SHAPE, decode_frames, parse_record
+from episode_warehouse.sources.atari.rlu_files import parse_file_name
 from episode_warehouse.tfrecord.records import iter_gzip_records
 
 CHUNK_FRAMES = 2048  # 14 MB of 84x84 frames per write

@@ -28,19 +28,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from episode_warehouse.atari.dopamine_files import (
-    ELEMENTS,
-    CheckpointSubset,
-    file_name,
-    parse_file_name,
-)
-from episode_warehouse.atari.rlu_files import RLU_GAMES, list_rlu_run
 from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.blobstore import BlobInfo, BlobStore, DownloadStats
 from episode_warehouse.confine import inside
 from episode_warehouse.errors import ConfigError, CorruptInputError, SourceMissingError
 from episode_warehouse.incremental import Built, build_if_changed, published
 from episode_warehouse.progress import progress
+from episode_warehouse.sources.atari.dopamine_files import (
+    ELEMENTS,
+    CheckpointSubset,
+    file_name,
+    parse_file_name,
+)
+from episode_warehouse.sources.atari.rlu_files import RLU_GAMES, list_rlu_run
 
 log = logging.getLogger(__name__)
 REPLAY_LOGS = "replay_logs"

@@ -15,15 +15,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from episode_warehouse.atari.checkpoint_reader import CheckpointMeta, read_checkpoint_meta
-from episode_warehouse.atari.dopamine_files import file_name
-from episode_warehouse.atari.frame_copy import copy_frames, read_slots, verify_frames
-from episode_warehouse.atari.stream_plan import StreamPlan, plan_stream
-from episode_warehouse.atari.time_limit import hit_time_limit
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.progress import progress
+from episode_warehouse.sources.atari.checkpoint_reader import CheckpointMeta, read_checkpoint_meta
+from episode_warehouse.sources.atari.dopamine_files import file_name
+from episode_warehouse.sources.atari.frame_copy import copy_frames, read_slots, verify_frames
+from episode_warehouse.sources.atari.stream_plan import StreamPlan, plan_stream
+from episode_warehouse.sources.atari.time_limit import hit_time_limit
 from episode_warehouse.workers import WorkerPool
 
 log = logging.getLogger(__name__)

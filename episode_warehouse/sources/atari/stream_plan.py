@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from episode_warehouse.atari.checkpoint_reader import CheckpointMeta
-from episode_warehouse.atari.dopamine_files import file_name
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.sources.atari.checkpoint_reader import CheckpointMeta
+from episode_warehouse.sources.atari.dopamine_files import file_name
 
 log = logging.getLogger(__name__)
 _FAR = np.int64(-(2**62))

@@ -34,9 +34,9 @@ from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.image_header import image_size
-from episode_warehouse.lerobot_source.dataset import Feature, LeRobotFolder, _table
-from episode_warehouse.lerobot_source.video import VideoFrames
 from episode_warehouse.progress import progress
+from episode_warehouse.sources.lerobot.dataset import Feature, LeRobotFolder, _table
+from episode_warehouse.sources.lerobot.video import VideoFrames
 
 log = logging.getLogger(__name__)
 TERMINAL = ("next.terminated", "next.done")  # read into the terminal flag, not kept as keys

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
 from episode_warehouse.limits import InputLimits
-from episode_warehouse.openx.shards import Shard, open_shard
+from episode_warehouse.sources.openx.shards import Shard, open_shard
 
 PICKLE_SUFFIX = ".data.pickle"
 _REMOVE = "the shard is not a clean OpenX WebDataset tar; remove the member or the shard"

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from episode_warehouse import open_ted
-from episode_warehouse.atari.dopamine_files import CheckpointSubset
-from episode_warehouse.atari.mirror import detect_layout, mirror_run
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.errors import ConfigError, CorruptInputError, SourceMissingError
 from episode_warehouse.incremental import published
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
+from episode_warehouse.sources.atari.mirror import detect_layout, mirror_run
 from episode_warehouse.stages import build_ted_stage, decode_atari, publish_catalog_rows
 from episode_warehouse.tfrecord.records import masked_crc32c
 from warehouse_fixtures import rlu_writer as w
@@ -358,7 +358,7 @@ def test_an_episode_repeated_within_its_checkpoint_is_refused(source, tmp_path):
 
 def test_the_time_limit_is_a_truncation_not_a_terminal_state(tmp_path):
     """27,000 rows whose last the logger marked terminal: Dopamine's time limit, truncated."""
-    from episode_warehouse.atari.time_limit import MAX_EPISODE_STEPS
+    from episode_warehouse.sources.atari.time_limit import MAX_EPISODE_STEPS
 
     blank = w.png(np.full((84, 84), 87, np.uint8))  # one frame bytes, repeated: cheap to write
     n = MAX_EPISODE_STEPS

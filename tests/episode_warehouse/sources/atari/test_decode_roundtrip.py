@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from episode_warehouse.atari.decode import decode_run
 from episode_warehouse.decoded import open_decoded
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.sources.atari.decode import decode_run
 from episode_warehouse.ted import build_ted, open_ted_folder
-from tests.episode_warehouse.atari.truth import expected_fragments, recovered_rows
+from tests.episode_warehouse.sources.atari.truth import expected_fragments, recovered_rows
 from warehouse_fixtures.atari_game import play_episode
 from warehouse_fixtures.dopamine_writer import write_run
 

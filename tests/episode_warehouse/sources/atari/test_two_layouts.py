@@ -14,8 +14,6 @@ import torch
 from torch.utils.data import DataLoader
 
 from episode_warehouse import open_ted
-from episode_warehouse.atari.dopamine_files import CheckpointSubset
-from episode_warehouse.atari.mirror import mirror_run
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.catalog import run_query
 from episode_warehouse.loading import (
@@ -25,6 +23,8 @@ from episode_warehouse.loading import (
     ted_collate,
 )
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
+from episode_warehouse.sources.atari.mirror import mirror_run
 from episode_warehouse.stages import build_ted_stage, decode_atari, publish_catalog_rows
 from warehouse_fixtures import rlu_writer
 from warehouse_fixtures.atari_game import play_episode

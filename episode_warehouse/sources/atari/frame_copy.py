@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from episode_warehouse.atari.checkpoint_reader import stream_rows
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.sources.atari.checkpoint_reader import stream_rows
 
 CHUNK_ROWS = 2048  # 14 MB of 84x84 frames per read
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 
-from episode_warehouse.atari.mirror import MirrorReport, mirror_files
 from episode_warehouse.blobstore import BlobInfo, BlobStore
 from episode_warehouse.errors import PartitionKeyError, SourceMissingError
 from episode_warehouse.incremental import Built, build_if_changed
+from episode_warehouse.sources.atari.mirror import MirrorReport, mirror_files
 
 FOLDERS = ("meta/", "data/", "videos/")
 _REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from episode_warehouse import open_ted
-from episode_warehouse.atari.dopamine_files import CheckpointSubset
-from episode_warehouse.atari.mirror import mirror_run
-from episode_warehouse.atari.rlu_episode import parse_record
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.catalog import run_query
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
+from episode_warehouse.sources.atari.mirror import mirror_run
+from episode_warehouse.sources.atari.rlu_episode import parse_record
 from episode_warehouse.stages import build_ted_stage, decode_atari, publish_catalog_rows
 from episode_warehouse.tfrecord.records import iter_gzip_records
 

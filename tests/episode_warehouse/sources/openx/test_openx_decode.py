@@ -15,8 +15,8 @@ from PIL import Image
 
 from episode_warehouse.decoded import open_decoded
 from episode_warehouse.errors import CorruptInputError, ForbiddenPickleError, SourceUnavailableError
-from episode_warehouse.openx.decode import decode_shards
-from episode_warehouse.openx.shards import list_shards
+from episode_warehouse.sources.openx.decode import decode_shards
+from episode_warehouse.sources.openx.shards import list_shards
 from episode_warehouse.ted import build_ted, open_ted_folder
 from warehouse_fixtures.openx_writer import (
     DatasetSpec,

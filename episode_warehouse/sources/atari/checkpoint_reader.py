@@ -17,8 +17,8 @@ import numpy as np
 from isal import igzip
 from isal.igzip_lib import IsalError
 
-from episode_warehouse.atari.dopamine_files import STORE_ELEMENTS, file_name
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.sources.atari.dopamine_files import STORE_ELEMENTS, file_name
 
 _REFETCH = "delete the file and materialize the raw stage again (it is re-downloaded)"
 # isal's stubs declare IsalError as an instance; it is an exception class

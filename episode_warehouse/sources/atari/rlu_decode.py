@@ -25,14 +25,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from episode_warehouse.atari.rlu_episode import FRAME_SHAPE
-from episode_warehouse.atari.rlu_worker import FileScan, RluSource, fill_frames, scan_file
-from episode_warehouse.atari.time_limit import hit_time_limit
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.progress import progress
+from episode_warehouse.sources.atari.rlu_episode import FRAME_SHAPE
+from episode_warehouse.sources.atari.rlu_worker import FileScan, RluSource, fill_frames, scan_file
+from episode_warehouse.sources.atari.time_limit import hit_time_limit
 from episode_warehouse.workers import WorkerPool
 
 log = logging.getLogger(__name__)

@@ -21,11 +21,11 @@ from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.limits import InputLimits
-from episode_warehouse.openx.episode_decode import FLAG_KEYS, decode_episode
-from episode_warehouse.openx.members import iter_members
-from episode_warehouse.openx.restricted_pickle import restricted_loads
-from episode_warehouse.openx.shards import Shard
 from episode_warehouse.progress import progress
+from episode_warehouse.sources.openx.episode_decode import FLAG_KEYS, decode_episode
+from episode_warehouse.sources.openx.members import iter_members
+from episode_warehouse.sources.openx.restricted_pickle import restricted_loads
+from episode_warehouse.sources.openx.shards import Shard
 
 log = logging.getLogger(__name__)
 
