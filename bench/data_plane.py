@@ -64,14 +64,14 @@ def windows(root: Path, report: dict) -> None:
     import torch
     from torch.utils.data import DataLoader
 
-    from episode_warehouse.export.features import fps_for
     from episode_warehouse.export.lerobot import ExportRequest, export_lerobot
     from episode_warehouse.loading import Selection, StepWindowDataset
+    from episode_warehouse.sources import registry
 
     selection = Selection.from_rows(_rows(root, ["Pong/1"], episodes=8), root)
     target = WORK / "lerobot" / "pong-8"
     export_lerobot(ExportRequest("pong-8", str(root), selection.rows()), target, workers=2)
-    fps = fps_for("atari", "Pong/1")
+    fps = registry.fps("atari", "Pong/1")
     deltas = {"observation": [-3, -2, -1, 0], "action": list(range(16))}
     ours = StepWindowDataset(selection, deltas)
     rng = np.random.default_rng(0)
@@ -114,9 +114,9 @@ def windows(root: Path, report: dict) -> None:
 def statistics(root: Path, report: dict) -> None:
     from episode_warehouse.catalog.statistics import publish_statistics
     from episode_warehouse.loading import Selection, selection_stats
-    from episode_warehouse.loading.statistics import _read
     from episode_warehouse.paths import WarehouseLayout
     from episode_warehouse.ted import open_ted_folder
+    from episode_warehouse.ted.statistics import _read
 
     layout = WarehouseLayout(root)
     parts = [f"Pong/{n}" for n in range(1, COPIES + 1)]

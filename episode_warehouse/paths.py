@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +16,8 @@ if TYPE_CHECKING:
 
 ROOT_ENV = "EPISODE_WAREHOUSE_ROOT"
 DEFAULT_ROOT = "warehouse-data"
-SOURCES = ("atari", "openx", "lerobot")
+# a source folder: a registered source's name (episode_warehouse.sources.registry checks which)
+_SOURCE_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
 
 @dataclass(frozen=True)
@@ -60,9 +62,9 @@ class WarehouseLayout:
         return cls(path.resolve())
 
     def _part(self, stage: str, source: str, partition: str) -> Path:
-        if source not in SOURCES:
+        if not _SOURCE_RE.match(source or ""):
             raise PartitionKeyError(
-                f"unknown source (expected one of {SOURCES})", subject=repr(source)
+                "not a source name (lowercase letters, digits, '_')", subject=repr(source)
             )
         parts = partition.split("/")
         if not partition or any(p in ("", ".", "..") for p in parts) or "\\" in partition:

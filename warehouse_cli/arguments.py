@@ -4,12 +4,13 @@ every command parses them)."""
 from __future__ import annotations
 
 STAGES = ("raw", "decoded", "ted", "catalog", "lerobot")
-SOURCES = ("atari", "openx", "lerobot")
 
 
 def add_source_arguments(parser, partition_help: str, *, many: bool = False) -> None:
     """The ``SOURCE PARTITION`` arguments (``PARTITION...`` when ``many``) and ``--through``."""
-    parser.add_argument("source", choices=SOURCES)
+    from episode_warehouse.sources import registry
+
+    parser.add_argument("source", choices=registry.names())
     if many:
         parser.add_argument("partitions", nargs="*", help=partition_help)
     else:

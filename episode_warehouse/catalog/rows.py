@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from episode_warehouse.sources import registry
 from episode_warehouse.ted.layout import EPISODES, META
 
 
@@ -50,7 +51,6 @@ def catalog_rows(
     }
     for name, column in lineage.items():
         episodes = episodes.append_column(name, column)
-    from episode_warehouse.export.features import fps_for  # the export's rule, imported late
 
     partition_row = {
         "source": source,
@@ -63,7 +63,7 @@ def catalog_rows(
         "run_id": run_id,
         "materialized_at": materialized_at,
         "source_url": meta.get("source_url", ""),
-        "fps": fps_for(source, partition, meta),
+        "fps": registry.fps(source, partition, meta),
         "robot_type": meta.get("robot_type"),
     }
     return episodes, partition_row

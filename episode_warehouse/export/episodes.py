@@ -29,9 +29,13 @@ class ExportEpisode:
 
 
 def _task(source: str, partition: str, meta: dict, steps: TensorDictBase) -> str:
-    """Atari: the game. OpenX, LeRobot: the episode's instruction (``task_index`` into tasks)."""
-    if source == "atari":
-        return partition.split("/")[0]
+    """The partition's task where the source has one (Atari: the game), else the episode's
+    instruction (``task_index`` into the TED's ``tasks``)."""
+    from episode_warehouse.sources import registry
+
+    task = registry.partition_task(source, partition)
+    if task is not None:
+        return task
     tasks = meta.get("tasks", [])
     if "task_index" not in steps.keys() or not tasks:  # noqa: SIM118 - TensorDict needs keys()
         return ""
@@ -63,15 +67,16 @@ def create_dataset(repo_id: str, episodes: list[ExportEpisode], out: Path, video
     """A new, empty ``LeRobotDataset`` at ``out`` with the features of ``episodes``' source."""
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    from episode_warehouse.export.features import features_for, fps_for
+    from episode_warehouse.export.features import features_for
+    from episode_warehouse.sources import registry
 
     first = episodes[0]
     if out.is_dir() and not any(out.iterdir()):
         out.rmdir()  # lerobot creates the dataset root itself (an empty staging folder here)
     return LeRobotDataset.create(
         repo_id,
-        fps=fps_for(first.source, first.partition, first.meta),
-        features=features_for(first.ted, first.source, video),
+        fps=registry.fps(first.source, first.partition, first.meta),
+        features=features_for(first.ted, video),
         root=out,
         use_videos=video,
         robot_type=first.meta.get("robot_type") or first.source,

@@ -1,14 +1,18 @@
-"""How TED steps map to LeRobot features, per source.
+"""How TED steps map to LeRobot features, for every source alike, from what the TED holds.
 
-Atari: ``observation.image`` (84x84, the gray frame replicated to RGB, since LeRobot's
-image writer takes uint8 images with 3 channels), ``action`` (int64 [1]), ``next.reward``
-(float32 [1]), ``next.done`` (bool [1]); fps 15 (60 Hz emulator, frame skip 4); task = game.
-OpenX: ``observation.images.<camera>`` (HWC uint8), ``observation.state`` and ``action``
-(float32), ``next.reward``, ``next.done``; task = the language instruction; fps = the dataset's
-control frequency (table in ``openx/datasets.py``, default 10).
-LeRobot (an imported dataset): the same names as OpenX, cameras from ``observation/image/<cam>``
-and other nested observations back to dotted names (``observation/a/b`` -> ``observation.a.b``);
-fps, robot type and tasks as the TED recorded them from the original ``info.json``.
+- ``observation`` leaves: an integer ``(N, C, H, W)`` leaf is a camera,
+  ``observation.images.<last key>`` (HWC uint8); a bare integer ``(N, H, W)`` observation is one
+  grey camera, ``observation.image`` (replicated to RGB: LeRobot's image writer takes three
+  channels); every other leaf is a float32 state, ``observation.<key path, dotted>``
+  (``observation.state`` for a bare vector).
+- ``action``: int64 for integer actions (Atari's), else float32, shape ``(D,)`` or ``(1,)``.
+- ``next.reward`` (float32 ``[1]``) only where the TED has rewards (none is invented),
+  ``next.done`` (bool ``[1]``).
+
+So Atari exports ``observation.image`` and an int64 ``action``; OpenX ``observation.images.<cam>``
+from ``observation/<cam>``; an imported LeRobot dataset its cameras from
+``observation/image/<cam>`` and nested observations back to dotted names. fps and the task string
+come from the source registry (:mod:`episode_warehouse.sources.registry`).
 """
 
 from __future__ import annotations
@@ -17,30 +21,34 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from episode_warehouse.sources.openx.datasets import CONTROL_HZ, DEFAULT_HZ
+from episode_warehouse.export.png_writer import CHW, GRAY, to_hwc
 
-ATARI_FPS = 15
-
-
-def fps_for(source: str, partition: str, meta: dict | None = None) -> int:
-    """Frames per second of a partition: what its TED recorded (LeRobot), else the source's."""
-    if meta and meta.get("fps"):
-        return int(meta["fps"])
-    if source == "atari":
-        return ATARI_FPS
-    return CONTROL_HZ.get(partition, DEFAULT_HZ)
+Path_ = tuple[str, ...]
 
 
-def _observations(td: TensorDictBase) -> list[tuple[tuple[str, ...], torch.Tensor]]:
+def _observations(td: TensorDictBase) -> list[tuple[Path_, torch.Tensor]]:
     """Each observation leaf (key path under ``observation``, tensor), current frames only."""
     obs = td["observation"]
+    if isinstance(obs, torch.Tensor):
+        return [((), obs)]
     return [((k,) if isinstance(k, str) else k, obs[k]) for k in obs.keys(True, True)]
 
 
-def _feature_name(path: tuple[str, ...], image: bool) -> str:
+def _image_layout(path: Path_, value: torch.Tensor) -> str | None:
+    """``CHW`` or ``GRAY`` where the leaf holds camera frames, else ``None`` (a state)."""
+    if value.dtype.is_floating_point or value.dtype == torch.bool:
+        return None
+    if value.ndim == 4:
+        return CHW
+    if value.ndim == 3 and path == ():
+        return GRAY
+    return None
+
+
+def _feature_name(path: Path_, image: bool) -> str:
     if image:
-        return "observation.images." + path[-1]  # observation/<cam> or observation/image/<cam>
-    return "observation." + ".".join(path)
+        return "observation.images." + path[-1] if path else "observation.image"
+    return "observation." + (".".join(path) or "state")
 
 
 def _has_reward(td: TensorDictBase) -> bool:
@@ -48,100 +56,87 @@ def _has_reward(td: TensorDictBase) -> bool:
     return ("next", "reward") in td.keys(True, True)
 
 
-def features_for(td: TensorDictBase, source: str, video: bool) -> dict:
-    """LeRobot ``features`` for the TED ``td`` of ``source`` (``next.reward`` only where the
-    TED has rewards: none is invented)."""
+def _images(td: TensorDictBase) -> dict[str, tuple[Path_, str]]:
+    """Each image feature's TED key path under ``observation`` and its row layout."""
+    out = {}
+    for path, value in _observations(td):
+        layout = _image_layout(path, value)
+        if layout is not None:
+            out[_feature_name(path, image=True)] = (path, layout)
+    return out
+
+
+def features_for(td: TensorDictBase, video: bool) -> dict:
+    """LeRobot ``features`` for the TED ``td``."""
     visual = "video" if video else "image"
     feats: dict[str, dict] = {}
     if _has_reward(td):
         feats["next.reward"] = {"dtype": "float32", "shape": (1,), "names": None}
     feats["next.done"] = {"dtype": "bool", "shape": (1,), "names": None}
-    if source == "atari":
-        h, w = td["observation"].shape[1:]
-        feats["observation.image"] = {
-            "dtype": visual,
-            "shape": (h, w, 3),
-            "names": ["height", "width", "channels"],
-        }
-        feats["action"] = {"dtype": "int64", "shape": (1,), "names": None}
-        return feats
     for path, value in _observations(td):
-        if value.dtype.is_floating_point or value.ndim < 4:
+        layout = _image_layout(path, value)
+        if layout is None:
             feats[_feature_name(path, image=False)] = {
                 "dtype": "float32",
                 "shape": tuple(value.shape[1:]) or (1,),
                 "names": None,
             }
-        else:
-            c, h, w = value.shape[1:]
-            feats[_feature_name(path, image=True)] = {
-                "dtype": visual,
-                "shape": (h, w, c),
-                "names": ["height", "width", "channels"],
-            }
+            continue
+        h, w = value.shape[-2:]
+        c = value.shape[1] if layout == CHW else 3
+        feats[_feature_name(path, image=True)] = {
+            "dtype": visual,
+            "shape": (h, w, c),
+            "names": ["height", "width", "channels"],
+        }
+    action = td["action"]
     feats["action"] = {
-        "dtype": "float32",
-        "shape": tuple(td["action"].shape[1:]) or (1,),
+        "dtype": "float32" if action.dtype.is_floating_point else "int64",
+        "shape": tuple(action.shape[1:]) or (1,),
         "names": None,
     }
     return feats
 
 
-def _image_key(source: str, feature: str) -> tuple[str, str]:
-    """The TED key (``observation`` or ``observation/<camera>``) and row layout of an image."""
-    from episode_warehouse.export.png_writer import CHW, GRAY
-
-    if source == "atari":
-        return "observation", GRAY
-    camera = feature.removeprefix("observation.images.")
-    if source == "lerobot":
-        return f"observation/image/{camera}", CHW
-    return f"observation/{camera}", CHW
-
-
-def _image_features(feats: dict) -> list[str]:
-    return [k for k, ft in feats.items() if ft["dtype"] in ("image", "video")]
-
-
-def image_sources(meta: dict, source: str, feats: dict) -> dict[str, tuple[str, str]]:
+def image_sources(meta: dict, td: TensorDictBase, feats: dict) -> dict[str, tuple[str, str]]:
     """Each image feature's TED file (relative to the TED folder) and its row layout."""
+    images = _images(td)
     out = {}
-    for key in _image_features(feats):
-        ted_key, layout = _image_key(source, key)
-        out[key] = (meta["keys"][ted_key]["file"], layout)
+    for key, ft in feats.items():
+        if ft["dtype"] in ("image", "video"):
+            path, layout = images[key]
+            out[key] = (meta["keys"]["/".join(("observation", *path))]["file"], layout)
     return out
 
 
-def columns_of(td: TensorDictBase, source: str, feats: dict) -> dict[str, np.ndarray]:
+def columns_of(td: TensorDictBase, feats: dict) -> dict[str, np.ndarray]:
     """The non-image features of ``td`` (one episode) as (N, ...) arrays, keyed by feature."""
     n = td.batch_size[0]
     cols: dict[str, np.ndarray] = {}
     if "next.reward" in feats:
         cols["next.reward"] = td["next", "reward"].numpy().astype(np.float32).reshape(n, 1)
     cols["next.done"] = td["next", "done"].numpy().reshape(n, 1)
-    if source == "atari":
-        cols["action"] = td["action"].numpy().astype(np.int64).reshape(n, 1)
-        return cols
-    for key in feats:
-        if key.startswith("observation.") and not key.startswith("observation.images."):
-            path = tuple(key.removeprefix("observation.").split("."))
-            cols[key] = td["observation", *path].numpy().astype(np.float32).reshape(n, -1)
-    cols["action"] = td["action"].numpy().astype(np.float32).reshape(n, -1)
+    for path, value in _observations(td):
+        key = _feature_name(path, image=False)
+        if key in feats:
+            cols[key] = value.numpy().astype(np.float32).reshape(n, -1)
+    dtype = np.int64 if feats["action"]["dtype"] == "int64" else np.float32
+    cols["action"] = td["action"].numpy().astype(dtype).reshape(n, -1)
     return cols
 
 
-def images_of(td: TensorDictBase, source: str, feats: dict) -> dict[str, np.ndarray]:
+def images_of(td: TensorDictBase, feats: dict) -> dict[str, np.ndarray]:
     """The image features of ``td`` (one episode) as (N, H, W, 3) uint8 arrays."""
-    from episode_warehouse.export.png_writer import to_hwc
-
+    images = _images(td)
     out = {}
-    for key in _image_features(feats):
-        ted_key, layout = _image_key(source, key)
-        out[key] = to_hwc(td[tuple(ted_key.split("/"))].numpy(), layout)
+    for key, ft in feats.items():
+        if ft["dtype"] in ("image", "video"):
+            path, layout = images[key]
+            out[key] = to_hwc(td["observation", *path].numpy(), layout)
     return out
 
 
-def frames_of(td: TensorDictBase, source: str, feats: dict) -> list[dict]:
+def frames_of(td: TensorDictBase, feats: dict) -> list[dict]:
     """One LeRobot frame dict per step of ``td`` (one episode), without ``task``."""
-    cols = {**columns_of(td, source, feats), **images_of(td, source, feats)}
+    cols = {**columns_of(td, feats), **images_of(td, feats)}
     return [{k: v[i] for k, v in cols.items()} for i in range(td.batch_size[0])]

@@ -66,7 +66,7 @@ def png_jobs(episode: ExportEpisode, index: int, scratch: Path, features: dict) 
     from episode_warehouse.export.features import image_sources
 
     jobs = []
-    for key, (file, layout) in image_sources(episode.meta, episode.source, features).items():
+    for key, (file, layout) in image_sources(episode.meta, episode.ted, features).items():
         first = scratch / DEFAULT_IMAGE_PATH.format(
             image_key=key, episode_index=index, frame_index=0
         )

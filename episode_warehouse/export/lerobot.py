@@ -81,7 +81,7 @@ def _check_first_frame(episode: ExportEpisode, dataset, columns: dict) -> None:
 
     from episode_warehouse.export.features import images_of
 
-    first = images_of(episode.steps()[:1], episode.source, dataset.meta.features)
+    first = images_of(episode.steps()[:1], dataset.meta.features)
     frame = {k: v[0] for k, v in {**columns, **first}.items()}
     validate_frame({**frame, "task": episode.task}, dataset.meta.features)
 
@@ -111,7 +111,7 @@ def _write_dataset(
             jobs, futures = pending.popleft()
             if index + ahead < len(episodes):
                 submit(index + ahead)
-            columns = columns_of(episode.steps(), episode.source, features)
+            columns = columns_of(episode.steps(), features)
             if index == 0:
                 _check_first_frame(episode, dataset, columns)
             writers.finish(jobs, futures)

@@ -17,7 +17,7 @@ def write_per_frame(repo_id: str, root: Path, rows: list, out: Path, *, video: b
     episodes = export_episodes(root, rows)
     dataset = create_dataset(repo_id, episodes, out, video)
     for episode in episodes:
-        for frame in frames_of(episode.steps(), episode.source, dataset.meta.features):
+        for frame in frames_of(episode.steps(), dataset.meta.features):
             frame["task"] = episode.task
             dataset.add_frame(frame)
         dataset.save_episode()

@@ -4,35 +4,18 @@ from ``LEROBOT_URL`` (a local folder or ``gs://bucket/prefix`` holding ``<owner>
 The raw folder (``<root>/raw/lerobot/<owner>/<name>/``) is itself a LeRobot dataset folder plus
 the incremental rule's record: its inputs are the listing (names, sizes, GCS generation and
 crc32c, or a local file's size and mtime). Files that did not change are hard-linked from the
-published version, the others copied and checksummed on the way (``atari.mirror.mirror_files``).
+published version, the others copied and checksummed on the way (``sources.mirror.mirror_files``).
 """
 
 from __future__ import annotations
 
-import re
-
 from episode_warehouse.blobstore import BlobInfo, BlobStore
-from episode_warehouse.errors import PartitionKeyError, SourceMissingError
+from episode_warehouse.errors import SourceMissingError
 from episode_warehouse.incremental import Built, build_if_changed
-from episode_warehouse.sources.atari.mirror import MirrorReport, mirror_files
+from episode_warehouse.sources.lerobot.repo_id import check_repo_id
+from episode_warehouse.sources.mirror import MirrorReport, mirror_files
 
 FOLDERS = ("meta/", "data/", "videos/")
-_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
-
-
-def check_repo_id(key: str) -> str:
-    """A LeRobot partition key: a repo id ``owner/name``.
-
-    Raises:
-        PartitionKeyError: not of that shape (or ``..`` in it).
-    """
-    if not _REPO_RE.match(key or "") or ".." in key:
-        raise PartitionKeyError(
-            "not a LeRobot repo id",
-            subject=repr(key),
-            fix="use owner/name, e.g. lerobot/pusht (letters, digits, '_', '-', '.')",
-        )
-    return key
 
 
 def list_dataset(store: BlobStore, repo_id: str) -> dict[str, BlobInfo]:

@@ -1,0 +1,33 @@
+"""What the generic stages (TED, catalog, statistics, LeRobot export) need to know of a source.
+
+Everything else a source has, its listing, mirror and decoder, lives in its own folder and is
+called only by its own raw and decoded stages; from the decoded episodes on, every source is
+handled by the same code, driven by what the TED holds (key paths, dtypes, shapes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source of episodes.
+
+    Attributes:
+        name: the source's name, its folder under ``raw/``, ``decoded/`` and ``ted/``, and the
+            ``source`` column of the catalog (lowercase letters, digits, ``_``).
+        check_partition: validates a partition key, returns it; raises ``PartitionKeyError``
+            (naming the key and the shape it must have) for one that cannot be a key.
+        fps: frames per second of a partition, used where its TED recorded none.
+        partition_task: the task string every episode of a partition has (Atari: the game),
+            or ``None`` when tasks are per episode (the TED's ``tasks`` and ``task_index``).
+        describe: one line for ``warehouse --help`` and the docs.
+    """
+
+    name: str
+    check_partition: Callable[[str], object]
+    fps: Callable[[str], int]
+    partition_task: Callable[[str], str] | None = None
+    describe: str = ""
