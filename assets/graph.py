@@ -1,60 +1,39 @@
-"""The asset graph: every asset of the code location, in pipeline order."""
+"""The asset graph, generated from the source registry (``assets/sources``).
 
-from assets.atari import atari_episodes, atari_replay_files
+Per source: its own raw and decoded assets, then the generated stages ``{name}_ted``,
+``{name}_catalog_rows``, ``{name}_statistics`` and ``{name}_lerobot_export``, with their checks;
+across sources: the episode catalog and the named-selection exports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import dagster as dg
+
 from assets.catalog import catalog_rows_asset, episode_catalog
-from assets.checks import export_check, recorded_returns_check, rows_check, ted_check
+from assets.checks import export_check, rows_check, ted_check
 from assets.lerobot import partition_export_asset, selection_lerobot_export
-from assets.lerobot_source import lerobot_episodes, lerobot_files
-from assets.openx import openx_episodes, openx_shards
-from assets.partitions import atari_runs, lerobot_datasets, openx_datasets
+from assets.sources import SOURCE_ASSETS
+from assets.sources.spec import SourceAssets
 from assets.statistics import statistics_asset
 from assets.ted import ted_asset
 
-atari_ted = ted_asset("atari", atari_runs, atari_episodes)
-openx_ted = ted_asset("openx", openx_datasets, openx_episodes)
-lerobot_ted = ted_asset("lerobot", lerobot_datasets, lerobot_episodes, group="lerobot_source")
-atari_catalog_rows = catalog_rows_asset("atari", atari_runs, atari_ted)
-openx_catalog_rows = catalog_rows_asset("openx", openx_datasets, openx_ted)
-lerobot_catalog_rows = catalog_rows_asset("lerobot", lerobot_datasets, lerobot_ted)
-atari_statistics = statistics_asset("atari", atari_runs, atari_ted)
-openx_statistics = statistics_asset("openx", openx_datasets, openx_ted)
-lerobot_statistics = statistics_asset("lerobot", lerobot_datasets, lerobot_ted)
+STAGES = ("raw", "decoded", "ted", "catalog", "lerobot")
 
-atari_lerobot_export = partition_export_asset("atari", atari_runs, atari_catalog_rows)
-openx_lerobot_export = partition_export_asset("openx", openx_datasets, openx_catalog_rows)
-lerobot_lerobot_export = partition_export_asset("lerobot", lerobot_datasets, lerobot_catalog_rows)
 
-ATARI_STAGES = {
-    "raw": atari_replay_files,
-    "decoded": atari_episodes,
-    "ted": atari_ted,
-    "catalog": atari_catalog_rows,
-    "lerobot": atari_lerobot_export,
-}
-OPENX_STAGES = {
-    "raw": openx_shards,
-    "decoded": openx_episodes,
-    "ted": openx_ted,
-    "catalog": openx_catalog_rows,
-    "lerobot": openx_lerobot_export,
-}
-LEROBOT_STAGES = {
-    "raw": lerobot_files,
-    "decoded": lerobot_episodes,
-    "ted": lerobot_ted,
-    "catalog": lerobot_catalog_rows,
-    "lerobot": lerobot_lerobot_export,  # the round trip: an imported dataset written again
-}
-ALL_ASSETS = [
-    *ATARI_STAGES.values(),
-    *OPENX_STAGES.values(),
-    *LEROBOT_STAGES.values(),
-    atari_statistics,
-    openx_statistics,
-    lerobot_statistics,
-    episode_catalog,
-    selection_lerobot_export,
-]
+@dataclass(frozen=True)
+class SourceGraph:
+    """One source's assets by stage (``STAGES``), its statistics asset and its checks."""
+
+    source: SourceAssets
+    stages: dict[str, dg.AssetsDefinition]
+    statistics: dg.AssetsDefinition
+    checks: list[dg.AssetChecksDefinition]
+
+    def assets(self) -> list[dg.AssetsDefinition]:
+        return [*self.stages.values(), self.statistics]
 
 
 def _partition_export_name(source: str):
@@ -71,16 +50,47 @@ def _partition_export_name(source: str):
     return name
 
 
-ALL_CHECKS = [
-    ted_check("atari", atari_ted),
-    ted_check("openx", openx_ted),
-    ted_check("lerobot", lerobot_ted),
-    rows_check("atari", atari_catalog_rows),
-    rows_check("openx", openx_catalog_rows),
-    rows_check("lerobot", lerobot_catalog_rows),
-    recorded_returns_check(atari_catalog_rows),
-    export_check(atari_lerobot_export, _partition_export_name("atari")),
-    export_check(openx_lerobot_export, _partition_export_name("openx")),
-    export_check(lerobot_lerobot_export, _partition_export_name("lerobot")),
-    export_check(selection_lerobot_export, lambda context: context.partition_key),
-]
+def source_graph(spec: SourceAssets) -> SourceGraph:
+    """The generated stages of ``spec``'s source after its decoded asset."""
+    name, parts = spec.name, spec.partitions
+    ted = ted_asset(name, parts, spec.decoded, group=spec.group)
+    rows = catalog_rows_asset(name, parts, ted)
+    export = partition_export_asset(name, parts, rows)
+    checks = [
+        ted_check(name, ted),
+        rows_check(name, rows),
+        *(factory(rows) for factory in spec.row_checks),
+        export_check(export, _partition_export_name(name)),
+    ]
+    return SourceGraph(
+        source=spec,
+        stages={
+            "raw": spec.raw,
+            "decoded": spec.decoded,
+            "ted": ted,
+            "catalog": rows,
+            "lerobot": export,
+        },  # fmt: skip
+        statistics=statistics_asset(name, parts, ted),
+        checks=checks,
+    )
+
+
+def build_graph(
+    sources: Iterable[SourceAssets],
+) -> tuple[dict[str, SourceGraph], list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
+    """Every source's graph by name, all assets and all checks of a code location."""
+    graphs = {spec.name: source_graph(spec) for spec in sources}
+    assets = [a for g in graphs.values() for a in g.assets()]
+    assets += [episode_catalog, selection_lerobot_export]
+    checks = [c for g in graphs.values() for c in g.checks]
+    checks.append(export_check(selection_lerobot_export, lambda context: context.partition_key))
+    return graphs, assets, checks
+
+
+GRAPHS, ALL_ASSETS, ALL_CHECKS = build_graph(SOURCE_ASSETS)
+
+
+def stage_asset(source: str, stage: str) -> dg.AssetsDefinition:
+    """The asset of ``stage`` of ``source`` (``stage_asset("atari", "ted")``)."""
+    return GRAPHS[source].stages[stage]

@@ -9,9 +9,9 @@ from assets.partitions import lerobot_selections
 from episode_warehouse.catalog import run_query
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.export import ExportRequest, export_lerobot
+from episode_warehouse.incremental import require
 from episode_warehouse.loading.selection import REQUIRED, Selection
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.stages import require
 from resources import WarehouseStorage
 
 

@@ -6,39 +6,47 @@ from __future__ import annotations
 import dagster as dg
 
 from episode_warehouse.errors import PartitionKeyError, WarehouseError
-from episode_warehouse.sources.atari.games import parse_partition_key
-from episode_warehouse.sources.lerobot.mirror import check_repo_id
-from episode_warehouse.sources.openx.datasets import check_dataset_id
+from episode_warehouse.sources import registry
 from warehouse_cli.arguments import STAGES
 from warehouse_cli.code_location import load_defs
 
-ASSETS = {  # per stage, the assets it materializes
-    source: (
-        (f"{source}_{raw}",),
-        (f"{source}_episodes",),
-        (f"{source}_ted",),
-        (f"{source}_catalog_rows", f"{source}_statistics"),
-        (f"{source}_lerobot_export",),
-    )
-    for source, raw in (("atari", "replay_files"), ("openx", "shards"), ("lerobot", "files"))
-}
-DYNAMIC = {
-    "openx": "openx_datasets",
-    "lerobot": "lerobot_datasets",
-    "selection": "lerobot_selections",
-}
+SELECTION = "selection"  # the named-selection exports: partitions are export names
+SELECTIONS = "lerobot_selections"
+
+
+def _graphs():
+    load_defs()  # puts the project checkout on sys.path: the code location is importable now
+    from assets.graph import GRAPHS
+
+    return GRAPHS
+
+
+def dynamic_partitions(source: str) -> str | None:
+    """The name of ``source``'s dynamic partitions, or ``None`` when its keys are fixed."""
+    if source == SELECTION:
+        return SELECTIONS
+    return _graphs()[registry.get(source).name].source.dynamic
+
+
+def all_partitions(source: str) -> list[str]:
+    """Every key of a source with fixed keys (Atari's 300 game/runs)."""
+    return _graphs()[registry.get(source).name].source.partitions.get_partition_keys()
 
 
 def stage_assets(source: str, through: str | None) -> list[str]:
     """The asset names of ``source``'s stages up to and including ``through`` (default: all)."""
-    if source == "selection":
+    if source == SELECTION:
         return ["selection_lerobot_export"]
-    stages = ASSETS[source]
-    if through is None:
-        return [name for stage in stages for name in stage]
-    if through not in STAGES:
+    if through is not None and through not in STAGES:
         raise PartitionKeyError(f"unknown stage (expected one of {STAGES})", subject=repr(through))
-    return [name for stage in stages[: STAGES.index(through) + 1] for name in stage]
+    graph = _graphs()[registry.get(source).name]
+    last = STAGES.index(through) if through is not None else len(STAGES) - 1
+    names = []
+    for stage in STAGES[: last + 1]:
+        names.append(graph.stages[stage].key.to_user_string())
+        if stage == "catalog":
+            names.append(graph.statistics.key.to_user_string())
+    return names
 
 
 def _error_names() -> set[str]:
@@ -58,16 +66,9 @@ def our_error(error):
 
 
 def check_key(source: str, partition: str) -> None:
-    if source == "atari":
-        parse_partition_key(partition)
-    elif source == "openx":
-        check_dataset_id(partition)
-    elif source == "lerobot":
-        check_repo_id(partition)
-    elif source != "selection":
-        raise PartitionKeyError(
-            "unknown source (expected 'atari', 'openx' or 'lerobot')", subject=repr(source)
-        )
+    """``partition`` checked by ``source``'s own rule (``PartitionKeyError`` naming the shape)."""
+    if source != SELECTION:
+        registry.check_partition(source, partition)
 
 
 def materialize_partition(
@@ -89,8 +90,9 @@ def materialize_partition(
     """
     check_key(source, partition)
     instance = instance or dg.DagsterInstance.get()
-    if source in DYNAMIC and not instance.has_dynamic_partition(DYNAMIC[source], partition):
-        instance.add_dynamic_partitions(DYNAMIC[source], [partition])
+    dynamic = dynamic_partitions(source)
+    if dynamic is not None and not instance.has_dynamic_partition(dynamic, partition):
+        instance.add_dynamic_partitions(dynamic, [partition])
     names = stage_assets(source, through)
     run_config: dict = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     exports = [n for n in names if n.endswith("lerobot_export")]

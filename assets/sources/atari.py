@@ -3,13 +3,17 @@
 import dagster as dg
 
 from assets import versions
-from assets.partitions import atari_runs
+from assets.checks import recorded_returns_check
 from assets.results import decoded_result
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
-from episode_warehouse.sources.atari.games import parse_partition_key
+from assets.sources.spec import SourceAssets
+from episode_warehouse.discovery import atari_fingerprints
+from episode_warehouse.sources.atari.games import PARTITION_KEYS, parse_partition_key
 from episode_warehouse.sources.atari.mirror import mirror_run
-from episode_warehouse.stages import decode_atari
+from episode_warehouse.sources.atari.stage import decode_atari
 from resources import AtariReplaySource, WarehouseStorage
+
+atari_runs = dg.StaticPartitionsDefinition(list(PARTITION_KEYS))  # the 300 keys of the dataset
 
 
 @dg.asset(
@@ -98,3 +102,17 @@ def atari_episodes(
             "suffixes": dg.MetadataValue.json(meta["suffixes"]),
         }
     return decoded_result(built, layout.decoded_dir("atari", key), **details)
+
+
+ASSETS = SourceAssets(
+    name="atari",
+    partitions=atari_runs,
+    raw=atari_replay_files,
+    decoded=atari_episodes,
+    group="atari",
+    resource_key="atari_replay",
+    listing=lambda atari_replay: atari_fingerprints(atari_replay.store()),
+    sensor_description="Lists ATARI_REPLAY_URL; requests atari_replay_files for each game/run "
+    "whose files appeared or changed (generation/crc32c). Automation then rebuilds downstream.",
+    row_checks=(recorded_returns_check,),
+)

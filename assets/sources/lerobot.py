@@ -3,12 +3,16 @@
 import dagster as dg
 
 from assets import versions
-from assets.partitions import lerobot_datasets
 from assets.results import decoded_result
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
-from episode_warehouse.sources.lerobot.mirror import check_repo_id, mirror_dataset
-from episode_warehouse.stages import decode_lerobot_stage
+from assets.sources.spec import SourceAssets
+from episode_warehouse.discovery import lerobot_fingerprints
+from episode_warehouse.sources.lerobot.mirror import mirror_dataset
+from episode_warehouse.sources.lerobot.repo_id import check_repo_id
+from episode_warehouse.sources.lerobot.stage import decode_lerobot_stage
 from resources import LeRobotSource, WarehouseStorage
+
+lerobot_datasets = dg.DynamicPartitionsDefinition(name="lerobot_datasets")  # repo ids
 
 
 @dg.asset(
@@ -74,3 +78,16 @@ def lerobot_episodes(
         fps=built.meta.get("fps"),
         keys=dg.MetadataValue.json(built.meta["arrays"]),
     )
+
+
+ASSETS = SourceAssets(
+    name="lerobot",
+    partitions=lerobot_datasets,
+    raw=lerobot_files,
+    decoded=lerobot_episodes,
+    group="lerobot_source",  # "lerobot" is the exports' group
+    resource_key="lerobot_source",
+    listing=lambda lerobot_source: lerobot_fingerprints(lerobot_source.store()),
+    sensor_description="Lists LEROBOT_URL; adds new <owner>/<name> datasets as partitions and "
+    "requests lerobot_files for each dataset whose files appeared or changed.",
+)

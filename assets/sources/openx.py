@@ -3,13 +3,16 @@
 import dagster as dg
 
 from assets import versions
-from assets.partitions import openx_datasets
 from assets.results import decoded_result
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
+from assets.sources.spec import SourceAssets
+from episode_warehouse.discovery import openx_fingerprints
 from episode_warehouse.sources.openx.datasets import check_dataset_id
 from episode_warehouse.sources.openx.mirror import mirror_shards
-from episode_warehouse.stages import decode_openx
+from episode_warehouse.sources.openx.stage import decode_openx
 from resources import OpenXSource, WarehouseStorage
+
+openx_datasets = dg.DynamicPartitionsDefinition(name="openx_datasets")
 
 
 @dg.asset(
@@ -78,3 +81,16 @@ def openx_episodes(
         tasks=len(built.meta.get("tasks", [])),
         keys=dg.MetadataValue.json(built.meta["arrays"]),
     )
+
+
+ASSETS = SourceAssets(
+    name="openx",
+    partitions=openx_datasets,
+    raw=openx_shards,
+    decoded=openx_episodes,
+    group="openx",
+    resource_key="openx_source",
+    listing=lambda openx_source: openx_fingerprints(openx_source.source_url()),
+    sensor_description="Lists OPENX_URL; adds new dataset folders as partitions and requests "
+    "openx_shards for each dataset whose shards appeared or changed.",
+)

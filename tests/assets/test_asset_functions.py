@@ -7,9 +7,9 @@ version is the incremental rule's version of the files it published.
 import dagster as dg
 import pytest
 
-from assets.atari import atari_episodes, atari_replay_files
-from assets.graph import atari_ted
+from assets.graph import stage_asset
 from assets.retries import only_transient_retries
+from assets.sources.atari import atari_episodes, atari_replay_files
 from episode_warehouse.errors import SourceUnreachableError
 from episode_warehouse.incremental import published
 from resources import AtariReplaySource, WarehouseStorage
@@ -45,7 +45,7 @@ def test_raw_decoded_and_ted_assets_report_the_files_versions(resources, tmp_pat
     decoded = _call(atari_episodes, "Pong/5", **resources)
     assert decoded.metadata["frames"] == 3088 and decoded.metadata["episodes"] == 12
     assert published(layout.decoded_dir("atari", "Pong/5"))["inputs"]["raw"] == record["version"]
-    ted = _call(atari_ted, "Pong/5", warehouse=resources["warehouse"])
+    ted = _call(stage_asset("atari", "ted"), "Pong/5", warehouse=resources["warehouse"])
     ted_version = published(layout.ted_dir("atari", "Pong/5"))["version"]
     assert ted.data_version == dg.DataVersion(ted_version)
 

@@ -60,7 +60,7 @@ def test_export_of_unmaterialized_partition_is_refused(warehouse_env, instance):
 
     result = dg.materialize(
         graph.ALL_ASSETS,
-        selection=[graph.atari_lerobot_export],
+        selection=[graph.stage_asset("atari", "lerobot")],
         partition_key="Pong/1",
         instance=instance,
         resources=build_resources(),

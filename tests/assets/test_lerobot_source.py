@@ -178,7 +178,7 @@ def test_the_sensor_adds_datasets_and_requests_only_changed_ones(
     import dagster as dg
 
     from resources import build_resources
-    from sensors.sources import lerobot_source_sensor
+    from sensors.sources import SOURCE_SENSORS
 
     folder = tmp_path / "datasets"
     shutil.copytree(lerobot_folder, folder)
@@ -189,7 +189,7 @@ def test_the_sensor_adds_datasets_and_requests_only_changed_ones(
         context = dg.build_sensor_context(
             instance=instance, cursor=cursor, resources=build_resources()
         )
-        return lerobot_source_sensor(context)
+        return SOURCE_SENSORS["lerobot"](context)
 
     with dg.instance_for_test() as instance:
         first = tick(instance, None)

@@ -8,9 +8,9 @@ import dagster as dg
 import numpy as np
 import pytest
 
-from assets.graph import ALL_ASSETS, atari_ted
+from assets.graph import ALL_ASSETS, stage_asset
 from episode_warehouse import open_ted
-from sensors.sources import atari_source_sensor, openx_source_sensor
+from sensors.sources import SOURCE_SENSORS
 from warehouse_cli.runner import materialize_partition
 from warehouse_fixtures.gcs_emulator import upload_tree
 
@@ -68,14 +68,14 @@ def test_changed_file_requests_one_partition_and_rebuild_equals_clean(
     with dg.instance_for_test() as instance:
         for key in ("Pong/1", "Pong/5"):
             materialize_partition("atari", key, through="catalog", instance=instance)
-        first = _tick(atari_source_sensor, instance, None)
+        first = _tick(SOURCE_SENSORS["atari"], instance, None)
         assert sorted(r.partition_key for r in first.run_requests) == ["Pong/1", "Pong/5"]
-        assert isinstance(_tick(atari_source_sensor, instance, first.cursor), dg.SkipReason)
+        assert isinstance(_tick(SOURCE_SENSORS["atari"], instance, first.cursor), dg.SkipReason)
 
         before_other = _snapshot(warehouse_env, "Pong/5")
         reward_before = open_ted("atari", "Pong/1")["next", "reward"][:].clone()
         _rewrite_rewards(sensor_bucket, demo_fixtures, "Pong/1")
-        second = _tick(atari_source_sensor, instance, first.cursor)
+        second = _tick(SOURCE_SENSORS["atari"], instance, first.cursor)
         assert [r.partition_key for r in second.run_requests] == ["Pong/1"]
         materialize_partition("atari", "Pong/1", through="catalog", instance=instance)
 
@@ -103,11 +103,11 @@ def test_openx_sensor_adds_new_datasets_as_partitions(
     warehouse_env, tmp_path, monkeypatch, demo_fixtures
 ):
     with dg.instance_for_test() as instance:
-        result = _tick(openx_source_sensor, instance, None)
+        result = _tick(SOURCE_SENSORS["openx"], instance, None)
         assert sorted(r.partition_key for r in result.run_requests) == ["bridge", "cmu_stretch"]
         adds = result.dynamic_partitions_requests[0]
         assert sorted(adds.partition_keys) == ["bridge", "cmu_stretch"]
-        again = _tick(openx_source_sensor, instance, result.cursor)
+        again = _tick(SOURCE_SENSORS["openx"], instance, result.cursor)
         assert isinstance(again, dg.SkipReason)
         assert json.loads(result.cursor).keys() == {"bridge", "cmu_stretch"}
 
@@ -134,6 +134,7 @@ def test_code_version_bump_marks_exactly_the_dependents_stale(warehouse_env):
 
     with dg.instance_for_test() as instance:
         materialize_partition("atari", "Pong/5", through="catalog", instance=instance)
+        atari_ted = stage_asset("atari", "ted")
         bumped_ted = atari_ted.map_asset_specs(
             lambda spec: spec.replace_attributes(code_version="999")
         )

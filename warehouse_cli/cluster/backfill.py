@@ -79,12 +79,13 @@ def submit(instance, webserver: str, source: str, partitions: list[str], assets:
     Raises:
         ConfigError: the webserver refused it (the message says why).
     """
-    from warehouse_cli.runner import DYNAMIC
+    from warehouse_cli.runner import dynamic_partitions
 
-    if source in DYNAMIC:
-        new = [k for k in partitions if not instance.has_dynamic_partition(DYNAMIC[source], k)]
+    dynamic = dynamic_partitions(source)
+    if dynamic is not None:
+        new = [k for k in partitions if not instance.has_dynamic_partition(dynamic, k)]
         if new:
-            instance.add_dynamic_partitions(DYNAMIC[source], new)
+            instance.add_dynamic_partitions(dynamic, new)
     params = {
         "partitionNames": partitions,
         "assetSelection": [{"path": [name]} for name in assets],

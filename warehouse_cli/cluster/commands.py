@@ -72,14 +72,13 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def _partitions(instance, source: str, wanted: list[str], everything: bool) -> list[str]:
-    from warehouse_cli.runner import DYNAMIC, check_key
+    from warehouse_cli.runner import all_partitions, check_key, dynamic_partitions
 
     if everything:
-        if source in DYNAMIC:  # the datasets the sensors (or earlier commands) added
-            return instance.get_dynamic_partitions(DYNAMIC[source])
-        from assets.partitions import atari_runs
-
-        return atari_runs.get_partition_keys()
+        dynamic = dynamic_partitions(source)
+        if dynamic is not None:  # the datasets the sensors (or earlier commands) added
+            return instance.get_dynamic_partitions(dynamic)
+        return all_partitions(source)
     if not wanted:
         raise PartitionKeyError("no partition named", subject=source, fix="name some, or --all")
     for key in wanted:
