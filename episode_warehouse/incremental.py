@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from episode_warehouse.atomic import read_json, staged, unpublish, write_json, write_lock
-from episode_warehouse.errors import ForeignArtifactError
+from episode_warehouse.errors import ForeignArtifactError, NotMaterializedError
 
 log = logging.getLogger(__name__)
 RECORD = "meta.json"
@@ -157,4 +157,21 @@ def _build_here(
         (tmp / record).parent.mkdir(parents=True, exist_ok=True)
         write_json(tmp / record, meta)
     log.info("published %s (version %s)", target, version)
+    return meta
+
+
+def require(folder: Path, asset: str, key: str, *, here: bool = False) -> dict:
+    """The record of an upstream artifact, its files in ``folder`` (pulled from the bucket
+    when the root is one; ``here``: the copy already in ``folder``, pulled by the caller).
+
+    Raises:
+        NotMaterializedError: it has not been built.
+    """
+    meta = read_json(folder / RECORD) if here else checkout(folder)
+    if not meta.get("version"):
+        raise NotMaterializedError(
+            "this upstream stage is not materialized",
+            subject=str(folder),
+            fix=f"materialize {asset} for {key} first",
+        )
     return meta

@@ -6,6 +6,6 @@ its bucket, and the incremental rule (:mod:`episode_warehouse.incremental`) then
 artifact's record from the bucket, pulls the files it needs, and publishes what it built with
 :mod:`~episode_warehouse.bucket.artifact` (data objects under a fresh ``.v/<token>/`` prefix,
 then ``meta.json`` last with a generation precondition). Trainers read the bucket directly:
-:mod:`~episode_warehouse.bucket.ted_cache` downloads a TED once per version,
-:mod:`~episode_warehouse.bucket.ted_ranges` fetches the rows of selected episodes only.
+:mod:`~episode_warehouse.ted.remote_cache` downloads a TED once per version,
+:mod:`~episode_warehouse.ted.remote_ranges` fetches the rows of selected episodes only.
 """

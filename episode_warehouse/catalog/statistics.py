@@ -22,9 +22,9 @@ def publish_statistics(
     layout: WarehouseLayout, source: str, partition: str, *, code_version: str
 ) -> Built:
     """Compute (once per TED version) and publish one partition's statistics rows."""
-    from episode_warehouse.loading.statistics import numeric_keys, partition_partials
-    from episode_warehouse.stages import require
+    from episode_warehouse.incremental import require
     from episode_warehouse.ted.reader import open_ted_folder
+    from episode_warehouse.ted.statistics import numeric_keys, partition_partials
 
     ted_dir = layout.ted_dir(source, partition)
     ted = require(ted_dir, f"{source}_ted", partition)

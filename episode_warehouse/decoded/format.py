@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from episode_warehouse.catalog.schema import EPISODE_DATA
+from episode_warehouse.decoded.episode_table import EPISODE_DATA
 from episode_warehouse.errors import FormatVersionError, NotMaterializedError
 from episode_warehouse.incremental import RECORD
 

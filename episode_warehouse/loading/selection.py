@@ -271,7 +271,7 @@ def _ted_episodes(layout: WarehouseLayout, source: str, partition: str) -> pa.Ta
     """A partition's TED episodes table, from the folder or (bucket root) its one object."""
     if layout.bucket is None:
         return pq.read_table(layout.ted_dir(source, partition) / EPISODES)
-    from episode_warehouse.bucket.ted_ranges import RemoteTed
+    from episode_warehouse.ted.remote_ranges import RemoteTed
 
     return RemoteTed(layout.bucket, source, partition).episodes()
 

@@ -4,7 +4,7 @@ Both hold only paths and small index arrays; each process opens the memory-mappe
 on first use, so they pickle cheaply into DataLoader workers and read lazily (bounded memory).
 
 Over a selection of a ``gs://`` root nothing is downloaded whole: each selected episode's rows
-are fetched as byte ranges (:class:`~episode_warehouse.bucket.ted_ranges.RemoteTed`) into a
+are fetched as byte ranges (:class:`~episode_warehouse.ted.remote_ranges.RemoteTed`) into a
 small buffer of episodes, and :class:`EpisodeStream` fetches the next ones in a background
 thread while the current one is consumed (:class:`~episode_warehouse.loading.read_ahead.
 ReadAhead`).
@@ -33,7 +33,7 @@ from episode_warehouse.loading.selection import Selection
 from episode_warehouse.paths import WarehouseLayout
 
 if TYPE_CHECKING:
-    from episode_warehouse.bucket.ted_ranges import RemoteTed
+    from episode_warehouse.ted.remote_ranges import RemoteTed
 
 
 def ted_collate(items: list[TensorDictBase]) -> TensorDictBase:
@@ -102,7 +102,7 @@ class _TedCache:
         key = (source, partition)
         with self._lock:
             if key not in self._remote:
-                from episode_warehouse.bucket.ted_ranges import RemoteTed
+                from episode_warehouse.ted.remote_ranges import RemoteTed
 
                 bucket = WarehouseLayout.from_root(self.selection.root).bucket
                 self._remote[key] = RemoteTed(bucket, source, partition)  # type: ignore[arg-type]

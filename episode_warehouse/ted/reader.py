@@ -152,7 +152,7 @@ def open_ted(
     """
     layout = WarehouseLayout.from_root(root)
     if layout.bucket is not None:
-        from episode_warehouse.bucket.ted_cache import cached_ted
+        from episode_warehouse.ted.remote_cache import cached_ted
 
         layout.ted_dir(source, partition)  # validates the source and the partition key
         return open_ted_folder(cached_ted(layout.bucket, source, partition), next_obs)

@@ -30,10 +30,10 @@ from tensordict import TensorDictBase
 
 from episode_warehouse.bucket.artifact import PUBLISHED, RETAIN_S
 from episode_warehouse.bucket.root import BucketRoot
-from episode_warehouse.bucket.ted_cache import ted_record
 from episode_warehouse.errors import CorruptInputError, SourceMissingError, StaleSelectionError
 from episode_warehouse.ted.layout import EPISODES
 from episode_warehouse.ted.reader import assemble, check_format, files_of
+from episode_warehouse.ted.remote_cache import ted_record
 
 _HEADER_BYTES = 4096  # an .npy header is 64-byte aligned and, for a TED's arrays, < 256 bytes
 _THREADS = 8

@@ -7,9 +7,9 @@ import pytest
 from episode_warehouse import open_ted
 from episode_warehouse.bucket.artifact import VERIFIED
 from episode_warehouse.bucket.root import BucketRoot
-from episode_warehouse.bucket.ted_cache import cached_ted
 from episode_warehouse.ted.layout import META
 from episode_warehouse.ted.reader import open_ted_folder
+from episode_warehouse.ted.remote_cache import cached_ted
 from tests.bucket.conftest import scratch_of
 from tests.helpers import build_atari
 

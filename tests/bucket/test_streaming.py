@@ -10,9 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from episode_warehouse.bucket import ted_ranges
 from episode_warehouse.bucket.root import BucketRoot
-from episode_warehouse.bucket.ted_ranges import RemoteTed
 from episode_warehouse.catalog import CatalogStore, run_query
 from episode_warehouse.errors import CatalogQueryError
 from episode_warehouse.incremental import published
@@ -25,7 +23,9 @@ from episode_warehouse.loading import (
     select_episodes,
 )
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.ted import remote_ranges as ted_ranges
 from episode_warehouse.ted.reader import open_ted_folder
+from episode_warehouse.ted.remote_ranges import RemoteTed
 from tests.bucket.conftest import scratch_of
 from tests.helpers import build_atari
 from tests.reliability.fault_proxy import FaultProxy

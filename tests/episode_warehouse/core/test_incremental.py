@@ -93,7 +93,8 @@ def test_an_artifact_of_an_older_format_is_rebuilt_by_the_run_its_error_names(tm
     from episode_warehouse.paths import WarehouseLayout
     from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
     from episode_warehouse.sources.atari.mirror import mirror_run
-    from episode_warehouse.stages import build_ted_stage, decode_atari
+    from episode_warehouse.sources.atari.stage import decode_atari
+    from episode_warehouse.stages import build_ted_stage
     from episode_warehouse.ted.layout import VERSION as TED_VERSION
     from warehouse_fixtures.atari_game import play_episode
     from warehouse_fixtures.dopamine_writer import write_run

@@ -19,7 +19,8 @@ from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.sources.atari.mirror import mirror_run
 from episode_warehouse.sources.atari.rlu_episode import parse_record
-from episode_warehouse.stages import build_ted_stage, decode_atari, publish_catalog_rows
+from episode_warehouse.sources.atari.stage import decode_atari
+from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
 from episode_warehouse.tfrecord.records import iter_gzip_records
 
 # partition -> (checkpoint_idx, episode_idx, rows, recorded return), from the files' own records

@@ -25,7 +25,8 @@ from episode_warehouse.loading import (
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.sources.atari.mirror import mirror_run
-from episode_warehouse.stages import build_ted_stage, decode_atari, publish_catalog_rows
+from episode_warehouse.sources.atari.stage import decode_atari
+from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
 from warehouse_fixtures import rlu_writer
 from warehouse_fixtures.atari_game import play_episode
 from warehouse_fixtures.dopamine_writer import write_run

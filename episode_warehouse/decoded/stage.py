@@ -1,0 +1,36 @@
+"""The one shape of every source's decode stage: hold the raw folder still while it is read,
+require its record, and rebuild the decoded folder when the raw version, the code version or the
+decoded format changed. A source's ``stage.py`` calls :func:`decode_from_raw` with its reader."""
+
+from __future__ import annotations
+
+from episode_warehouse.atomic import reading
+from episode_warehouse.decoded.format import FORMAT_ID
+from episode_warehouse.incremental import Built, build_if_changed, checkout, require
+from episode_warehouse.paths import WarehouseLayout
+
+
+def lineage(source: str, key: str, raw: dict) -> dict:
+    return {
+        "source": source,
+        "partition": key,
+        "source_url": raw["source_url"],
+        "source_version": raw["version"],
+    }
+
+
+def decode_from_raw(
+    layout: WarehouseLayout, source: str, key: str, raw_asset: str, code_version: str, make_build
+) -> Built:
+    """The one shape of every decode stage: hold the raw folder still, require its record, and
+    rebuild the decoded folder when the raw version or the code version changed.
+    ``make_build(raw_dir, raw_record, lineage)`` returns the build function."""
+    raw_dir = layout.raw_dir(source, key)
+    checkout(raw_dir)  # a bucket root: pull first; a pull swaps the folder, never under reading()
+    with reading(raw_dir):
+        raw = require(raw_dir, raw_asset, key, here=True)
+        return build_if_changed(
+            layout.decoded_dir(source, key),
+            {"raw": raw["version"], "code_version": code_version, "format": FORMAT_ID},
+            make_build(raw_dir, raw, lineage(source, key, raw)),
+        )
