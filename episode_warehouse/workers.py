@@ -39,14 +39,15 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from episode_warehouse.errors import WorkerError
+from episode_warehouse.threads import compute_threads
 
 log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 3600.0
 
 
 def default_processes(reserve: int = 0, most: int = 8) -> int:
-    """Processes to use: the cores minus ``reserve`` (at least 1, at most ``most``)."""
-    return max(1, min(most, (os.cpu_count() or 2) - reserve))
+    """Processes to use: the usable cores minus ``reserve`` (at least 1, at most ``most``)."""
+    return compute_threads(most, reserve)
 
 
 def _ready() -> int:

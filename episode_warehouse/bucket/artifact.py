@@ -33,6 +33,7 @@ from episode_warehouse.blobstore import BlobInfo, DownloadStats, GcsBlobStore, f
 from episode_warehouse.bucket.root import BucketRoot
 from episode_warehouse.confine import checked_name, checked_segment, inside
 from episode_warehouse.errors import ConcurrentWriteError, CorruptInputError, SourceMissingError
+from episode_warehouse.threads import TRANSFER_THREADS
 
 log = logging.getLogger(__name__)
 PUBLISHED = "published"  # the record's section listing the data objects
@@ -40,7 +41,6 @@ DATA = ".v"
 DEBRIS_AGE_S = 3600.0  # unlisted data objects older than this are a killed writer's debris
 RETIRED = "retired"  # the record's list of replaced versions still kept for their readers
 RETAIN_S = 24 * 3600.0  # how long a replaced version stays readable
-TRANSFER_THREADS = 8
 VERIFIED = ".verified.json"  # a local copy's own note: file -> [size, mtime_ns] when verified
 
 

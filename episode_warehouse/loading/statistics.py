@@ -16,7 +16,6 @@ over the selected steps, one episode at a time (never a copy of the selection in
 from __future__ import annotations
 
 import logging
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -34,6 +33,7 @@ from episode_warehouse.ted.statistics import (
     partials_from_table,
     summary,
 )
+from episode_warehouse.threads import compute_threads
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def _one_pass(selection, key):
         td = cache.get(selection.source[i], selection.partition[i])
         return partial_of(_read(td, key, int(selection.start[i]), int(selection.length[i])))
 
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=compute_threads()) as pool:
         yield from pool.map(one, range(len(selection)))
 
 

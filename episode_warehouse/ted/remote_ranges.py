@@ -34,9 +34,9 @@ from episode_warehouse.errors import CorruptInputError, SourceMissingError, Stal
 from episode_warehouse.ted.layout import EPISODES
 from episode_warehouse.ted.reader import assemble, check_format, files_of
 from episode_warehouse.ted.remote_cache import ted_record
+from episode_warehouse.threads import TRANSFER_THREADS
 
 _HEADER_BYTES = 4096  # an .npy header is 64-byte aligned and, for a TED's arrays, < 256 bytes
-_THREADS = 8
 SMALL_ROW_BYTES = 64
 BLOCK_ROWS = 16384  # a block of a 17-byte-a-row TED's small files: ~280 KB in all
 _BLOCKS_KEPT = 64
@@ -181,7 +181,9 @@ class RemoteTed:
         if len(remote) > 1:  # requests in parallel; rows of cached blocks need no thread
             with self._lock:
                 if self._pool is None:
-                    self._pool = ThreadPoolExecutor(_THREADS)
+                    self._pool = ThreadPoolExecutor(
+                        TRANSFER_THREADS, thread_name_prefix="ted-ranges"
+                    )
             tensors.update(self._pool.map(fetch, remote))
         tensors.update(fetch(f) for f in self.step_files if f not in tensors)
         return assemble(self.record, tensors.__getitem__, length)

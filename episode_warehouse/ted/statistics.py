@@ -12,13 +12,14 @@ statistics asset stores partials per partition; the data plane merges them per s
 from __future__ import annotations
 
 import logging
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import torch
+
+from episode_warehouse.threads import compute_threads
 
 log = logging.getLogger(__name__)
 BINS = 256
@@ -214,7 +215,7 @@ def partition_partials(td, starts, lengths, keys: list) -> pa.Table:
         return [partial_of(_read(td, key, int(start), int(length))) for key in keys]
 
     rows: dict[str, list] = {f.name: [] for f in STATS_SCHEMA}
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=compute_threads()) as pool:
         spans = zip(starts, lengths, strict=True)
         for episode, partials in enumerate(pool.map(one, spans)):
             for key, p in zip(keys, partials, strict=True):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from episode_warehouse.image_header import image_size
 from episode_warehouse.progress import progress
 from episode_warehouse.sources.lerobot.dataset import Feature, LeRobotFolder, _table
 from episode_warehouse.sources.lerobot.video import VideoFrames
+from episode_warehouse.threads import compute_threads
 
 log = logging.getLogger(__name__)
 TERMINAL = ("next.terminated", "next.done")  # read into the terminal flag, not kept as keys
@@ -97,7 +97,7 @@ def _decode_images(column: pa.ChunkedArray, feature: Feature, file: Path) -> np.
             out[i] = frame.transpose(2, 0, 1)
 
     step = 64
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=compute_threads()) as pool:
         list(
             pool.map(
                 decode, [range(a, min(a + step, len(data))) for a in range(0, len(data), step)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ from episode_warehouse.sources.openx.episode_decode import FLAG_KEYS, decode_epi
 from episode_warehouse.sources.openx.members import iter_members
 from episode_warehouse.sources.openx.restricted_pickle import restricted_loads
 from episode_warehouse.sources.openx.shards import Shard
+from episode_warehouse.threads import compute_threads
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +45,10 @@ def _role(key: str) -> str:
 class _Episodes:
     """The decoded folder being filled: arrays appended episode by episode, one row each."""
 
-    def __init__(self, staging: Path, limits: InputLimits) -> None:
+    def __init__(self, staging: Path, limits: InputLimits, pool: Executor) -> None:
         self.writer = DecodedWriter(staging)
         self.limits = limits
+        self.pool = pool
         self.specs: dict[str, ArraySpec] | None = None  # the first episode's layout
         self.tasks: dict[str, int] = {}
         self.rows: dict[str, list] = {
@@ -65,6 +68,7 @@ class _Episodes:
             subject,
             member_bytes=len(payload),
             limits=self.limits,
+            pool=self.pool,
         )
         arrays = episode.arrays
         for k in FLAG_KEYS[:2]:  # is_first / is_last: the episode boundaries themselves
@@ -133,8 +137,11 @@ def decode_shards(
     """
     limits = limits or InputLimits()
     started = time.perf_counter()
-    out = _Episodes(staging, limits)
-    with progress("decoding episodes", None, "episodes") as bar:
+    with (
+        ThreadPoolExecutor(compute_threads(4), thread_name_prefix="image-decode") as pool,
+        progress("decoding episodes", None, "episodes") as bar,
+    ):
+        out = _Episodes(staging, limits, pool)
         for shard in shards:
             for key, payload in iter_members(shard, limits):
                 out.add(shard, key, payload)

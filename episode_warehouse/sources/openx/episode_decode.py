@@ -14,7 +14,7 @@ stacked, so a pickle that repeats one large step by reference cannot expand unch
 
 from __future__ import annotations
 
-import os
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import numpy as np
@@ -155,7 +155,12 @@ def _check_flags_and_rewards(columns: dict[str, list], subject: str) -> None:
 
 
 def decode_episode(
-    obj: object, subject: str, *, member_bytes: int = 0, limits: InputLimits | None = None
+    obj: object,
+    subject: str,
+    *,
+    member_bytes: int = 0,
+    limits: InputLimits | None = None,
+    pool: Executor | None = None,
 ) -> DecodedEpisode:
     """Decode ``{"steps": [...]}`` into stacked arrays, checking every step.
 
@@ -164,6 +169,7 @@ def decode_episode(
         subject: ``shard.tar:member`` for errors.
         member_bytes: the size of the pickled member (the expansion limit is relative to it).
         limits: the input limits (defaults: :class:`InputLimits`).
+        pool: threads to decode the images on (the decoders release the GIL); else in turn.
 
     Raises:
         CorruptInputError: not an episode dict, no steps, a refused value (module docstring),
@@ -245,7 +251,8 @@ def decode_episode(
                     fix=_LIMITS_FIX,
                 )
     _check_flags_and_rewards(columns, subject)
-    decoded = _image_pool().map(lambda job: _decode_image(job[2], job[3]), images)
+    run = pool.map if pool is not None else map
+    decoded = run(lambda job: _decode_image(job[2], job[3]), images)
     for (key, t, _, where), arr in zip(images, decoded, strict=True):
         first = columns[key][0]
         if first is not None and (arr.shape != first.shape or arr.dtype != first.dtype):
@@ -262,18 +269,3 @@ def decode_episode(
             "the episode does not fit in memory", subject=subject, fix=_LIMITS_FIX
         ) from None
     return DecodedEpisode(arrays, instruction, len(steps))
-
-
-_POOL = None
-
-
-def _image_pool():
-    """Threads for image decoding (the decoders release the GIL): both cores on one stream."""
-    global _POOL
-    if _POOL is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _POOL = ThreadPoolExecutor(
-            max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="image-decode"
-        )
-    return _POOL
