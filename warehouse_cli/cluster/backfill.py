@@ -153,8 +153,7 @@ def wait(
 ) -> list[PartitionOutcome]:
     """Follow the backfill until it and every run of it have finished; report each partition's
     status as it changes; returns each partition's outcome."""
-    from dagster._core.execution.backfill import BulkActionStatus
-    from dagster._core.storage.dagster_run import FINISHED_STATUSES
+    from warehouse_cli.cluster.private_api import FINISHED_STATUSES, BulkActionStatus
 
     seen: dict[str, str] = {}
     settled = False

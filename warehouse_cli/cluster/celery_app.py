@@ -12,11 +12,11 @@ are closed by the run, so lifting the flag leaves nothing behind. Tested by ever
 from __future__ import annotations
 
 import multiprocessing
-import os
-from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]
 
 from celery.signals import worker_init, worker_process_init
 from dagster_celery.app import app
+
+from warehouse_cli.cluster.private_api import use_stdlib_authkey
 
 __all__ = ["app"]
 
@@ -25,10 +25,7 @@ __all__ = ["app"]
 def _allow_child_processes(**_kwargs) -> None:
     process = multiprocessing.current_process()
     process.daemon = False
-    # billiard (Celery's fork of multiprocessing) stands in for the current process here, with
-    # its own authkey type, which it refuses to pickle when the standard library starts a child
-    # with spawn or forkserver: give it the standard library's type
-    process._config["authkey"] = AuthenticationString(os.urandom(32))
+    use_stdlib_authkey(process)
 
 
 @worker_init.connect

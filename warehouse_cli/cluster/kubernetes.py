@@ -27,9 +27,12 @@ def k8s_tags(source: str) -> dict[str, str]:
 def render_run_job(run, launcher) -> dict:
     """The Kubernetes Job ``launcher`` (a ``K8sRunLauncher``) would create for ``run``, as a
     dict, without a cluster: the same container context, job config and command."""
-    from dagster._grpc.types import ExecuteRunArgs as RunArgs
     from dagster_k8s.job import construct_dagster_k8s_job, get_job_name_from_run_id
     from kubernetes.client import ApiClient
+
+    from warehouse_cli.cluster.private_api import execute_run_args
+
+    RunArgs = execute_run_args()
 
     origin = run.job_code_origin
     context = launcher.get_container_context_for_run(run)

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import logging
 
-from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, WorkerStatus
-from dagster._core.storage.dagster_run import DagsterRun
 from dagster_celery.launcher import CeleryRunLauncher
 
 from warehouse_cli.cluster.instance import WORKER_TAG
+from warehouse_cli.cluster.private_api import (
+    CheckRunHealthResult,
+    DagsterRun,
+    LaunchRunContext,
+    WorkerStatus,
+)
 
 log = logging.getLogger(__name__)
 PING_TIMEOUT_S = 3.0
