@@ -1,15 +1,68 @@
 """Shared fixtures: the demo fixture trees (written once), a real GCS emulator serving the
-Atari bucket, and an environment pointing the warehouse at a fresh root."""
+Atari bucket, and an environment pointing the warehouse at a fresh root; and the test tiers.
+
+Tiers (``./test -m unit``, ``-m integration``, ``-m system``; ``./test`` runs all three, as CI):
+
+- ``system``: whole deployments: ``tests/e2e`` (dagster dev, the UI), ``tests/cluster``, and the
+  worked trainers of ``tests/examples``.
+- ``integration``: a Dagster run, the GCS emulator, a service or a child process: every test
+  outside ``tests/episode_warehouse`` and ``tests/packaging``, those using the emulator or a
+  warehouse environment, and those marked ``integration`` (or ``slow``).
+- ``unit``: the rest. A unit test that starts a process (``subprocess``, ``fork``, a
+  multiprocessing server) fails, naming the marker to add, so the tier stays what it says.
+"""
 
 from __future__ import annotations
 
+import multiprocessing.util
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from warehouse_fixtures.demo import DEMO_BUCKET, write_demo_fixtures
 from warehouse_fixtures.gcs_emulator import running_emulator, upload_tree
+
+TESTS = Path(__file__).resolve().parent
+SYSTEM_DIRS = {"e2e", "cluster", "examples"}
+UNIT_DIRS = {"episode_warehouse", "packaging"}
+SERVICE_FIXTURES = {"gcs_endpoint", "bucket_url", "warehouse_env", "instance"}
+
+
+def _tier(item: pytest.Item) -> str:
+    top = Path(item.path).resolve().relative_to(TESTS).parts[0]
+    if top in SYSTEM_DIRS:
+        return "system"
+    if (
+        top not in UNIT_DIRS
+        or item.get_closest_marker("integration") is not None
+        or item.get_closest_marker("slow") is not None
+        or SERVICE_FIXTURES & set(getattr(item, "fixturenames", ()))
+    ):
+        return "integration"
+    return "unit"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(_tier(item))
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_process(request, monkeypatch):
+    if request.node.get_closest_marker("unit") is None:
+        return
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError(
+            "a unit test started a process: mark it @pytest.mark.integration (tests/conftest.py)"
+        )
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
+    monkeypatch.setattr(os, "fork", refuse)
+    monkeypatch.setattr(multiprocessing.util, "spawnv_passfds", refuse)
+
 
 SHARED_SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
 

@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.integration  # runs lint-imports
+
 PROJECT = Path(__file__).resolve().parents[2]
 LINT = str(Path(sys.executable).parent / "lint-imports")
 

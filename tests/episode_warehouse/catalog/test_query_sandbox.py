@@ -9,6 +9,8 @@ from episode_warehouse.catalog.query import QueryLimits, run_query
 from episode_warehouse.errors import CatalogQueryError
 from tests.helpers import build_atari
 
+pytestmark = pytest.mark.integration  # every query runs in a child process (the SQL sandbox)
+
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory):

@@ -11,6 +11,8 @@ import pytest
 from episode_warehouse.errors import CorruptInputError, WorkerError
 from episode_warehouse.workers import WorkerPool
 
+pytestmark = pytest.mark.integration  # the worker pool's processes
+
 
 def square(x):
     return x * x

@@ -24,6 +24,8 @@ from episode_warehouse.loading import Selection, select_episodes
 from tests.helpers import build_atari, build_openx
 from warehouse_fixtures.openx_writer import DatasetSpec
 
+pytestmark = pytest.mark.integration  # PNG writer processes and catalog queries
+
 ROWS = "SELECT source, partition, episode, start, length FROM episodes"
 
 

@@ -32,6 +32,8 @@ from episode_warehouse.paths import WarehouseLayout
 from tests.helpers import build_atari, build_openx
 from warehouse_fixtures.openx_writer import DatasetSpec
 
+pytestmark = pytest.mark.integration  # catalog queries (the sandbox) and DataLoader workers
+
 ALL = "SELECT source, partition, episode, start, length FROM episodes"
 
 

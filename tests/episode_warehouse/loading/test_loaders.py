@@ -16,6 +16,8 @@ from episode_warehouse.loading import (
     ted_collate,
 )
 
+pytestmark = pytest.mark.integration  # DataLoader workers and catalog queries
+
 ALL = "SELECT source, partition, episode, start, length FROM episodes ORDER BY partition, episode"
 
 

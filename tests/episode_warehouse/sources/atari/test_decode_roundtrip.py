@@ -119,6 +119,7 @@ def test_lost_lap_is_detected_and_episodes_after_it_start_true(tmp_path):
     _check_against_truth(truth, 10, list(range(len(counts))), decoded, td)
 
 
+@pytest.mark.integration  # decode worker processes
 def test_parallel_workers_give_identical_frames(tmp_path):
     rng = np.random.default_rng(3)
     episodes = [play_episode(rng, int(n)) for n in rng.integers(10, 80, size=30)]

@@ -29,6 +29,8 @@ from warehouse_fixtures import rlu_writer as w
 from warehouse_fixtures.demo import DEMO_BUCKET, rlu_episodes
 from warehouse_fixtures.gcs_emulator import upload_tree
 
+pytestmark = pytest.mark.integration  # decode worker processes and catalog queries
+
 ATARI_KEYS = [
     "action", "done", "episode", "is_init", "observation", "terminated", "truncated",
     ("next", "done"), ("next", "observation"), ("next", "reward"), ("next", "terminated"),

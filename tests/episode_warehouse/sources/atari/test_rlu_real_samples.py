@@ -75,6 +75,7 @@ def test_every_logged_row_is_a_step(warehouse, shared_samples, key):
     assert td["observation"][ends].any()  # but the last row's own frame is real
 
 
+@pytest.mark.integration  # a catalog query (the sandbox)
 def test_the_catalog_returns_are_the_recorded_ones(warehouse):
     _, rows = run_query(
         warehouse.catalog_dir,

@@ -10,6 +10,7 @@ the RL Unplugged ids), never a step's values.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from torch.utils.data import DataLoader
 
@@ -30,6 +31,8 @@ from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
 from warehouse_fixtures import rlu_writer
 from warehouse_fixtures.atari_game import play_episode
 from warehouse_fixtures.dopamine_writer import write_run
+
+pytestmark = pytest.mark.integration  # decode worker processes
 
 
 def _build(src, root, game, run):
