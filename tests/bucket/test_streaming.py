@@ -91,7 +91,7 @@ def test_503s_resets_and_cut_bodies_are_retried_without_losing_or_repeating(
     faults = ["503", "reset", None, "truncate", "503", None, None, "reset"] * 3
     # one fetch thread: requests meet the schedule in order (never more than 3 faults in a row,
     # under the 6 attempts of the retry policy); several threads could give one request more
-    monkeypatch.setattr(ted_ranges, "_THREADS", 1)
+    monkeypatch.setattr(ted_ranges, "TRANSFER_THREADS", 1)
     with FaultProxy(gcs_endpoint, faults) as proxy:
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.url)
         stream = EpisodeStream(selection, slice_len=16, seed=3, rank=0, world_size=1)
