@@ -103,10 +103,11 @@ def decoder_rates(pngs: list[bytes]) -> dict[str, float]:
 
 def child_ours(folder: str, out: str, workers: str) -> None:
     from episode_warehouse.decoded import open_decoded
-    from episode_warehouse.sources.atari.rlu_decode import RluSource, decode_rlu_run
+    from episode_warehouse.sources.atari.rlu_decode import decode_rlu_run
+    from episode_warehouse.sources.source_file import SourceFile
     from episode_warehouse.ted import build_ted
 
-    sources = [RluSource(p.name, path=str(p)) for p in sorted((Path(folder) / "Pong").iterdir())]
+    sources = [SourceFile(p.name, path=str(p)) for p in sorted((Path(folder) / "Pong").iterdir())]
     dec, ted = Path(out) / "dec", Path(out) / "ted"
     dec.mkdir()
     ted.mkdir()

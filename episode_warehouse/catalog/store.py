@@ -102,6 +102,9 @@ class CatalogStore:
             (PARTITIONS, pa.Table.from_pylist([partition_row], schema=PARTITIONS.arrow_schema)),
         ):
             schema = table.arrow_schema
+            for f in schema:  # columns added since the TED was written: nulls
+                if f.name not in data.column_names:
+                    data = data.append_column(f.name, pa.nulls(data.num_rows, f.type))
             pq.write_table(data.select(schema.names).cast(schema), folder / table.file_name)
 
     def publish_partition(

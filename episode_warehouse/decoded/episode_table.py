@@ -50,6 +50,20 @@ EPISODE_COLUMNS = (
         "JSON",
         "LeRobot: the dataset's own per-episode statistics, {feature: {min, max, mean, ...}}",
     ),
+    Column("split", pa.string(), "VARCHAR", "OpenX RLDS: the published split (train, val, test)"),
+    Column(
+        "dataset_version",
+        pa.string(),
+        "VARCHAR",
+        "OpenX RLDS: the dataset's version folder that was read (e.g. 0.1.0)",
+    ),
+    Column(
+        "episode_metadata",
+        pa.string(),
+        "JSON",
+        "OpenX RLDS: the episode's own leaves by path, e.g. "
+        "episode_metadata->>'$.\"episode_metadata/file_path\"'",
+    ),
 )
 
 # What a decoder writes per episode (decoded and TED ``episodes.parquet``).

@@ -31,15 +31,16 @@ from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.progress import progress
 from episode_warehouse.sources.atari.rlu_episode import FRAME_SHAPE
-from episode_warehouse.sources.atari.rlu_worker import FileScan, RluSource, fill_frames, scan_file
+from episode_warehouse.sources.atari.rlu_worker import FileScan, fill_frames, scan_file
 from episode_warehouse.sources.atari.time_limit import hit_time_limit
+from episode_warehouse.sources.source_file import SourceFile
 from episode_warehouse.workers import WorkerPool
 
 log = logging.getLogger(__name__)
 
 
 def decode_rlu_run(
-    sources: list[RluSource],
+    sources: list[SourceFile],
     staging: Path,
     *,
     workers: int = 2,
@@ -128,7 +129,7 @@ def _put_steps(writer: DecodedWriter, scans: list[FileScan], terminated: np.ndar
 
 
 def _episode_table(
-    sources: list[RluSource], scans: list[FileScan], prefix: str, terminated: np.ndarray
+    sources: list[SourceFile], scans: list[FileScan], prefix: str, terminated: np.ndarray
 ) -> pa.Table:
     lengths = np.array([n for scan in scans for n in scan.lengths], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)

@@ -14,31 +14,11 @@ import numpy as np
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.sources.atari.rlu_episode import FRAME_SHAPE, decode_frames, parse_record
 from episode_warehouse.sources.atari.rlu_files import parse_file_name
+from episode_warehouse.sources.source_file import SourceFile
 from episode_warehouse.tfrecord.records import iter_gzip_records
 
 CHUNK_FRAMES = 2048  # 14 MB of 84x84 frames per write
 FRAME_BYTES = FRAME_SHAPE[0] * FRAME_SHAPE[1]
-
-
-@dataclass(frozen=True)
-class RluSource:
-    """Where a worker reads one file: a local path, or a blob of a store (streaming mode)."""
-
-    name: str  # the file name, for errors and source_files
-    path: str = ""  # local file
-    store_url: str = ""  # or: a store (gs://...) and the blob's name and generation
-    endpoint: str | None = None
-    blob: str = ""
-    size: int = 0
-    generation: str = ""
-
-    def open(self):
-        if self.path:
-            return open(self.path, "rb")  # noqa: SIM115 - the caller closes it
-        from episode_warehouse.blobstore import BlobInfo, open_blob_store
-
-        store = open_blob_store(self.store_url, endpoint=self.endpoint)
-        return store.open(BlobInfo(self.blob, self.size, "", self.generation))
 
 
 @dataclass
@@ -64,7 +44,7 @@ def _file_checkpoint(name: str) -> int | None:
     return parsed[1]
 
 
-def scan_file(source: RluSource, max_record_bytes: int) -> FileScan:
+def scan_file(source: SourceFile, max_record_bytes: int) -> FileScan:
     """Pass 1 for one file (runs in a worker).
 
     Raises:
@@ -121,7 +101,7 @@ def _pwrite(fd: int, data: memoryview, offset: int) -> None:
 
 
 def fill_frames(
-    source: RluSource,
+    source: SourceFile,
     first_row: int,
     lengths: list[int],
     frames_path: str,

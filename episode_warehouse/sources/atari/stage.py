@@ -45,12 +45,13 @@ def decode_atari(
 
 
 def _rlu_build(raw_dir, raw, key, workers, endpoint, limits, lineage):
-    from episode_warehouse.sources.atari.rlu_decode import RluSource, decode_rlu_run
+    from episode_warehouse.sources.atari.rlu_decode import decode_rlu_run
+    from episode_warehouse.sources.source_file import SourceFile
 
     names = sorted(raw["files"])
     if raw.get("mode") == "streaming":
         sources = [
-            RluSource(
+            SourceFile(
                 name,
                 store_url=raw["store_url"],
                 endpoint=endpoint,
@@ -61,7 +62,7 @@ def _rlu_build(raw_dir, raw, key, workers, endpoint, limits, lineage):
             for name in names
         ]
     else:
-        sources = [RluSource(name, path=str(raw_dir / "rlu" / name)) for name in names]
+        sources = [SourceFile(name, path=str(raw_dir / "rlu" / name)) for name in names]
     max_record = (limits or InputLimits()).max_record_bytes
 
     def build(tmp: Path) -> dict:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
-from episode_warehouse.image_header import image_size
 from episode_warehouse.limits import InputLimits
+from episode_warehouse.sources.openx.images import checked_image_size, decode_image_bytes
 
 FLAG_KEYS = ("is_first", "is_last", "is_terminal")
 INSTRUCTION_KEY = "language_instruction"
@@ -46,43 +46,6 @@ def _flatten(obj: dict, prefix: str, out: dict) -> None:
             _flatten(value, f"{path}/", out)
         else:
             out[path] = value
-
-
-def _image_size(data: bytes, subject: str, limits: InputLimits) -> tuple[int, int, int]:
-    """(channels, height, width) of an encoded image from its header; checks the pixel limit."""
-    size = image_size(data)
-    if size is None:
-        raise CorruptInputError(
-            "the image does not decode (no PNG/JPEG/known header)",
-            subject=subject,
-            fix="re-download the shard; the image bytes are corrupt",
-        )
-    channels, height, width = size
-    if width * height > limits.max_image_pixels:
-        raise LimitExceededError(
-            f"the image declares {width}x{height} pixels, over the limit of "
-            f"{limits.max_image_pixels}",
-            subject=subject,
-            fix=_LIMITS_FIX,
-        )
-    return channels, height, width
-
-
-def _decode_image(data: bytes, subject: str) -> np.ndarray:
-    import torch
-    from torchvision.io import ImageReadMode, decode_image
-
-    try:
-        tensor = decode_image(
-            torch.frombuffer(bytearray(data), dtype=torch.uint8), mode=ImageReadMode.UNCHANGED
-        )
-    except RuntimeError as exc:
-        raise CorruptInputError(
-            f"the image does not decode ({exc})",
-            subject=subject,
-            fix="re-download the shard; the image bytes are corrupt",
-        ) from exc
-    return tensor.numpy()
 
 
 # Python scalars get the dtypes torch.as_tensor gives them (as TorchRL's make_tensordict does).
@@ -227,7 +190,7 @@ def decode_episode(
                 where = f"{subject} step {t} {key}"
                 if not isinstance(data, bytes | bytearray) or not data:
                     raise CorruptInputError("image has no bytes", subject=where)
-                c, h, w = _image_size(bytes(data), where, limits)
+                c, h, w = checked_image_size(bytes(data), where, limits)
                 used += c * h * w
                 images.append((key, len(columns.setdefault(key, [])), bytes(data), where))
                 columns[key].append(None)
@@ -252,7 +215,7 @@ def decode_episode(
                 )
     _check_flags_and_rewards(columns, subject)
     run = pool.map if pool is not None else map
-    decoded = run(lambda job: _decode_image(job[2], job[3]), images)
+    decoded = run(lambda job: decode_image_bytes(job[2], job[3]), images)
     for (key, t, _, where), arr in zip(images, decoded, strict=True):
         first = columns[key][0]
         if first is not None and (arr.shape != first.shape or arr.dtype != first.dtype):

@@ -1,4 +1,4 @@
-"""The decoded stage of one OpenX dataset."""
+"""The decoded stage of one OpenX dataset, in the layout its raw stage found."""
 
 from __future__ import annotations
 
@@ -11,13 +11,35 @@ from episode_warehouse.paths import WarehouseLayout
 
 
 def decode_openx(
-    layout: WarehouseLayout, key: str, *, code_version: str, limits: InputLimits | None = None
+    layout: WarehouseLayout,
+    key: str,
+    *,
+    code_version: str,
+    limits: InputLimits | None = None,
+    endpoint: str | None = None,
 ) -> Built:
-    """Decoded episodes of one OpenX dataset, from its mirrored shards or the source itself."""
-    from episode_warehouse.sources.openx.decode import decode_shards
-    from episode_warehouse.sources.openx.mirror import manifest_shards
+    """Decoded episodes of one OpenX dataset, from its mirrored shards or the source itself
+    (``endpoint`` reaches the bucket when the raw stage only listed them: streaming)."""
 
     def make_build(raw_dir: Path, raw: dict, lineage: dict):
+        if raw.get("layout") == "rlds":
+            from episode_warehouse.sources.openx.rlds.decode import decode_rlds
+            from episode_warehouse.sources.openx.rlds.features import parse_features
+            from episode_warehouse.sources.openx.rlds.mirror import recorded_shards
+
+            shards = recorded_shards(raw_dir, raw, endpoint)
+            features = parse_features(raw["features"], f"{raw['source_url']}/features.json")
+            return lambda tmp: decode_rlds(
+                shards,
+                features,
+                tmp,
+                dataset_version=raw["dataset_version"],
+                lineage=lineage,
+                limits=limits,
+            )
+        from episode_warehouse.sources.openx.decode import decode_shards
+        from episode_warehouse.sources.openx.mirror import manifest_shards
+
         return lambda tmp: decode_shards(
             manifest_shards(raw_dir, raw), tmp, lineage=lineage, limits=limits
         )

@@ -1,0 +1,1 @@
+"""Open X-Embodiment as published: RLDS dataset folders (TFDS), read without TensorFlow."""
