@@ -7,8 +7,9 @@ metadata. Dagster then marks exactly that asset and everything downstream stale 
 
 ATARI_REPLAY_FILES = "2"  # 2: one record per raw folder (meta.json), RL Unplugged layout
 ATARI_EPISODES = "3"  # 2: RL Unplugged decoding; source ids; 3: N rows = N steps, time limit
-OPENX_SHARDS = "2"  # 2: meta.json record, verified while copying
-OPENX_EPISODES = "3"  # 2: tar members read by name, every value checked; 3: null returns
+OPENX_SHARDS = "3"  # 2: meta.json record, verified while copying; 3: RLDS layout
+OPENX_EPISODES = "4"  # 2: tar members read by name, every value checked; 3: null returns;
+# 4: split, dataset_version, episode_metadata columns
 LEROBOT_FILES = "1"
 LEROBOT_EPISODES = "3"  # 2: tasks and lerobot_stats per episode; 3: no invented rewards
 TED = "3"  # 2: validated before publishing; 3: one Atari schema (no clipped_reward, no final)

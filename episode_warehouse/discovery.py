@@ -8,7 +8,6 @@ listings are read, never file contents: a tick over a mirror of any size takes s
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from episode_warehouse.blobstore import BlobStore
 from episode_warehouse.errors import PartitionKeyError
@@ -49,8 +48,11 @@ def atari_fingerprints(store: BlobStore) -> dict[str, str]:
     return _fingerprints(groups, parse_partition_key, "Atari source")
 
 
-def openx_fingerprints(url: str) -> dict[str, str]:
-    """``{"cmu_stretch": fingerprint}`` for every dataset folder holding tar shards."""
+def openx_fingerprints(url: str, endpoint: str | None = None) -> dict[str, str]:
+    """``{"cmu_stretch": fingerprint}`` for every dataset folder holding tar shards
+    (``<dataset>/*.tar``, WebDataset) or RLDS version folders (``<dataset>/<version>/*``).
+
+    ``endpoint`` points a ``gs://`` URL at an emulator."""
     groups: dict[str, list] = {}
     if url.startswith("hf://"):
         from huggingface_hub import HfApi
@@ -68,12 +70,23 @@ def openx_fingerprints(url: str) -> dict[str, str]:
                 groups.setdefault(f.path.split("/")[0], []).append(
                     [f.path, f.size, f.lfs.sha256 if f.lfs else f.blob_id]
                 )
-    else:
-        root = Path(url.removeprefix("file://")).expanduser()
-        for tar in sorted(root.glob("*/*.tar")):
-            st = tar.stat()
-            groups.setdefault(tar.parent.name, []).append([tar.name, st.st_size, st.st_mtime_ns])
-    return _fingerprints(groups, check_dataset_id, "OpenX source")
+        return _fingerprints(groups, check_dataset_id, "OpenX source")
+    from episode_warehouse.blobstore import open_blob_store
+    from episode_warehouse.sources.openx.rlds.listing import DATASET_INFO
+
+    store = open_blob_store(url, endpoint=endpoint)
+    datasets = set()
+    for blob in store.list(""):
+        parts = blob.name.split("/")
+        tar = len(parts) == 2 and parts[1].endswith(".tar")
+        if not tar and len(parts) != 3:  # <dataset>/<file>.tar or <dataset>/<version>/<file>
+            continue
+        if tar or parts[2] == DATASET_INFO:
+            datasets.add(parts[0])
+        groups.setdefault(parts[0], []).append([blob.name, blob.size, blob.generation, blob.crc32c])
+    return _fingerprints(
+        {k: v for k, v in groups.items() if k in datasets}, check_dataset_id, "OpenX source"
+    )
 
 
 def lerobot_fingerprints(store: BlobStore) -> dict[str, str]:

@@ -66,7 +66,9 @@ if [ ! -x "$here/.venv/bin/python" ] || ! is_py312 "$here/.venv/bin/python" \
     fi
     UV="$here/.tools/bin/uv"
   fi
+  # --compile-bytecode: where PYTHONDONTWRITEBYTECODE is set (CI images), every process would
+  # otherwise compile torch again (~10 s each)
   say "syncing .venv with $PY (first time: downloads ~3.5 GB, mostly torch)"
-  (cd "$here" && UV_PYTHON="$PY" UV_PYTHON_DOWNLOADS=never "$UV" sync --locked --all-extras --quiet)
+  (cd "$here" && UV_PYTHON="$PY" UV_PYTHON_DOWNLOADS=never "$UV" sync --locked --all-extras --quiet --compile-bytecode)
   touch "$here/.venv/.synced"
 fi

@@ -1,4 +1,5 @@
-"""OpenX-Embodiment: tar shards -> decoded episodes (TED and catalog come from factories)."""
+"""Open X-Embodiment: RLDS shards or WebDataset tars -> decoded episodes (TED and catalog come
+from factories)."""
 
 import dagster as dg
 
@@ -8,7 +9,6 @@ from assets.retries import RAW_RETRY_POLICY, only_transient_retries
 from assets.sources.spec import SourceAssets
 from episode_warehouse.discovery import openx_fingerprints
 from episode_warehouse.sources.openx.datasets import check_dataset_id
-from episode_warehouse.sources.openx.mirror import mirror_shards
 from episode_warehouse.sources.openx.stage import decode_openx
 from resources import OpenXSource, WarehouseStorage
 
@@ -19,7 +19,7 @@ openx_datasets = dg.DynamicPartitionsDefinition(name="openx_datasets")
     partitions_def=openx_datasets,
     group_name="openx",
     pool="download",  # bounded across runs and machines (docs/cluster.md)
-    kinds={"huggingface", "tar"},
+    kinds={"gcs", "tfrecord", "huggingface", "tar"},
     code_version=versions.OPENX_SHARDS,
     retry_policy=RAW_RETRY_POLICY,
     owners=["team:data-platform"],
@@ -27,22 +27,17 @@ openx_datasets = dg.DynamicPartitionsDefinition(name="openx_datasets")
 def openx_shards(
     context: dg.AssetExecutionContext, openx_source: OpenXSource, warehouse: WarehouseStorage
 ) -> dg.MaterializeResult:
-    """WebDataset tar shards of one OpenX dataset: mirrored (download) or listed (streaming)."""
+    """The shards of one OpenX dataset (an RLDS version folder, or WebDataset tars): mirrored
+    (download) or listed (streaming)."""
     # Idempotent: shards whose version matches the published record are linked, not copied.
     with only_transient_retries(context):
         dataset = check_dataset_id(context.partition_key)
         target = warehouse.layout().raw_dir("openx", dataset)
-        listing = openx_source.shards(dataset)
-        built = mirror_shards(
-            listing,
-            target,
-            openx_source.source_url(),
-            mode=openx_source.source_mode(),
-            code_version=versions.of(context),
-        )
+        built = openx_source.mirror(dataset, target, versions.of(context))
     return dg.MaterializeResult(
         metadata={
             "source_url": built.meta["source_url"],
+            "layout": built.meta.get("layout", "webdataset"),
             "mode": built.meta["mode"],
             "revision": built.meta["revision"],
             "shards": len(built.meta["shards"]),
@@ -66,14 +61,19 @@ def openx_shards(
     owners=["team:data-platform"],
 )
 def openx_episodes(
-    context: dg.AssetExecutionContext, warehouse: WarehouseStorage
+    context: dg.AssetExecutionContext, openx_source: OpenXSource, warehouse: WarehouseStorage
 ) -> dg.MaterializeResult:
-    """Steps of every episode of one OpenX dataset: images decoded, pickles unpickled safely."""
+    """Steps of every episode of one OpenX dataset: images decoded, records parsed from
+    features.json (RLDS) or pickles unpickled safely (WebDataset)."""
     # Idempotent: rebuilt only when the shards or this code version changed.
     dataset = check_dataset_id(context.partition_key)
     layout = warehouse.layout()
     built = decode_openx(
-        layout, dataset, code_version=versions.of(context), limits=warehouse.input_limits()
+        layout,
+        dataset,
+        code_version=versions.of(context),
+        limits=warehouse.input_limits(),
+        endpoint=openx_source.endpoint(),
     )
     return decoded_result(
         built,
@@ -90,7 +90,10 @@ ASSETS = SourceAssets(
     decoded=openx_episodes,
     group="openx",
     resource_key="openx_source",
-    listing=lambda openx_source: openx_fingerprints(openx_source.source_url()),
-    sensor_description="Lists OPENX_URL; adds new dataset folders as partitions and requests "
-    "openx_shards for each dataset whose shards appeared or changed.",
+    listing=lambda openx_source: openx_fingerprints(
+        openx_source.source_url(), openx_source.endpoint()
+    ),
+    sensor_description="Lists OPENX_URL; adds new dataset folders (RLDS version folders or "
+    "WebDataset tars) as partitions and requests openx_shards for each dataset whose files "
+    "appeared or changed.",
 )

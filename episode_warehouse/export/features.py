@@ -35,8 +35,9 @@ def _observations(td: TensorDictBase) -> list[tuple[Path_, torch.Tensor]]:
 
 
 def _image_layout(path: Path_, value: torch.Tensor) -> str | None:
-    """``CHW`` or ``GRAY`` where the leaf holds camera frames, else ``None`` (a state)."""
-    if value.dtype.is_floating_point or value.dtype == torch.bool:
+    """``CHW`` or ``GRAY`` where the leaf holds 8-bit camera frames, else ``None`` (a state:
+    uint16 depth maps too, exported as float32 values rather than squeezed into 8 bits)."""
+    if value.dtype != torch.uint8:
         return None
     if value.ndim == 4:
         return CHW
@@ -83,19 +84,38 @@ def features_for(td: TensorDictBase, video: bool) -> dict:
             }
             continue
         h, w = value.shape[-2:]
-        c = value.shape[1] if layout == CHW else 3
+        c = value.shape[1] if layout == CHW and value.shape[1] != 1 else 3
         feats[_feature_name(path, image=True)] = {
             "dtype": visual,
             "shape": (h, w, c),
             "names": ["height", "width", "channels"],
         }
-    action = td["action"]
+    leaves = _action_leaves(td)
+    if len(leaves) == 1 and not leaves[0][1].dtype.is_floating_point:
+        feats["action"] = {"dtype": "int64", "shape": tuple(leaves[0][1].shape[1:]) or (1,),
+                           "names": None}  # fmt: skip
+        return feats
+    names = [
+        ".".join(path) + (f"_{i}" if int(np.prod(v.shape[1:])) > 1 else "")
+        for path, v in leaves
+        for i in range(int(np.prod(v.shape[1:])))
+    ]
     feats["action"] = {
-        "dtype": "float32" if action.dtype.is_floating_point else "int64",
-        "shape": tuple(action.shape[1:]) or (1,),
-        "names": None,
+        "dtype": "float32",
+        "shape": (len(names),),
+        "names": names if len(leaves) > 1 else None,
     }
     return feats
+
+
+def _action_leaves(td: TensorDictBase) -> list[tuple[Path_, torch.Tensor]]:
+    """The action's leaves in key order: one tensor, or a dict action's (RLDS ``action/*``),
+    which LeRobot gets concatenated into one float32 vector (its ``names`` say which is which)."""
+    action = td["action"]
+    if isinstance(action, torch.Tensor):
+        return [((), action)]
+    keys = sorted((k,) if isinstance(k, str) else k for k in action.keys(True, True))
+    return [(k, action[k]) for k in keys]
 
 
 def image_sources(meta: dict, td: TensorDictBase, feats: dict) -> dict[str, tuple[str, str]]:
@@ -119,9 +139,11 @@ def columns_of(td: TensorDictBase, feats: dict) -> dict[str, np.ndarray]:
     for path, value in _observations(td):
         key = _feature_name(path, image=False)
         if key in feats:
-            cols[key] = value.numpy().astype(np.float32).reshape(n, -1)
+            cols[key] = value.numpy().astype(np.float32).reshape(n, *feats[key]["shape"])
     dtype = np.int64 if feats["action"]["dtype"] == "int64" else np.float32
-    cols["action"] = td["action"].numpy().astype(dtype).reshape(n, -1)
+    cols["action"] = np.concatenate(
+        [v.numpy().astype(dtype).reshape(n, -1) for _, v in _action_leaves(td)], axis=1
+    )
     return cols
 
 

@@ -28,7 +28,7 @@ from episode_warehouse.workers import WorkerPool
 log = logging.getLogger(__name__)
 
 GRAY = "gray"  # (N, H, W) frames, written as RGB with the gray value in all three channels
-CHW = "chw"  # (N, C, H, W) frames, written as HWC
+CHW = "chw"  # (N, C, H, W) frames, written as HWC (one channel: as GRAY)
 SCRATCH_SETTING = "EPISODE_WAREHOUSE_SCRATCH"
 JOB_TIMEOUT_S = 600.0  # one job is at most CHUNK_FRAMES frames: seconds, not minutes
 
@@ -38,7 +38,8 @@ def to_hwc(frames: np.ndarray, layout: str) -> np.ndarray:
     if layout == GRAY:
         return np.repeat(frames[..., None], 3, axis=-1)
     if layout == CHW:
-        return frames.transpose(0, 2, 3, 1)
+        hwc = frames.transpose(0, 2, 3, 1)
+        return np.repeat(hwc, 3, axis=-1) if hwc.shape[-1] == 1 else hwc
     raise ValueError(f"unknown image layout {layout!r}")
 
 

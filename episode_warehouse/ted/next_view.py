@@ -59,7 +59,7 @@ class NextObservation(torch.Tensor):
         base = self._base_rows
         if index is Ellipsis or index is None or isinstance(index, tuple):
             full = base.clone()
-            full[self._last_step] = 0
+            _zero_rows(full, self._last_step)
             return full[index]
         out = base[index]
         mask = self._last_step[index]
@@ -71,7 +71,7 @@ class NextObservation(torch.Tensor):
         if bool(mask.any()):
             if shares_memory:  # a view of the file (basic slicing): copy before filling
                 out = out.clone()
-            out[mask] = 0  # advanced indexing already returned a fresh copy
+            _zero_rows(out, mask)  # advanced indexing already returned a fresh copy
         return out
 
     def __reduce_ex__(self, protocol):
@@ -133,3 +133,13 @@ def _is_noop_move(this: NextObservation, args: tuple, kwargs: dict) -> bool:
 
 def _rebuild(tensor: torch.Tensor) -> torch.Tensor:
     return tensor
+
+
+# torch fills unsigned 16/32/64-bit tensors only through a signed view of the same bits
+_SIGNED_VIEW = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+
+
+def _zero_rows(tensor: torch.Tensor, mask: torch.Tensor) -> None:
+    """``tensor[mask] = 0`` for every dtype (zero has the same bits signed or not)."""
+    view = _SIGNED_VIEW.get(tensor.dtype)
+    (tensor.view(view) if view is not None else tensor)[mask] = 0

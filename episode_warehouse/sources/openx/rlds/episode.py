@@ -116,7 +116,7 @@ class EpisodeRecord:
             n = len(self._values(leaf, key, want))
             if want == "bytes":
                 return n
-            per_step = math.prod(leaf.shape)
+            per_step = math.prod(d for d in leaf.shape if d is not None)  # static: features.py
             if per_step:
                 if n % per_step:
                     raise CorruptInputError(
@@ -186,7 +186,8 @@ class EpisodeRecord:
     def _raw_array(self, leaf: Leaf, blob: bytes, shape: tuple[int | None, ...], key: str):
         """One encoded value: raw little-endian bytes, zlib-inflated no further than needed."""
         dtype = numpy_dtype(leaf)
-        cap = self.budget - self.used if None in shape else math.prod(shape) * dtype.itemsize
+        known = math.prod(d for d in shape if d is not None)
+        cap = self.budget - self.used if None in shape else known * dtype.itemsize
         if leaf.encoding == "zlib":
             inflater = zlib.decompressobj()
             try:
