@@ -58,7 +58,7 @@ class _Appender:
             raise ValueError(
                 f"{self.spec.key}: rows of shape {values.shape[1:]}, expected {self.spec.row_shape}"
             )
-        self.fh.write(values.tobytes())
+        self.fh.write(values.data)  # the array's own buffer: no intermediate copy
         self.rows += len(values)
 
     def close(self) -> int:

@@ -59,19 +59,19 @@ def decode_shards(
     with (
         ThreadPoolExecutor(compute_threads(4), thread_name_prefix="image-decode") as pool,
         progress("decoding episodes", None, "episodes") as bar,
+        EpisodeSink(staging) as out,
     ):
-        out = EpisodeSink(staging)
         for shard in shards:
             for key, payload in iter_members(shard, limits):
                 _add(out, shard, key, payload, limits, pool)
                 bar.update()
-    if out.specs is None:
-        raise CorruptInputError(
-            "the dataset has no episodes",
-            subject=", ".join(s.location for s in shards) or "(no shards)",
-            fix="check that the shards hold *.data.pickle members",
-        )
-    meta = out.finish(lineage or {})
+        if out.specs is None:
+            raise CorruptInputError(
+                "the dataset has no episodes",
+                subject=", ".join(s.location for s in shards) or "(no shards)",
+                fix="check that the shards hold *.data.pickle members",
+            )
+        meta = out.finish(lineage or {})
     log.info(
         "decoded %d episodes, %d steps in %.1f s",
         meta["episodes"],

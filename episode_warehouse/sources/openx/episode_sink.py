@@ -6,12 +6,17 @@ observations (stored once), ``reward`` is the reward, ``is_terminal`` the termin
 instruction becomes ``task_index`` per step (the tasks listed in meta.json); any other key
 (action, discount, language_embedding, ...) is kept per step under its own name. Every episode
 must have the first one's keys, shapes and dtypes.
+
+Writing overlaps decoding: an episode's arrays are written by one writer thread while the next
+episode decodes, so memory holds at most two decoded episodes (the one being written, the one
+being decoded); a write error surfaces at the next episode or at :meth:`EpisodeSink.finish`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,9 +60,24 @@ class EpisodeSink:
     tasks: dict[str, int] = field(default_factory=dict)
     rows: list[tuple[int, int, float | None, bool, EpisodeRow]] = field(default_factory=list)
     steps: int = 0
+    _writes: ThreadPoolExecutor = field(init=False)
+    _pending: list[Future] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.writer = DecodedWriter(self.staging)
+        self._writes = ThreadPoolExecutor(1, thread_name_prefix="decoded-writer")
+
+    def __enter__(self) -> EpisodeSink:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._writes.shutdown(wait=True, cancel_futures=True)
+
+    def _wait(self) -> None:
+        """Until the previous episode is written (its error, if any, is raised here)."""
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
 
     def task_index(self, texts: list[str]) -> np.ndarray:
         """Per-step task ids of per-step instructions (new ones are added to the tasks)."""
@@ -74,6 +94,7 @@ class EpisodeSink:
         """
         first = self.specs is None
         seen: dict[str, ArraySpec] = {}
+        arrays: list[tuple[ArraySpec, np.ndarray]] = []
         reward = None
         terminal = False
         for key, arr in columns:
@@ -87,7 +108,7 @@ class EpisodeSink:
             if not first and (self.specs or {}).get(key) != spec:
                 self._differs(subject, {**seen, key: spec})
             seen[key] = spec
-            self.writer.append(spec, arr)
+            arrays.append((spec, arr))
             if key == "reward":
                 reward = float(arr.astype(np.float64).sum())
             if key == TERMINAL_KEY:
@@ -96,6 +117,8 @@ class EpisodeSink:
             self.specs = seen
         elif seen.keys() != (self.specs or {}).keys():
             self._differs(subject, seen)
+        self._wait()
+        self._pending = [self._writes.submit(self.writer.append, *item) for item in arrays]
         self.rows.append((self.steps, length, reward, terminal, row))
         self.steps += length
 
@@ -109,6 +132,7 @@ class EpisodeSink:
         )
 
     def finish(self, lineage: dict) -> dict:
+        self._wait()
         n = len(self.rows)
         terminated = np.array([r[3] for r in self.rows], dtype=bool)
         extra = [r[4] for r in self.rows]

@@ -115,8 +115,8 @@ def decode_rlds(
     with (
         ThreadPoolExecutor(compute_threads(4), thread_name_prefix="image-decode") as pool,
         progress("decoding episodes", total, "episodes") as bar,
+        EpisodeSink(staging) as sink,
     ):
-        sink = EpisodeSink(staging)
         for shard in shards:
             name = shard.info.name
             count = 0
@@ -145,14 +145,15 @@ def decode_rlds(
                     subject=name,
                     fix="the shard is cut or another version's; mirror the dataset again",
                 )
-    if sink.specs is None:
-        raise CorruptInputError(
-            "the dataset has no episodes",
-            subject=", ".join(s.info.name for s in shards) or "(no shards)",
-            fix="check the version folder and its dataset_info.json",
-        )
-    text_lists = {k: list(v) for k, v in texts.values.items()}
-    meta = sink.finish({"texts": text_lists, "dataset_version": dataset_version, **(lineage or {})})
+        if sink.specs is None:
+            raise CorruptInputError(
+                "the dataset has no episodes",
+                subject=", ".join(s.info.name for s in shards) or "(no shards)",
+                fix="check the version folder and its dataset_info.json",
+            )
+        text_lists = {k: list(v) for k, v in texts.values.items()}
+        described = {"texts": text_lists, "dataset_version": dataset_version}
+        meta = sink.finish({**described, **(lineage or {})})
     log.info(
         "decoded %d episodes, %d steps in %.1f s",
         meta["episodes"],

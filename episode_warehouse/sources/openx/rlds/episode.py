@@ -270,10 +270,33 @@ class EpisodeRecord:
         for blob, w in zip(blobs, where, strict=True):
             c, h, width = checked_image_size(blob, f"{self.subject} {w}", self.limits)
             self._spend(c * h * width * np.dtype(leaf.dtype).itemsize, key)
+        if len(blobs) != self.length:
+            raise CorruptInputError(
+                f"{key} has {len(blobs)} steps, the episode has {self.length}",
+                subject=self.subject,
+                fix=_MALFORMED,
+            )
+        first = self._checked_image(leaf, decode_image_bytes(blobs[0], where[0]), where[0])
+        # decoded straight into one C-ordered array (torchvision's JPEG rows are channels-last
+        # views: stacking them would keep that order and cost a second copy when written)
+        out = np.empty((self.length, *first.shape), dtype=first.dtype)
+        out[0] = first
+
+        def decode_into(t: int) -> None:
+            img = self._checked_image(leaf, decode_image_bytes(blobs[t], where[t]), where[t])
+            if img.shape != first.shape:
+                raise CorruptInputError(
+                    f"{key} changes shape between steps ({first.shape} at step 0, {img.shape} "
+                    f"at step {t}): one episode's steps must share a shape",
+                    subject=self.subject,
+                    fix="open an issue with the dataset's name; ragged steps are not read yet",
+                )
+            out[t] = img
+
         run = self.pool.map if self.pool is not None else map
-        decoded = list(run(lambda job: decode_image_bytes(*job), zip(blobs, where, strict=True)))
-        rows = [self._checked_image(leaf, img, w) for img, w in zip(decoded, where, strict=True)]
-        return self._stack(leaf, rows, key)
+        for _ in run(decode_into, range(1, self.length)):
+            pass
+        return out
 
     def _checked_image(self, leaf: Leaf, img: np.ndarray, where: str) -> np.ndarray:
         """(C, H, W) of the declared dtype and channels, converted as TFDS's decoder does (grey
