@@ -150,6 +150,12 @@ class _TedCache:
             td = self.get(s.source[i], s.partition[i])
             start = int(s.start[i]) + offset
             out = td[start : start + length]
+        if get_worker_info() is not None:
+            # a DataLoader worker pickles what it yields by moving each tensor's storage into
+            # shared memory in place; a slice's storage is the whole memory-mapped TED file (or
+            # the cached episode), which would be copied whole and swapped under the next read
+            # of it (a segfault in the worker): hand over a copy of the slice instead
+            out = out.clone()
         out["selection_index"] = torch.full((length,), i, dtype=torch.int64)
         out["step"] = torch.arange(offset, offset + length, dtype=torch.int64)
         return out
