@@ -97,7 +97,6 @@ def child_ours(root: str, out: str) -> None:
     import torchvision  # noqa: F401
 
     import episode_warehouse.sources.openx.rlds.decode  # noqa: F401
-
     from episode_warehouse.paths import WarehouseLayout
     from episode_warehouse.sources.openx.raw import mirror_openx
     from episode_warehouse.sources.openx.stage import decode_openx

@@ -133,7 +133,8 @@ _TRANSIENT_ERRNOS = frozenset(
     }
 )
 _DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
-# transport failures of requests, urllib3, http.client and httpx, named without importing them
+# transport failures of requests, urllib3, http.client, httpx and DB-API drivers, named without
+# importing them
 _TRANSIENT_NAMES = frozenset(
     {
         "ConnectionError",
@@ -148,6 +149,9 @@ _TRANSIENT_NAMES = frozenset(
         "RemoteProtocolError",
         "ReadError",
         "WriteError",
+        # DB-API's "database operation" failures (psycopg2, SQLAlchemy): a lost connection to a
+        # restarting PostgreSQL, e.g. while a step logs its events
+        "OperationalError",
     }
 )
 

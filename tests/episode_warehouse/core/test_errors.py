@@ -4,6 +4,7 @@ exceptions of the libraries that talk to sources; and they survive a trip throug
 import errno
 import pickle
 
+import psycopg2
 import pytest
 import requests
 from google.api_core import exceptions as gexc
@@ -41,6 +42,8 @@ from episode_warehouse.errors import (
         (CorruptInputError("bad gzip"), False),
         (WorkerError("died"), True),
         (ConcurrentWriteError("busy"), True),
+        (psycopg2.OperationalError("server closed the connection unexpectedly"), True),
+        (psycopg2.IntegrityError("duplicate key"), False),
     ],
     ids=lambda v: type(v).__name__ if isinstance(v, BaseException) else str(v),
 )
