@@ -14,6 +14,8 @@ from dataclasses import dataclass, fields, replace
 from episode_warehouse.errors import ConfigError
 
 LIMITS_ENV = "EPISODE_WAREHOUSE_LIMITS"
+# the fix an input over a limit names
+LIMITS_FIX = f"raise the limit ({LIMITS_ENV}) only if the input is trusted"
 
 
 @dataclass(frozen=True)

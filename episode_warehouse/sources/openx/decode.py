@@ -8,11 +8,9 @@ episode is unpickled (restricted), decoded and appended to the arrays before the
 from __future__ import annotations
 
 import logging
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.progress import progress
 from episode_warehouse.sources.openx.episode_decode import decode_episode
@@ -55,7 +53,6 @@ def decode_shards(
         LimitExceededError: an episode over the input limits (named).
     """
     limits = limits or InputLimits()
-    started = time.perf_counter()
     with (
         ThreadPoolExecutor(compute_threads(4), thread_name_prefix="image-decode") as pool,
         progress("decoding episodes", None, "episodes") as bar,
@@ -65,17 +62,9 @@ def decode_shards(
             for key, payload in iter_members(shard, limits):
                 _add(out, shard, key, payload, limits, pool)
                 bar.update()
-        if out.specs is None:
-            raise CorruptInputError(
-                "the dataset has no episodes",
-                subject=", ".join(s.location for s in shards) or "(no shards)",
-                fix="check that the shards hold *.data.pickle members",
-            )
-        meta = out.finish(lineage or {})
-    log.info(
-        "decoded %d episodes, %d steps in %.1f s",
-        meta["episodes"],
-        out.steps,
-        time.perf_counter() - started,
-    )
+        meta = out.finish(
+            lineage or {},
+            subject=", ".join(s.location for s in shards) or "(no shards)",
+            fix="check that the shards hold *.data.pickle members",
+        )
     return meta

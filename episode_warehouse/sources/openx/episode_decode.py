@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
+from episode_warehouse.limits import LIMITS_FIX as _LIMITS_FIX
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.sources.openx.images import checked_image_size, decode_image_bytes
 
@@ -27,7 +28,6 @@ FLAG_KEYS = ("is_first", "is_last", "is_terminal")
 INSTRUCTION_KEY = "language_instruction"
 _NUMERIC = "biuf"  # bool, signed and unsigned integers, floats
 _KIND_NAMES = {"O": "object", "U": "unicode", "S": "bytes", "V": "void", "c": "complex"}
-_LIMITS_FIX = "raise the limit (EPISODE_WAREHOUSE_LIMITS) only if the shard is trusted"
 
 
 @dataclass

@@ -15,6 +15,8 @@ being decoded); a write error surfaces at the next episode or at :meth:`EpisodeS
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,6 +29,7 @@ from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
 from episode_warehouse.errors import CorruptInputError
 
+log = logging.getLogger(__name__)
 BOUNDARY_KEYS = ("is_first", "is_last")
 TERMINAL_KEY = "is_terminal"
 
@@ -61,11 +64,13 @@ class EpisodeSink:
     rows: list[tuple[int, int, float | None, bool, EpisodeRow]] = field(default_factory=list)
     steps: int = 0
     _writes: ThreadPoolExecutor = field(init=False)
+    _started: float = field(init=False, default=0.0)
     _pending: list[Future] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.writer = DecodedWriter(self.staging)
         self._writes = ThreadPoolExecutor(1, thread_name_prefix="decoded-writer")
+        self._started = time.perf_counter()
 
     def __enter__(self) -> EpisodeSink:
         return self
@@ -131,8 +136,15 @@ class EpisodeSink:
             fix="the dataset mixes episode layouts; remove this one",
         )
 
-    def finish(self, lineage: dict) -> dict:
+    def finish(self, lineage: dict, *, subject: str, fix: str) -> dict:
+        """Write the episodes table and meta.json; return meta.json.
+
+        Raises:
+            CorruptInputError: no episode was added (``subject`` and ``fix`` name the input).
+        """
         self._wait()
+        if self.specs is None:
+            raise CorruptInputError("the dataset has no episodes", subject=subject, fix=fix)
         n = len(self.rows)
         terminated = np.array([r[3] for r in self.rows], dtype=bool)
         extra = [r[4] for r in self.rows]
@@ -156,4 +168,7 @@ class EpisodeSink:
                 ],
             }
         )
-        return self.writer.finish(episodes, {"tasks": list(self.tasks), **lineage})
+        meta = self.writer.finish(episodes, {"tasks": list(self.tasks), **lineage})
+        seconds = time.perf_counter() - self._started
+        log.info("decoded %d episodes, %d steps in %.1f s", n, self.steps, seconds)
+        return meta

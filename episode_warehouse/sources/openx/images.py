@@ -8,9 +8,8 @@ import numpy as np
 
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
 from episode_warehouse.image_header import image_size
+from episode_warehouse.limits import LIMITS_FIX as _LIMITS_FIX
 from episode_warehouse.limits import InputLimits
-
-_LIMITS_FIX = "raise the limit (EPISODE_WAREHOUSE_LIMITS) only if the shard is trusted"
 
 
 def checked_image_size(data: bytes, subject: str, limits: InputLimits) -> tuple[int, int, int]:

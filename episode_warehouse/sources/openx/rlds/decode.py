@@ -15,7 +15,6 @@ becomes an int64 index into its own list, kept in meta.json under ``texts``. Epi
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -107,7 +106,6 @@ def decode_rlds(
         LimitExceededError: an episode over the input limits (named).
     """
     limits = limits or InputLimits()
-    started = time.perf_counter()
     instruction = instruction_leaf(features)
     texts = _Texts()
     warned: set[str] = set()
@@ -145,19 +143,11 @@ def decode_rlds(
                     subject=name,
                     fix="the shard is cut or another version's; mirror the dataset again",
                 )
-        if sink.specs is None:
-            raise CorruptInputError(
-                "the dataset has no episodes",
-                subject=", ".join(s.info.name for s in shards) or "(no shards)",
-                fix="check the version folder and its dataset_info.json",
-            )
         text_lists = {k: list(v) for k, v in texts.values.items()}
         described = {"texts": text_lists, "dataset_version": dataset_version}
-        meta = sink.finish({**described, **(lineage or {})})
-    log.info(
-        "decoded %d episodes, %d steps in %.1f s",
-        meta["episodes"],
-        sink.steps,
-        time.perf_counter() - started,
-    )
+        meta = sink.finish(
+            {**described, **(lineage or {})},
+            subject=", ".join(s.info.name for s in shards) or "(no shards)",
+            fix="check the version folder and its dataset_info.json",
+        )
     return meta

@@ -25,13 +25,13 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
+from episode_warehouse.limits import LIMITS_FIX as _LIMITS_FIX
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.sources.openx.images import checked_image_size, decode_image_bytes
 from episode_warehouse.sources.openx.rlds.features import STEPS, Leaf, RldsFeatures, numpy_dtype
 from episode_warehouse.tfrecord.example import parse_example
 
 _LIST = {"int64_list": "int64", "float_list": "float", "bytes_list": "bytes"}
-_LIMITS_FIX = "raise the limit (EPISODE_WAREHOUSE_LIMITS) only if the dataset is trusted"
 _MALFORMED = "the episode does not match features.json; re-download the shard or remove it"
 _MAX_METADATA_VALUES = 4096
 
@@ -245,21 +245,27 @@ class EpisodeRecord:
         return out
 
     def _stack(self, leaf: Leaf, rows: list[np.ndarray], key: str) -> np.ndarray:
-        if len(rows) != self.length:
+        self._check_steps(len(rows), key)
+        shapes = sorted({r.shape for r in rows})
+        if len(shapes) > 1:
+            raise self._ragged(key, shapes)
+        return np.stack(rows)
+
+    def _check_steps(self, n: int, key: str) -> None:
+        if n != self.length:
             raise CorruptInputError(
-                f"{key} has {len(rows)} steps, the episode has {self.length}",
+                f"{key} has {n} steps, the episode has {self.length}",
                 subject=self.subject,
                 fix=_MALFORMED,
             )
-        shapes = {r.shape for r in rows}
-        if len(shapes) > 1:
-            raise CorruptInputError(
-                f"{key} changes shape between steps ({sorted(shapes)[:3]}): steps are stacked "
-                "into one array, so one episode's steps must share a shape",
-                subject=self.subject,
-                fix="open an issue with the dataset's name; ragged steps are not read yet",
-            )
-        return np.stack(rows)
+
+    def _ragged(self, key: str, shapes: list) -> CorruptInputError:
+        return CorruptInputError(
+            f"{key} changes shape between steps ({shapes[:3]}): steps are stacked into one "
+            "array, so one episode's steps must share a shape",
+            subject=self.subject,
+            fix="open an issue with the dataset's name; ragged steps are not read yet",
+        )
 
     # -- images -----------------------------------------------------------------------------
 
@@ -270,12 +276,7 @@ class EpisodeRecord:
         for blob, w in zip(blobs, where, strict=True):
             c, h, width = checked_image_size(blob, f"{self.subject} {w}", self.limits)
             self._spend(c * h * width * np.dtype(leaf.dtype).itemsize, key)
-        if len(blobs) != self.length:
-            raise CorruptInputError(
-                f"{key} has {len(blobs)} steps, the episode has {self.length}",
-                subject=self.subject,
-                fix=_MALFORMED,
-            )
+        self._check_steps(len(blobs), key)
         first = self._checked_image(leaf, decode_image_bytes(blobs[0], where[0]), where[0])
         # decoded straight into one C-ordered array (torchvision's JPEG rows are channels-last
         # views: stacking them would keep that order and cost a second copy when written)
@@ -285,12 +286,7 @@ class EpisodeRecord:
         def decode_into(t: int) -> None:
             img = self._checked_image(leaf, decode_image_bytes(blobs[t], where[t]), where[t])
             if img.shape != first.shape:
-                raise CorruptInputError(
-                    f"{key} changes shape between steps ({first.shape} at step 0, {img.shape} "
-                    f"at step {t}): one episode's steps must share a shape",
-                    subject=self.subject,
-                    fix="open an issue with the dataset's name; ragged steps are not read yet",
-                )
+                raise self._ragged(key, [first.shape, img.shape])
             out[t] = img
 
         run = self.pool.map if self.pool is not None else map
@@ -359,12 +355,7 @@ class EpisodeRecord:
                 fix="open an issue with the dataset's name",
             )
         values = self._values(leaf, key, "bytes")
-        if len(values) != self.length:
-            raise CorruptInputError(
-                f"{key} has {len(values)} steps, the episode has {self.length}",
-                subject=self.subject,
-                fix=_MALFORMED,
-            )
+        self._check_steps(len(values), key)
         return [self._text(v, key) for v in values]
 
     def _text(self, value: bytes, key: str) -> str:

@@ -17,6 +17,7 @@ from episode_warehouse.blobstore import BlobStore
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.incremental import Built, build_if_changed
 from episode_warehouse.sources.mirror import MirrorReport, mirror_files
+from episode_warehouse.sources.openx.mirror import MODES
 from episode_warehouse.sources.openx.rlds.dataset_info import parse_dataset_info
 from episode_warehouse.sources.openx.rlds.decode import RldsShard
 from episode_warehouse.sources.openx.rlds.listing import DATASET_INFO, RldsListing
@@ -24,7 +25,6 @@ from episode_warehouse.sources.source_file import SourceFile
 
 RECORD_FORMAT = "openx-rlds-raw"
 SHARDS_DIR = "rlds"
-MODES = ("download", "streaming")
 
 
 def mirror_rlds(
