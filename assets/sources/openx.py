@@ -79,6 +79,8 @@ def openx_episodes(
         built,
         layout.decoded_dir("openx", dataset),
         tasks=len(built.meta.get("tasks", [])),
+        shards=len(built.meta.get("shards", {})),
+        shards_copied=built.meta.get("reused_shards", 0),  # unchanged since the last build
         keys=dg.MetadataValue.json(built.meta["arrays"]),
     )
 

@@ -11,7 +11,7 @@ Roles: ``observation`` (stored once; TED's ("next", key) is the same file shifte
 ``reward``, ``terminal`` and ``step`` (any other per-step value, kept at the TED root).
 """
 
-from episode_warehouse.decoded.format import ArraySpec, DecodedEpisodes, open_decoded
+from episode_warehouse.decoded.format import ArraySpec, DecodedEpisodes, open_decoded, open_previous
 from episode_warehouse.decoded.writer import DecodedWriter
 
-__all__ = ["ArraySpec", "DecodedEpisodes", "DecodedWriter", "open_decoded"]
+__all__ = ["ArraySpec", "DecodedEpisodes", "DecodedWriter", "open_decoded", "open_previous"]

@@ -104,3 +104,12 @@ def open_decoded(folder: Path) -> DecodedEpisodes:
             fix="re-materialize the decoded stage with this version of the warehouse",
         )
     return DecodedEpisodes(Path(folder), meta)
+
+
+def open_previous(folder: Path) -> DecodedEpisodes | None:
+    """The decoded folder published at ``folder`` in this format, or None (never built, or
+    built in another format version): what an incremental decoder may copy from."""
+    try:
+        return open_decoded(folder)
+    except (NotMaterializedError, FormatVersionError):
+        return None

@@ -131,11 +131,15 @@ class DecodedWriter:
             raise ValueError(f"row count {rows} differs from {self.rows}")
         self.rows = rows
 
-    def finish(self, episodes: pa.Table, meta: dict) -> dict:
-        """Close appended arrays, write episodes.parquet, then meta.json (the commit marker)."""
+    def close_arrays(self) -> None:
+        """Close the appended arrays (their headers written): they can be opened from here on."""
         for appender in self._appenders.values():
             self._set_rows(appender.close())
         self._appenders.clear()
+
+    def finish(self, episodes: pa.Table, meta: dict) -> dict:
+        """Close appended arrays, write episodes.parquet, then meta.json (the commit marker)."""
+        self.close_arrays()
         if self.rows is None:
             self.rows = 0
         pq.write_table(episodes, self.folder / EPISODES)

@@ -32,6 +32,7 @@ _CARRIED = (
     "source_version",
     "source_files",
     "tasks",
+    "texts",
     "fps",
     "robot_type",
     "suffixes",

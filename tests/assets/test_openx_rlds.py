@@ -103,7 +103,7 @@ def _assert_export_holds_the_steps(root, td):
         assert frame["task"] == tasks[int(td["task_index"][start])], i
 
 
-def test_a_changed_shard_is_the_only_one_fetched_again(
+def test_a_changed_shard_is_the_only_one_fetched_and_decoded_again(
     warehouse_env, rlds_folder, gcs_endpoint, monkeypatch, tmp_path
 ):
     upload_tree(gcs_endpoint, "oxe-inc", rlds_folder, prefix="robotics")
@@ -128,4 +128,5 @@ def test_a_changed_shard_is_the_only_one_fetched_again(
         (warehouse_env / "decoded" / "openx" / "toy_robot" / "meta.json").read_text()
     )
     assert decoded["rows"] == 5 + 4 + 8 + 3 + 3
+    assert decoded["reused_shards"] == 3  # and the only one decoded again
     assert openx_fingerprints("gs://oxe-inc/robotics", gcs_endpoint).keys() == {"toy_robot"}

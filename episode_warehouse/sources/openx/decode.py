@@ -11,6 +11,8 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from episode_warehouse.decoded import DecodedEpisodes
+from episode_warehouse.incremental import fingerprint
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.progress import progress
 from episode_warehouse.sources.openx.episode_decode import decode_episode
@@ -45,8 +47,13 @@ def decode_shards(
     *,
     lineage: dict | None = None,
     limits: InputLimits | None = None,
+    previous: DecodedEpisodes | None = None,
+    salt: str = "",
 ) -> dict:
     """Decode every episode of ``shards`` (in order) into ``staging``; return meta.json.
+
+    A shard whose version and ``salt`` (what else the rows depend on: code and format versions)
+    the ``previous`` build holds is copied from there, not decoded (``episode_sink``).
 
     Raises:
         CorruptInputError: a bad shard, member, pickle or episode (named), or no episode at all.
@@ -56,9 +63,11 @@ def decode_shards(
     with (
         ThreadPoolExecutor(compute_threads(4), thread_name_prefix="image-decode") as pool,
         progress("decoding episodes", None, "episodes") as bar,
-        EpisodeSink(staging) as out,
+        EpisodeSink(staging, previous) as out,
     ):
         for shard in shards:
+            if out.shard(shard.name, fingerprint(shard.version, salt)):
+                continue
             for key, payload in iter_members(shard, limits):
                 _add(out, shard, key, payload, limits, pool)
                 bar.update()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from episode_warehouse.decoded import open_previous
+from episode_warehouse.decoded.format import FORMAT_ID
 from episode_warehouse.decoded.stage import decode_from_raw
-from episode_warehouse.incremental import Built
+from episode_warehouse.incremental import Built, fingerprint
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.paths import WarehouseLayout
 
@@ -19,9 +21,14 @@ def decode_openx(
     endpoint: str | None = None,
 ) -> Built:
     """Decoded episodes of one OpenX dataset, from its mirrored shards or the source itself
-    (``endpoint`` reaches the bucket when the raw stage only listed them: streaming)."""
+    (``endpoint`` reaches the bucket when the raw stage only listed them: streaming). Shards
+    unchanged since the published build are copied from it, not decoded again."""
+
+    target = layout.decoded_dir("openx", key)
+    salt = fingerprint(code_version, FORMAT_ID)  # what else decoded rows depend on
 
     def make_build(raw_dir: Path, raw: dict, lineage: dict):
+        # the previous build is opened when the build runs (under the stage's writer lock)
         if raw.get("layout") == "rlds":
             from episode_warehouse.sources.openx.rlds.decode import decode_rlds
             from episode_warehouse.sources.openx.rlds.features import parse_features
@@ -36,12 +43,19 @@ def decode_openx(
                 dataset_version=raw["dataset_version"],
                 lineage=lineage,
                 limits=limits,
+                previous=open_previous(target),
+                salt=fingerprint(salt, raw["features"]),
             )
         from episode_warehouse.sources.openx.decode import decode_shards
         from episode_warehouse.sources.openx.mirror import manifest_shards
 
         return lambda tmp: decode_shards(
-            manifest_shards(raw_dir, raw), tmp, lineage=lineage, limits=limits
+            manifest_shards(raw_dir, raw),
+            tmp,
+            lineage=lineage,
+            limits=limits,
+            previous=open_previous(target),
+            salt=salt,
         )
 
     return decode_from_raw(layout, "openx", key, "openx_shards", code_version, make_build)

@@ -22,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from episode_warehouse.decoded import DecodedEpisodes
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.incremental import fingerprint
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.progress import progress
 from episode_warehouse.sources.openx.episode_sink import EpisodeRow, EpisodeSink
@@ -40,10 +42,12 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 @dataclass(frozen=True)
 class RldsShard:
-    """One shard to decode: what dataset_info.json says of it, and where to read it."""
+    """One shard to decode: what dataset_info.json says of it, where to read it, and the
+    version of its bytes as listed (size, generation, crc32c: a changed shard gets a new one)."""
 
     info: ShardFile
     file: SourceFile
+    version: str = ""
 
 
 def instruction_leaf(features: RldsFeatures) -> str | None:
@@ -57,23 +61,8 @@ def _records(fh, name: str, limits: InputLimits) -> Iterator[tuple[int, bytes]]:
     return reader(fh, name, max_record_bytes=limits.max_record_bytes)
 
 
-class _Texts:
-    """Per-step strings other than the instruction, as indices into one list per leaf."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, dict[str, int]] = {}
-
-    def index(self, key: str, texts: list[str]) -> np.ndarray:
-        table = self.values.setdefault(key, {})
-        return np.array([table.setdefault(t, len(table)) for t in texts], dtype=np.int64)
-
-
 def _columns(
-    record: EpisodeRecord,
-    sink: EpisodeSink,
-    texts: _Texts,
-    instruction: str | None,
-    row: EpisodeRow,
+    record: EpisodeRecord, sink: EpisodeSink, instruction: str | None, row: EpisodeRow
 ) -> Iterator[tuple[str, np.ndarray]]:
     """The episode's step columns, decoded as they are taken; sets ``row.instruction``."""
     for leaf in record.features.steps:
@@ -83,7 +72,7 @@ def _columns(
                 row.instruction = values[0]
                 yield "task_index", sink.task_index(values)
             else:
-                yield leaf.path, texts.index(leaf.path, values)
+                yield leaf.path, sink.text_index(leaf.path, values)
         else:
             yield leaf.path, record.column(leaf)
 
@@ -96,8 +85,14 @@ def decode_rlds(
     dataset_version: str,
     lineage: dict | None = None,
     limits: InputLimits | None = None,
+    previous: DecodedEpisodes | None = None,
+    salt: str = "",
 ) -> dict:
     """Decode every episode of ``shards`` (in order) into ``staging``; return meta.json.
+
+    A shard whose fingerprint (its ``version``, ``salt`` and the dataset version) is one the
+    ``previous`` build holds is copied from there, not decoded (``episode_sink``); ``salt``
+    names everything else the decoded rows depend on (features, code and format versions).
 
     Raises:
         CorruptInputError: a bad shard, record or episode (named, with the record's byte
@@ -107,16 +102,18 @@ def decode_rlds(
     """
     limits = limits or InputLimits()
     instruction = instruction_leaf(features)
-    texts = _Texts()
     warned: set[str] = set()
     total = sum(s.info.episodes for s in shards)
     with (
         ThreadPoolExecutor(compute_threads(4), thread_name_prefix="image-decode") as pool,
         progress("decoding episodes", total, "episodes") as bar,
-        EpisodeSink(staging) as sink,
+        EpisodeSink(staging, previous) as sink,
     ):
         for shard in shards:
             name = shard.info.name
+            if sink.shard(name, fingerprint(shard.version, salt, dataset_version)):
+                bar.update(shard.info.episodes)
+                continue
             count = 0
             with shard.file.open() as fh:
                 for offset, data in _records(fh, name, limits):
@@ -132,7 +129,7 @@ def decode_rlds(
                         dataset_version=dataset_version,
                         metadata=record.metadata(),
                     )
-                    columns = _columns(record, sink, texts, instruction, row)
+                    columns = _columns(record, sink, instruction, row)
                     sink.add(subject, record.length, columns, row)
                     count += 1
                     bar.update()
@@ -143,10 +140,8 @@ def decode_rlds(
                     subject=name,
                     fix="the shard is cut or another version's; mirror the dataset again",
                 )
-        text_lists = {k: list(v) for k, v in texts.values.items()}
-        described = {"texts": text_lists, "dataset_version": dataset_version}
         meta = sink.finish(
-            {**described, **(lineage or {})},
+            {"dataset_version": dataset_version, **(lineage or {})},
             subject=", ".join(s.info.name for s in shards) or "(no shards)",
             fix="check the version folder and its dataset_info.json",
         )

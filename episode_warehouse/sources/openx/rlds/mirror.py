@@ -15,7 +15,7 @@ from pathlib import Path
 
 from episode_warehouse.blobstore import BlobStore
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.incremental import Built, build_if_changed
+from episode_warehouse.incremental import Built, build_if_changed, fingerprint
 from episode_warehouse.sources.mirror import MirrorReport, mirror_files
 from episode_warehouse.sources.openx.mirror import MODES
 from episode_warehouse.sources.openx.rlds.dataset_info import parse_dataset_info
@@ -105,5 +105,5 @@ def recorded_shards(raw_dir: Path, raw: dict, endpoint: str | None = None) -> li
             )
         else:
             file = SourceFile(shard.name, path=str(raw_dir / SHARDS_DIR / shard.name))
-        shards.append(RldsShard(shard, file))
+        shards.append(RldsShard(shard, file, version=fingerprint(entry)))
     return shards

@@ -143,3 +143,32 @@ def test_empty_dataset_and_missing_dataset(tmp_path):
         _build(tmp_path, tmp_path / "m", "kuka")
     with pytest.raises(SourceUnavailableError, match="no tar shards"):
         list_shards(str(tmp_path / "m"), "bridge")
+
+
+def test_an_unchanged_shard_is_copied_from_the_previous_build_not_decoded(tmp_path):
+    write_dataset(tmp_path / "mirror", DatasetSpec("cmu_stretch"), [[6, 9], [4, 1]])
+    first = tmp_path / "first"
+    first.mkdir()
+    decode_shards(list_shards(str(tmp_path / "mirror"), "cmu_stretch").shards, first, salt="v1")
+    # the second shard replaced by one of other episodes; the first left as it was
+    write_dataset(tmp_path / "other", DatasetSpec("cmu_stretch"), [[6, 9], [3, 5, 2]], seed=9)
+    shards = list_shards(str(tmp_path / "mirror"), "cmu_stretch").shards
+    changed = shards[1].name
+    os.replace(
+        tmp_path / "other" / "cmu_stretch" / changed, tmp_path / "mirror" / "cmu_stretch" / changed
+    )
+    shards = list_shards(str(tmp_path / "mirror"), "cmu_stretch").shards
+    again, fresh, other_code = (tmp_path / n for n in ("again", "fresh", "other_code"))
+    for folder in (again, fresh, other_code):
+        folder.mkdir()
+    previous = open_decoded(first)
+    meta = decode_shards(shards, again, previous=previous, salt="v1")
+    assert meta["reused_shards"] == 1
+    assert decode_shards(shards, other_code, previous=previous, salt="v2")["reused_shards"] == 0
+    decode_shards(shards, fresh, salt="v1")
+    a, b = open_decoded(again), open_decoded(fresh)
+    assert a.meta["shards"] == b.meta["shards"] and a.meta["tasks"] == b.meta["tasks"]
+    assert a.episodes().equals(b.episodes())
+    for key in a.arrays:
+        np.testing.assert_array_equal(a.array(key), b.array(key), err_msg=key)
+    assert [e["length"] for e in a.episodes().to_pylist()] == [6, 9, 3, 5, 2]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import zlib
 
 import numpy as np
@@ -287,3 +288,50 @@ def test_layout_is_detected_from_the_listing(robot, tmp_path):
         detect_layout("hf://datasets/o/r", "bridge", "rlds")
     with pytest.raises(SourceMissingError, match="in either layout"):
         detect_layout(str(src), "absent")
+
+
+def _decoded_content(layout, dataset="toy_robot"):
+    """A decoded folder's arrays (task and text indices as their strings), episodes, tasks."""
+    dec = open_decoded(layout.decoded_dir("openx", dataset))
+    arrays = {k: np.asarray(dec.array(k)) for k in dec.arrays}
+    episodes = dec.episodes().to_pylist()
+    return dec.meta, arrays, episodes
+
+
+def test_a_changed_shard_is_the_only_one_decoded_again_and_the_result_equals_a_fresh_build(
+    tmp_path,
+):
+    shards = {
+        "train": [[(0, 5, True), (1, 4, False)], [(2, 6, True)], [(4, 3, False)]],
+        "val": [[(3, 3, True)]],
+    }
+    src = tmp_path / "src"
+    write_robot_dataset(src, shards=shards)
+    layout, _, first = _build(src, tmp_path)
+    assert first.meta["reused_shards"] == 0 and len(first.meta["shards"]) == 4
+    # shard 0 of train rewritten: its first episode now uses the other task and text first, so
+    # the previous build's numbering of both is not a fresh build's and must be redone
+    changed = dict(shards, train=[[(1, 4, False), (7, 8, True)], [(2, 6, True)], [(4, 3, False)]])
+    staged, _ = write_robot_dataset(tmp_path / "staged", shards=changed)
+    for name in ("toy_robot-train.tfrecord-00000-of-00003", "dataset_info.json"):
+        shutil.copyfile(staged / name, src / "toy_robot" / "1.0.0" / name)  # only these change
+    raw = mirror_openx(
+        str(src), "toy_robot", layout.raw_dir("openx", "toy_robot"), code_version="t"
+    )
+    second = decode_openx(layout, "toy_robot", code_version="t")
+    assert raw.rebuilt and second.rebuilt
+    assert second.meta["reused_shards"] == 3  # the unchanged shards were copied, not decoded
+    fresh_layout, _, fresh = _build(src, tmp_path / "fresh")
+    assert fresh.meta["reused_shards"] == 0
+    meta, arrays, episodes = _decoded_content(layout)
+    fmeta, farrays, fepisodes = _decoded_content(fresh_layout)
+    assert arrays.keys() == farrays.keys()
+    for key in arrays:  # byte for byte what a fresh build gives, task indices included
+        np.testing.assert_array_equal(arrays[key], farrays[key], err_msg=key)
+    assert episodes == fepisodes
+    for key in ("tasks", "texts", "shards", "rows", "episodes", "arrays"):
+        assert meta[key] == fmeta[key], key
+    assert [e["length"] for e in episodes] == [4, 8, 6, 3, 3]
+    assert meta["tasks"] == [TASKS[1], TASKS[0]] and meta["texts"] == {
+        "language_instruction_2": ["variant 1", "variant 0"]
+    }
