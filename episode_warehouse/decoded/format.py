@@ -24,6 +24,7 @@ ARRAYS = "arrays"
 # reward / terminal: ("next", "reward") / ("next", "terminated"); next: another ("next", key)
 # step: any other per-step value, at the TED root
 ROLES = ("observation", "reward", "terminal", "next", "step")
+_REBUILD = "re-materialize the decoded stage with this version of the warehouse"
 
 # the per-episode columns every decoder writes: the catalog's, less partition and lineage
 EPISODE_SCHEMA = EPISODE_DATA.arrow_schema
@@ -79,6 +80,15 @@ class DecodedEpisodes:
         """The memory-mapped array of ``key`` (rows+1 rows for observations)."""
         return np.load(self.arrays[key].path(self.folder), mmap_mode="r")
 
+    def rows_at(self, key: str, row: int) -> tuple[Path, int]:
+        """The file of ``key`` and the byte offset of its row ``row`` in it."""
+        array = self.array(key)
+        if not isinstance(array, np.memmap):
+            raise FormatVersionError(
+                f"{key} is not a plain .npy array", subject=str(self.folder), fix=_REBUILD
+            )
+        return self.arrays[key].path(self.folder), array.offset + row * array.strides[0]
+
     def episodes(self) -> pa.Table:
         return pq.read_table(self.folder / EPISODES)
 
@@ -101,7 +111,7 @@ def open_decoded(folder: Path) -> DecodedEpisodes:
         raise FormatVersionError(
             f"format {meta.get('format')} v{meta.get('format_version')} is not {FORMAT} v{VERSION}",
             subject=str(meta_path),
-            fix="re-materialize the decoded stage with this version of the warehouse",
+            fix=_REBUILD,
         )
     return DecodedEpisodes(Path(folder), meta)
 

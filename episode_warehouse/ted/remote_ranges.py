@@ -18,6 +18,7 @@ read raises :class:`~episode_warehouse.errors.StaleSelectionError`.
 from __future__ import annotations
 
 import io
+import struct
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -36,7 +37,7 @@ from episode_warehouse.ted.reader import assemble, check_format, files_of
 from episode_warehouse.ted.remote_cache import ted_record
 from episode_warehouse.threads import TRANSFER_THREADS
 
-_HEADER_BYTES = 4096  # an .npy header is 64-byte aligned and, for a TED's arrays, < 256 bytes
+_HEADER_BYTES = 4096  # one read holds an .npy header (a decoded array's is one page); longer: two
 SMALL_ROW_BYTES = 64
 BLOCK_ROWS = 16384  # a block of a 17-byte-a-row TED's small files: ~280 KB in all
 _BLOCKS_KEPT = 64
@@ -93,7 +94,14 @@ class RemoteTed:
     def _header(self, file: str) -> tuple[int, np.dtype, tuple[int, ...]]:
         if file not in self._headers:
             size = self.artifact.blob(self.record, file).size
-            head = io.BytesIO(self._read(file, 0, min(_HEADER_BYTES, size) - 1))
+            first = self._read(file, 0, min(_HEADER_BYTES, size) - 1)
+            if first[6:7] in (b"\x01", b"\x02", b"\x03") and len(first) >= 12:
+                prefix = 10 if first[6] == 1 else 12
+                fmt = "<H" if first[6] == 1 else "<I"
+                end = prefix + struct.unpack(fmt, first[8:prefix])[0]
+                if end > len(first) and end <= size:  # a longer header: fetch the rest
+                    first += self._read(file, len(first), end - 1)
+            head = io.BytesIO(first)
             try:
                 major, _ = np.lib.format.read_magic(head)
                 read = (

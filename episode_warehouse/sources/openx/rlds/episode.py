@@ -18,6 +18,7 @@ against the pixel limit before they are decoded.
 from __future__ import annotations
 
 import math
+import threading
 import zlib
 from concurrent.futures import Executor
 
@@ -277,22 +278,26 @@ class EpisodeRecord:
             c, h, width = checked_image_size(blob, f"{self.subject} {w}", self.limits)
             self._spend(c * h * width * np.dtype(leaf.dtype).itemsize, key)
         self._check_steps(len(blobs), key)
-        first = self._checked_image(leaf, decode_image_bytes(blobs[0], where[0]), where[0])
-        # decoded straight into one C-ordered array (torchvision's JPEG rows are channels-last
-        # views: stacking them would keep that order and cost a second copy when written)
-        out = np.empty((self.length, *first.shape), dtype=first.dtype)
-        out[0] = first
+        # every image decoded on the pool, straight into one C-ordered array made by the first
+        # to finish (torchvision's JPEG rows are channels-last views: stacking them would keep
+        # that order and cost a second copy when written)
+        made: list[np.ndarray] = []
+        lock = threading.Lock()
 
         def decode_into(t: int) -> None:
             img = self._checked_image(leaf, decode_image_bytes(blobs[t], where[t]), where[t])
-            if img.shape != first.shape:
-                raise self._ragged(key, [first.shape, img.shape])
+            with lock:
+                if not made:
+                    made.append(np.empty((self.length, *img.shape), dtype=img.dtype))
+            out = made[0]
+            if img.shape != out.shape[1:]:
+                raise self._ragged(key, [out.shape[1:], img.shape])
             out[t] = img
 
         run = self.pool.map if self.pool is not None else map
-        for _ in run(decode_into, range(1, self.length)):
+        for _ in run(decode_into, range(self.length)):
             pass
-        return out
+        return made[0]
 
     def _checked_image(self, leaf: Leaf, img: np.ndarray, where: str) -> np.ndarray:
         """(C, H, W) of the declared dtype and channels, converted as TFDS's decoder does (grey
