@@ -10,16 +10,15 @@ and publish by rename, so a corrupt or partial file is never visible under its f
 
 from __future__ import annotations
 
-import base64
 import io
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
 import google_crc32c
 
+from episode_warehouse.blobs import BlobInfo, DownloadStats, crc32c_b64, file_crc32c
 from episode_warehouse.confine import checked_name, inside
 from episode_warehouse.errors import (
     ConfigError,
@@ -36,50 +35,14 @@ PART_SUFFIX = ".part"
 _CHUNK = 8 << 20
 
 
-@dataclass(frozen=True)
-class BlobInfo:
-    """One file of a store: ``name`` relative to the store's prefix.
-
-    ``crc32c`` is the base64 big-endian CRC32C GCS reports ("" for a local file: computed when
-    copied); ``generation`` is the GCS generation, or the local file's mtime in nanoseconds.
-    """
-
-    name: str
-    size: int
-    crc32c: str
-    generation: str
-
-    def to_json(self) -> dict:
-        return {"size": self.size, "crc32c": self.crc32c, "generation": self.generation}
-
-
-@dataclass
-class DownloadStats:
-    """Counters for the reliability report: retries, resumed bytes, rejected corrupt copies."""
-
-    retries: int = 0
-    resumed_bytes: int = 0
-    rejected_corrupt: int = 0
-    downloaded_bytes: int = 0
-
-
-def crc32c_b64(checksum: google_crc32c.Checksum) -> str:
-    return base64.b64encode(checksum.digest()).decode()
-
-
-def file_crc32c(path: Path) -> str:
-    """The GCS-style crc32c (base64, big-endian) of a local file."""
-    checksum = google_crc32c.Checksum()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            checksum.update(chunk)
-    return crc32c_b64(checksum)
-
-
 class BlobStore(Protocol):
     url: str
 
     def list(self, prefix: str) -> list[BlobInfo]: ...
+
+    def location(self, prefix: str) -> str:
+        """The URL of ``prefix`` as records name it (the hub's pins the commit read)."""
+        ...
 
     def download(
         self,
@@ -123,6 +86,9 @@ class LocalBlobStore:
                 subject=str(self.root),
                 fix="point the source URL at an existing folder or a gs:// prefix",
             )
+
+    def location(self, prefix: str) -> str:
+        return f"{self.url}/{prefix.strip('/')}"
 
     def list(self, prefix: str) -> list[BlobInfo]:
         """Files whose name starts with ``prefix`` (as a GCS prefix: ``Pong/run_5-`` matches
@@ -236,6 +202,9 @@ class GcsBlobStore:
 
     def _key(self, name: str) -> str:
         return f"{self.prefix}/{name}" if self.prefix else name
+
+    def location(self, prefix: str) -> str:
+        return f"{self.url}/{prefix.strip('/')}"
 
     def list(self, prefix: str) -> list[BlobInfo]:
         """Objects under ``prefix`` from the listing's metadata (no object is read).
@@ -477,7 +446,8 @@ class _GcsReader(io.RawIOBase):
 def open_blob_store(
     url: str, retry: RetryPolicy | None = None, endpoint: str | None = None
 ) -> BlobStore:
-    """A store for ``gs://bucket[/prefix]``, ``file:///path`` or a plain local path.
+    """A store for ``gs://bucket[/prefix]``, ``hf://datasets[/OWNER/NAME[@REV]]`` (the hub,
+    :mod:`episode_warehouse.hub`), ``file:///path`` or a plain local path.
 
     ``endpoint`` points GCS at an emulator (``http://127.0.0.1:PORT``); default:
     ``STORAGE_EMULATOR_HOST`` when set, as google-cloud-storage does.
@@ -489,6 +459,13 @@ def open_blob_store(
     if url.startswith("gs://"):
         bucket, prefix = split_gs_url(url, setting="the source URL")
         return GcsBlobStore(bucket, prefix, retry, endpoint)
+    if url.startswith("hf://"):
+        from episode_warehouse.hub.client import HubClient
+        from episode_warehouse.hub.store import HubBlobStore
+        from episode_warehouse.hub.url import parse_hub_url
+
+        hub = parse_hub_url(url, setting="the source URL")
+        return HubBlobStore(hub, HubClient(repo_type=hub.repo_type, policy=retry))
     if url.startswith("file://"):
         return LocalBlobStore(Path(url[7:]))
     if not url:

@@ -1,0 +1,232 @@
+"""The calls the warehouse makes to the Hugging Face Hub, through huggingface_hub, with this
+package's errors and retries.
+
+Settings are huggingface_hub's own, read when a client is made (not when huggingface_hub was
+imported): ``HF_ENDPOINT`` (default https://huggingface.co), ``HF_TOKEN`` or the token
+``hf auth login`` saved, ``HF_HUB_CACHE``/``HF_HOME`` for the cache, ``HF_HUB_OFFLINE``. Files are
+downloaded into huggingface_hub's cache with ``hf_hub_download`` (resumable, shared with every
+other tool on the machine that reads the hub) and then verified here: the size, and the content
+against the hub's listing (the sha256 of an LFS file, the git blob id of any other). The token
+is never logged and never part of an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from episode_warehouse.errors import ConfigError, SourceMissingError, SourceUnreachableError
+from episode_warehouse.hub.url import check_revision
+from episode_warehouse.retry import RetryPolicy, call_with_retries
+
+log = logging.getLogger(__name__)
+DEFAULT_ENDPOINT = "https://huggingface.co"
+_TOKEN_FIX = (
+    "if the repo is private or gated, accept its terms on the hub and set HF_TOKEN (or run "
+    "hf auth login); else check the repo id"
+)
+
+
+@dataclass(frozen=True)
+class HubFile:
+    """One file of a commit as the hub lists it."""
+
+    path: str
+    size: int
+    blob_id: str  # git blob id (of the LFS pointer for an LFS file)
+    sha256: str | None  # LFS files: the content's sha256
+
+    @property
+    def content_id(self) -> str:
+        """What changes when the file's bytes change: the LFS sha256, else the git blob id."""
+        return self.sha256 or self.blob_id
+
+
+def git_blob_id(path: Path) -> str:
+    h = hashlib.sha1(b"blob %d\0" % path.stat().st_size)
+    with open(path, "rb") as fh:
+        while chunk := fh.read(8 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(8 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class HubClient:
+    """One endpoint and token; every call bounded by ``policy`` and retried when transient."""
+
+    def __init__(
+        self,
+        *,
+        repo_type: str = "dataset",
+        endpoint: str | None = None,
+        token: str | None = None,
+        policy: RetryPolicy | None = None,
+    ) -> None:
+        from huggingface_hub import HfApi
+
+        self.repo_type = repo_type
+        self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+        self.token = token or None  # None: huggingface_hub finds HF_TOKEN or the saved login
+        self.policy = policy or RetryPolicy()
+        self.cache_dir = _cache_dir()
+        self.api = HfApi(endpoint=self.endpoint, token=self.token)
+
+    def _call(self, fn, *, repo_id: str, revision: str | None = None, path: str | None = None):
+        subject = f"hf://{self.repo_type}s/{repo_id}" + (f"@{revision}" if revision else "")
+        if path:
+            subject += f"/{path}"
+
+        def translated():
+            try:
+                return fn()
+            except Exception as exc:  # noqa: BLE001 - hub errors become ours, others classified
+                raise _translate(exc, subject, revision) from exc
+
+        return call_with_retries(translated, policy=self.policy, subject=subject)
+
+    def resolve(self, repo_id: str, revision: str | None) -> str:
+        """The commit sha a branch, tag or sha names (once per materialization).
+
+        Raises:
+            SourceMissingError: no such repo, or private or gated without a token that may read it.
+            ConfigError: no such revision.
+        """
+        if revision:
+            check_revision(revision, subject=f"hf://{self.repo_type}s/{repo_id}@{revision}")
+
+        def info():
+            found = self.api.repo_info(
+                repo_id, repo_type=self.repo_type, revision=revision, timeout=self.policy.timeout_s
+            )
+            return str(found.sha or "")
+
+        sha = self._call(info, repo_id=repo_id, revision=revision)
+        check_revision(sha, subject=f"hf://{self.repo_type}s/{repo_id} (the sha the hub sent)")
+        return sha
+
+    def tags(self, repo_id: str) -> dict[str, str]:
+        """Tag name -> commit sha."""
+        refs = self._call(
+            lambda: self.api.list_repo_refs(repo_id, repo_type=self.repo_type), repo_id=repo_id
+        )
+        return {t.name: t.target_commit for t in refs.tags}
+
+    def files(self, repo_id: str, sha: str, folder: str | None = None) -> dict[str, HubFile]:
+        """Every file of commit ``sha`` (under ``folder``), by path."""
+        from huggingface_hub.hf_api import RepoFile
+
+        def listing() -> dict[str, HubFile]:
+            tree = self.api.list_repo_tree(
+                repo_id, path_in_repo=folder, recursive=True, revision=sha, repo_type=self.repo_type
+            )
+            return {
+                f.path: HubFile(f.path, int(f.size), f.blob_id, f.lfs.sha256 if f.lfs else None)
+                for f in tree
+                if isinstance(f, RepoFile)
+            }
+
+        return self._call(listing, repo_id=repo_id, revision=sha, path=folder)
+
+    def download(self, repo_id: str, sha: str, file: HubFile) -> Path:
+        """``file`` of commit ``sha`` in huggingface_hub's cache, verified against the listing.
+
+        Raises:
+            SourceUnreachableError: the download kept failing, or kept arriving with other bytes
+                than the hub lists (a corrupt copy is deleted from the cache before each retry).
+        """
+        from huggingface_hub import hf_hub_download
+
+        def fetch() -> Path:
+            path = Path(
+                hf_hub_download(
+                    repo_id,
+                    file.path,
+                    repo_type=self.repo_type,
+                    revision=sha,
+                    endpoint=self.endpoint,
+                    token=self.token,
+                    cache_dir=self.cache_dir,
+                    etag_timeout=self.policy.timeout_s,
+                )
+            )
+            self._verify(path, repo_id, file)
+            return path
+
+        return self._call(fetch, repo_id=repo_id, revision=sha, path=file.path)
+
+    def _verify(self, path: Path, repo_id: str, file: HubFile) -> None:
+        size = path.stat().st_size
+        got = (file_sha256 if file.sha256 else git_blob_id)(path) if size == file.size else ""
+        if size == file.size and got == file.content_id:
+            return
+        blob = path.resolve()  # the cache's blob behind the snapshot link: drop it, fetch again
+        path.unlink(missing_ok=True)
+        if blob != path:
+            blob.unlink(missing_ok=True)
+        raise SourceUnreachableError(
+            f"the download of {file.path} has {size} bytes and id {got or '?'}; the hub lists "
+            f"{file.size} bytes and {file.content_id}",
+            subject=f"hf://{self.repo_type}s/{repo_id}/{file.path}",
+            fix="retried; if it persists, the cache or the network alters files: clear the "
+            "huggingface_hub cache of this repo",
+        )
+
+
+def _cache_dir() -> str | None:
+    """huggingface_hub's cache folder from the environment now (its own constant is read when
+    it is imported): ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else its default."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    if os.environ.get("HF_HOME"):
+        return os.path.join(os.environ["HF_HOME"], "hub")
+    return None
+
+
+def _translate(exc: Exception, subject: str, revision: str | None) -> Exception:
+    """huggingface_hub's errors as this package's (others are left to ``classify``)."""
+    from huggingface_hub.errors import (
+        DisabledRepoError,
+        EntryNotFoundError,
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    if isinstance(exc, GatedRepoError):
+        return SourceMissingError(
+            "the repo is gated: its terms must be accepted and a token given",
+            subject=subject,
+            fix="accept the terms on the repo's page, then set HF_TOKEN (or run hf auth login)",
+        )
+    if isinstance(exc, RepositoryNotFoundError | DisabledRepoError):
+        return SourceMissingError(
+            "no such repo on the hub, or it is private", subject=subject, fix=_TOKEN_FIX
+        )
+    if isinstance(exc, RevisionNotFoundError):
+        return ConfigError(
+            f"the repo has no revision {revision!r}",
+            subject=subject,
+            fix="name an existing branch, tag or commit sha (see the repo's refs on the hub)",
+        )
+    if isinstance(exc, LocalEntryNotFoundError):  # the hub did not answer (not: no such file)
+        return SourceUnreachableError(
+            f"the hub did not answer ({str(exc).splitlines()[0][:200]})",
+            subject=subject,
+            fix="retried; check the network and HF_ENDPOINT",
+        )
+    if isinstance(exc, EntryNotFoundError):
+        return SourceMissingError(
+            "the file is not in that revision", subject=subject, fix="check the path and revision"
+        )
+    return exc
