@@ -27,7 +27,7 @@ from warehouse_fixtures.gcs_emulator import running_emulator, upload_tree
 TESTS = Path(__file__).resolve().parent
 SYSTEM_DIRS = {"e2e", "cluster", "examples"}
 UNIT_DIRS = {"episode_warehouse", "packaging"}
-SERVICE_FIXTURES = {"gcs_endpoint", "bucket_url", "warehouse_env", "instance"}
+SERVICE_FIXTURES = {"gcs_endpoint", "bucket_url", "warehouse_env", "instance", "hub"}
 
 
 def _tier(item: pytest.Item) -> str:
@@ -91,6 +91,23 @@ def gcs_endpoint(demo_fixtures) -> str:
     with running_emulator() as endpoint:
         upload_tree(endpoint, DEMO_BUCKET, demo_fixtures / "atari-bucket")
         yield endpoint
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """The hub stand-in (``warehouse_fixtures.hub``) over an empty store, with huggingface_hub
+    pointed at it (``HF_ENDPOINT``) and a cache of this test's own (``HF_HOME``); token
+    ``hf_test_token`` may read private and gated repos."""
+    from warehouse_fixtures.hub.server import HubServer
+    from warehouse_fixtures.hub.store import HubStore
+
+    with HubServer(HubStore(tmp_path / "hub-store"), tokens=("hf_test_token",)) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+        monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+        monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+        yield server
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """A small fault-injecting HTTP proxy for loopback tests: sits in front of the GCS emulator.
 
-Object downloads (``alt=media``) take their fault from a schedule, in order: ``503``, ``reset``
+Object downloads (GCS ``alt=media``; the hub's ``GET .../resolve/...``) take their fault from a schedule, in order: ``503``, ``reset``
 (connection dropped before any answer), ``timeout`` (no answer for ``stall_s``), ``truncate``
 (half the body, then the connection closes), ``corrupt`` (the full body with bytes flipped),
 ``None`` (pass through). Everything else passes through. Bounded: it serves until stopped.
@@ -57,7 +57,7 @@ class FaultProxy:
                     proxy._released.wait()
                     self.close_connection = True
                     return
-                fault = proxy._next_fault(self.path)
+                fault = proxy._next_fault(self.command, self.path)
                 if fault == "reset":
                     self.connection.setsockopt(
                         socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
@@ -91,11 +91,18 @@ class FaultProxy:
                 if fault == "corrupt" and data:
                     data = bytes(b ^ 0x5A if i % 97 == 0 else b for i, b in enumerate(data))
                 self.send_response(resp.status)
+                head = self.command == "HEAD"  # no body: the upstream's length is the answer
                 for k, v in resp.getheaders():
-                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                    skip = ("transfer-encoding", "connection") + (
+                        () if head else ("content-length",)
+                    )
+                    if k.lower() not in skip:
                         self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
+                if not head:
+                    self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
+                if head:
+                    return
                 if fault == "truncate":
                     self.wfile.write(data[: len(data) // 2])
                     self.wfile.flush()
@@ -103,7 +110,7 @@ class FaultProxy:
                     return
                 self.wfile.write(data)
 
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
+            do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -117,8 +124,9 @@ class FaultProxy:
             self.uploads += 1
             return self.hold_uploads_after is not None and self.uploads > self.hold_uploads_after
 
-    def _next_fault(self, path: str) -> str | None:
-        if "alt=media" not in path:
+    def _next_fault(self, command: str, path: str) -> str | None:
+        hub_file = command == "GET" and "/resolve/" in path
+        if "alt=media" not in path and not hub_file:
             return None
         with self._lock:
             self.media_requests += 1
