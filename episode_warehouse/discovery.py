@@ -89,10 +89,20 @@ def openx_fingerprints(url: str, endpoint: str | None = None) -> dict[str, str]:
     )
 
 
-def lerobot_fingerprints(store: BlobStore) -> dict[str, str]:
+def lerobot_fingerprints(store: BlobStore, repos: list[str] | None = None) -> dict[str, str]:
     """``{"owner/name": fingerprint}`` for every ``<owner>/<name>/`` holding ``meta/info.json``
-    (its meta/, data/ and videos/ files count)."""
+    (its meta/, data/ and videos/ files count). On the hub, which cannot be listed whole: the
+    ``repos`` named, each fingerprinted by the commit its LeRobot revision resolves to."""
+    from episode_warehouse.hub.store import HubBlobStore
+    from episode_warehouse.sources.lerobot.hub_revision import lerobot_revision
     from episode_warehouse.sources.lerobot.mirror import FOLDERS, check_repo_id
+
+    if isinstance(store, HubBlobStore):
+        found = {}
+        for repo in repos or []:
+            store.pin(repo, lerobot_revision(store.client, repo))
+            found[repo] = [store.commit(repo)]
+        return _fingerprints(found, check_repo_id, "LeRobot source")
 
     groups: dict[str, list] = {}
     datasets = set()

@@ -157,12 +157,9 @@ def test_a_teleoperation_dataset_goes_through_every_stage(warehouse_env, monkeyp
 
 
 def test_lerobot_source_errors_name_the_fix(warehouse_env, monkeypatch, capsys, tmp_path):
-    monkeypatch.delenv("LEROBOT_URL", raising=False)
+    monkeypatch.setenv("LEROBOT_URL", "hf://datasets/lab/pick_place")
     assert main(["materialize", "lerobot", "lab/pick_place"]) == 2
-    assert "LEROBOT_URL: no LeRobot source is set" in capsys.readouterr().err
-    monkeypatch.setenv("LEROBOT_URL", "hf://datasets")
-    assert main(["materialize", "lerobot", "lab/pick_place"]) == 2
-    assert "the hub is not read by this version" in capsys.readouterr().err
+    assert "LEROBOT_URL names one repo" in capsys.readouterr().err
     monkeypatch.setenv("LEROBOT_URL", str(tmp_path))
     assert main(["materialize", "lerobot", "lab/none"]) == 2
     assert "no LeRobot dataset there (no meta/info.json)" in capsys.readouterr().err

@@ -16,7 +16,7 @@ from episode_warehouse.sources.openx.shards import list_shards
 def _dataset(folder):
     (folder / "meta").mkdir(parents=True)
     (folder / "data" / "chunk-000").mkdir(parents=True)
-    (folder / "meta" / "info.json").write_text("{}")
+    (folder / "meta" / "info.json").write_text('{"codebase_version": "v3.0"}')
     return folder
 
 

@@ -1,5 +1,11 @@
 """The raw stage of one LeRobot dataset: its ``meta/``, ``data/`` and ``videos/`` files mirrored
-from ``LEROBOT_URL`` (a local folder or ``gs://bucket/prefix`` holding ``<owner>/<name>/``).
+from ``LEROBOT_URL``: the hub (``hf://datasets``, a partition is a repo id), or a local folder or
+``gs://bucket/prefix`` holding ``<owner>/<name>/``.
+
+On the hub the revision is chosen as ``LeRobotDataset`` chooses it (``hub_revision``) and
+resolved to a commit sha once; the sha is in the record (``revision``) and in ``source_url``.
+Metadata comes first: ``meta/info.json`` is read and its codebase version checked before any
+data file is fetched, so a v2.x dataset is refused without downloading it.
 
 The raw folder (``<root>/raw/lerobot/<owner>/<name>/``) is itself a LeRobot dataset folder plus
 the incremental rule's record: its inputs are the listing (names, sizes, GCS generation and
@@ -9,13 +15,19 @@ published version, the others copied and checksummed on the way (``sources.mirro
 
 from __future__ import annotations
 
+import json
+
 from episode_warehouse.blobstore import BlobInfo, BlobStore
-from episode_warehouse.errors import SourceMissingError
+from episode_warehouse.errors import CorruptInputError, FormatVersionError, SourceMissingError
+from episode_warehouse.hub.store import HubBlobStore
 from episode_warehouse.incremental import Built, build_if_changed
+from episode_warehouse.sources.lerobot.dataset import CODEBASE_VERSION
+from episode_warehouse.sources.lerobot.hub_revision import CONVERT, lerobot_revision
 from episode_warehouse.sources.lerobot.repo_id import check_repo_id
 from episode_warehouse.sources.mirror import MirrorReport, mirror_files
 
 FOLDERS = ("meta/", "data/", "videos/")
+_INFO_MAX = 16 << 20
 
 
 def list_dataset(store: BlobStore, repo_id: str) -> dict[str, BlobInfo]:
@@ -39,12 +51,44 @@ def list_dataset(store: BlobStore, repo_id: str) -> dict[str, BlobInfo]:
     return dict(sorted(files.items()))
 
 
+def check_info(store: BlobStore, repo_id: str, blob: BlobInfo) -> None:
+    """Refuse a dataset of another codebase version from its ``meta/info.json`` alone.
+
+    Raises:
+        FormatVersionError: not a v3.0 dataset (names lerobot's converter).
+        CorruptInputError: the file is not a JSON object of at most 16 MB.
+    """
+    subject = f"{store.location(repo_id)}/meta/info.json"
+    if blob.size > _INFO_MAX:
+        raise CorruptInputError(f"{blob.size} bytes, not a dataset's info", subject=subject)
+    with store.open(blob) as fh:
+        data = fh.read(_INFO_MAX + 1)
+    try:
+        info = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptInputError(f"not JSON ({exc})", subject=subject) from None
+    version = info.get("codebase_version") if isinstance(info, dict) else None
+    if version != CODEBASE_VERSION:
+        raise FormatVersionError(
+            f"a LeRobot {version} dataset; this warehouse reads {CODEBASE_VERSION}"
+            if version
+            else f"no codebase_version: not a LeRobot {CODEBASE_VERSION} dataset",
+            subject=subject,
+            fix=f"convert it with lerobot: {CONVERT.format(repo_id=repo_id)}",
+        )
+
+
 def mirror_dataset(
     store: BlobStore, repo_id: str, target, *, code_version: str, workers: int = 4
 ) -> tuple[Built, MirrorReport]:
     """Bring the raw folder ``target`` in line with the dataset's files in ``store``."""
-    wanted = list_dataset(store, check_repo_id(repo_id))
-    source_url = f"{store.url}/{repo_id}"
+    check_repo_id(repo_id)
+    if isinstance(store, HubBlobStore) and store.hub.repo_id is None:
+        store.pin(repo_id, lerobot_revision(store.client, repo_id))
+    wanted = list_dataset(store, repo_id)
+    check_info(store, repo_id, wanted["meta/info.json"])
+    source_url = store.location(repo_id)
+    revision = store.commit(repo_id) if isinstance(store, HubBlobStore) else None
     inputs = {
         "source_url": source_url,
         "files": {name: blob.to_json() for name, blob in wanted.items()},
@@ -55,6 +99,7 @@ def mirror_dataset(
 
     def build(staging) -> dict:
         files = mirror_files(store, wanted, target, staging, report, subdir=".", workers=workers)
-        return {"format": "lerobot-raw", "source_url": source_url, "files": files}
+        record = {"format": "lerobot-raw", "source_url": source_url, "files": files}
+        return {**record, "revision": revision} if revision else record
 
     return build_if_changed(target, inputs, build), report
