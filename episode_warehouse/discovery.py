@@ -55,21 +55,17 @@ def openx_fingerprints(url: str, endpoint: str | None = None) -> dict[str, str]:
     ``endpoint`` points a ``gs://`` URL at an emulator."""
     groups: dict[str, list] = {}
     if url.startswith("hf://"):
-        from huggingface_hub import HfApi
-        from huggingface_hub.hf_api import RepoFile
-
+        from episode_warehouse.hub.client import HubClient
         from episode_warehouse.sources.openx.shards import _HF_RE
 
         match = _HF_RE.match(url)
         if not match:
             return {}
-        for f in HfApi().list_repo_tree(
-            match.group(1), repo_type="dataset", recursive=True, revision=match.group(2)
-        ):
-            if isinstance(f, RepoFile) and f.path.endswith(".tar") and "/" in f.path:
-                groups.setdefault(f.path.split("/")[0], []).append(
-                    [f.path, f.size, f.lfs.sha256 if f.lfs else f.blob_id]
-                )
+        client = HubClient()
+        sha = client.resolve(match.group(1), match.group(2))
+        for f in client.files(match.group(1), sha).values():
+            if f.path.endswith(".tar") and "/" in f.path:
+                groups.setdefault(f.path.split("/")[0], []).append([f.path, f.size, f.content_id])
         return _fingerprints(groups, check_dataset_id, "OpenX source")
     from episode_warehouse.blobstore import open_blob_store
     from episode_warehouse.sources.openx.rlds.listing import DATASET_INFO

@@ -164,6 +164,19 @@ class HubClient:
 
         return self._call(fetch, repo_id=repo_id, revision=sha, path=file.path)
 
+    def stream(self, repo_id: str, sha: str, path: str):
+        """A ranged, streaming reader of ``path`` at commit ``sha`` (no copy in the cache)."""
+        from huggingface_hub import HfFileSystem
+
+        fs = HfFileSystem(endpoint=self.endpoint, token=self.token)
+        kind = f"{self.repo_type}s/" if self.repo_type != "model" else ""
+        return self._call(
+            lambda: fs.open(f"{kind}{repo_id}@{sha}/{path}", "rb", block_size=8 << 20),
+            repo_id=repo_id,
+            revision=sha,
+            path=path,
+        )
+
     def _verify(self, path: Path, repo_id: str, file: HubFile) -> None:
         size = path.stat().st_size
         got = (file_sha256 if file.sha256 else git_blob_id)(path) if size == file.size else ""

@@ -1,6 +1,8 @@
-"""A small fault-injecting HTTP proxy for loopback tests: sits in front of the GCS emulator.
+"""A small fault-injecting HTTP proxy for loopback tests: sits in front of the GCS emulator or
+the hub stand-in.
 
-Object downloads (GCS ``alt=media``; the hub's ``GET .../resolve/...``) take their fault from a schedule, in order: ``503``, ``reset``
+Object downloads (GCS ``alt=media``; the hub's ``GET .../resolve/...``) take their fault from a
+schedule, in order: ``503``, ``reset``
 (connection dropped before any answer), ``timeout`` (no answer for ``stall_s``), ``truncate``
 (half the body, then the connection closes), ``corrupt`` (the full body with bytes flipped),
 ``None`` (pass through). Everything else passes through. Bounded: it serves until stopped.

@@ -243,7 +243,7 @@ class HubServer:
 
     @staticmethod
     def _folders(files: dict) -> set[str]:
-        folders = set()
+        folders: set[str] = set()
         for path in files:
             parts = path.split("/")[:-1]
             folders.update("/".join(parts[: i + 1]) for i in range(len(parts)))

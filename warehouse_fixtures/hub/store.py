@@ -14,6 +14,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,7 +129,7 @@ class HubStore:
     def commit(
         self,
         repo_id: str,
-        files: dict[str, bytes | Path],
+        files: Mapping[str, bytes | Path],
         *,
         repo_type: str = "dataset",
         delete: tuple[str, ...] = (),

@@ -23,6 +23,7 @@ from episode_warehouse.retry import RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
 _HF_RE = re.compile(r"^hf://datasets/([^/@]+/[^/@]+)(?:@([^/]+))?/?$")
+_HF_FILE_RE = re.compile(r"^hf://datasets/([^/@]+/[^/@]+)@([0-9a-f]{40})/(.+)$")
 
 
 @dataclass(frozen=True)
@@ -51,17 +52,19 @@ def local_version(path: Path) -> str:
 
 
 def open_shard(location: str, policy: RetryPolicy | None = None):
-    """Open a shard for reading (local path or ``hf://`` URL), retrying transient failures.
+    """Open a shard for reading (local path or ``hf://datasets/OWNER/REPO@SHA/PATH``, read in
+    ranges through huggingface_hub with ``HF_ENDPOINT`` and ``HF_TOKEN`` as set now), retrying
+    transient failures."""
+    policy = policy or RetryPolicy()
+    if location.startswith("hf://"):
+        from episode_warehouse.hub.client import HubClient
 
-    Hub reads are bounded by huggingface_hub's ``HF_HUB_DOWNLOAD_TIMEOUT`` (10 s by default).
-    """
-    import fsspec
-
-    return call_with_retries(
-        lambda: fsspec.open(location, "rb").open(),
-        policy=policy or RetryPolicy(),
-        subject=location,
-    )
+        match = _HF_FILE_RE.match(location)
+        if not match:
+            raise ConfigError("malformed hub file URL", subject=repr(location))
+        repo, sha, path = match.groups()
+        return HubClient(policy=policy).stream(repo, sha, path)
+    return call_with_retries(lambda: open(location, "rb"), policy=policy, subject=location)
 
 
 def list_shards(url: str, dataset: str, policy: RetryPolicy | None = None) -> ShardListing:
@@ -120,24 +123,17 @@ def _list_hub(url: str, dataset: str, policy: RetryPolicy) -> ShardListing:
             fix="write it as hf://datasets/OWNER/REPO, optionally @REVISION",
         )
     repo, revision = match.group(1), match.group(2)
-    from huggingface_hub import HfApi
+    from episode_warehouse.hub.client import HubClient
 
-    api = HfApi()
-
-    def listing() -> tuple[str, list]:
-        sha = api.dataset_info(repo, revision=revision, timeout=policy.timeout_s).sha or ""
-        tree = api.list_repo_tree(repo, path_in_repo=dataset, repo_type="dataset", revision=sha)
-        return sha, [f for f in tree if f.path.endswith(".tar")]
-
-    sha, files = call_with_retries(
-        listing, policy=policy, subject=url, fix="check the network, the repo id and HF_TOKEN"
-    )
+    client = HubClient(policy=policy)
+    sha = client.resolve(repo, revision)
+    files = [f for f in client.files(repo, sha, dataset).values() if f.path.endswith(".tar")]
     shards = [
         Shard(
             checked_segment(f.path.rsplit("/", 1)[-1], subject=url, what="shard name"),
             f"hf://datasets/{repo}@{sha}/{f.path}",
-            int(f.size),
-            (f.lfs.sha256 if f.lfs else f.blob_id),
+            f.size,
+            f.content_id,
         )
         for f in sorted(files, key=lambda f: f.path)
     ]
