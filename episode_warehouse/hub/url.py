@@ -35,10 +35,16 @@ class HubUrl:
         return out
 
 
-def check_repo_id(repo_id: str, *, subject: str) -> str:
+def is_repo_id(text: str) -> bool:
     """``OWNER/NAME``, each part of the hub's characters (no ``..``, no other slashes)."""
-    owner, _, name = repo_id.partition("/")
-    if not (_NAME.match(owner) and _NAME.match(name)) or ".." in repo_id:
+    text = text or ""
+    owner, _, name = text.partition("/")
+    return bool(_NAME.match(owner) and _NAME.match(name)) and ".." not in text
+
+
+def check_repo_id(repo_id: str, *, subject: str) -> str:
+    """:func:`is_repo_id`, or a ConfigError naming ``subject``."""
+    if not is_repo_id(repo_id):
         raise ConfigError(
             f"{repo_id!r} is not a hub repo id",
             subject=subject,

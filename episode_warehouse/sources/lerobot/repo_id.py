@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from episode_warehouse.errors import PartitionKeyError
-
-_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
+from episode_warehouse.hub.url import is_repo_id
 
 
 def check_repo_id(key: str) -> str:
@@ -15,7 +12,7 @@ def check_repo_id(key: str) -> str:
     Raises:
         PartitionKeyError: not of that shape (or ``..`` in it).
     """
-    if not _REPO_RE.match(key or "") or ".." in key:
+    if not is_repo_id(key):
         raise PartitionKeyError(
             "not a LeRobot repo id",
             subject=repr(key),
