@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -105,3 +106,42 @@ def test_tree_listings_are_paginated_as_the_hub_does(hub, published):
     assert set(files) - {".gitattributes"} == expected
     folders = {f.path for f in tree if not isinstance(f, RepoFile)}
     assert {"data", "meta", "meta/episodes"} <= folders
+
+
+def test_huggingface_hubs_own_upload_lands_one_commit_and_skips_unchanged_files(
+    hub, tmp_path, monkeypatch
+):
+    """``create_repo`` and ``upload_folder`` (LFS protocol: the stand-in does not speak Xet) make
+    one commit whose files ``snapshot_download`` reads back byte for byte; uploading the same
+    folder again sends no object and no commit; a stale parent commit is refused (412)."""
+    from huggingface_hub import HfApi, constants, snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError
+
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    src = tmp_path / "src"
+    write_lerobot_dataset(SPEC, src)
+    folder = src / "lab" / "pick_place"
+    api = HfApi(endpoint=hub.url, token="hf_test_token")
+    api.create_repo("me/copy", repo_type="dataset")
+    first = api.upload_folder(repo_id="me/copy", repo_type="dataset", folder_path=folder)
+    lfs_files = [p for p in folder.rglob("*.parquet")]
+    assert len(hub.uploads.uploaded) == len(lfs_files) > 0
+    snapshot = snapshot_download("me/copy", repo_type="dataset", endpoint=hub.url)
+    for path in (p for p in folder.rglob("*") if p.is_file()):
+        assert (Path(snapshot) / path.relative_to(folder)).read_bytes() == path.read_bytes()
+    info = api.dataset_info("me/copy")
+    assert info.sha == first.oid
+    tree = {f.path: f for f in api.list_repo_tree("me/copy", repo_type="dataset", recursive=True)}
+    assert all(tree[str(p.relative_to(folder))].lfs for p in lfs_files)
+
+    again = api.upload_folder(repo_id="me/copy", repo_type="dataset", folder_path=folder)
+    assert again.oid == first.oid and len(hub.uploads.uploaded) == len(lfs_files)
+    with pytest.raises(HfHubHTTPError) as stale:
+        api.upload_file(
+            path_or_fileobj=b"x", path_in_repo="x.txt", repo_id="me/copy", repo_type="dataset",
+            parent_commit=hub.store.commit_record("dataset", "me/copy", first.oid)["parent"],
+        )  # fmt: skip
+    assert stale.value.response.status_code == 412
+    with pytest.raises(HfHubHTTPError) as anonymous:
+        HfApi(endpoint=hub.url, token=False).create_repo("me/other", repo_type="dataset")
+    assert anonymous.value.response.status_code == 401

@@ -15,8 +15,9 @@ It answers the requests ``huggingface_hub`` makes (checked against its own ``sna
 
 Errors carry the hub's ``X-Error-Code`` (``RepoNotFound``, ``RevisionNotFound``,
 ``EntryNotFound``, ``GatedRepo``), which huggingface_hub turns into its own exceptions. A private
-or gated repository needs ``Authorization: Bearer <token>`` with one of ``tokens``. The upload
-side is in :mod:`warehouse_fixtures.hub.upload`.
+or gated repository needs ``Authorization: Bearer <token>`` with one of ``tokens``, and so does
+every write. The upload side (create, preupload, LFS batch and upload, commit) is
+:mod:`warehouse_fixtures.hub.upload`.
 """
 
 from __future__ import annotations
@@ -28,17 +29,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from warehouse_fixtures.hub.store import HubStore, RepoNotFound, RevisionNotFound, lfs_pointer
+from warehouse_fixtures.hub.store import (
+    HubError,
+    HubStore,
+    RepoNotFound,
+    RevisionNotFound,
+    lfs_pointer,
+)
+from warehouse_fixtures.hub.upload import Uploads
 
 log = logging.getLogger(__name__)
 TYPES = ("dataset", "model", "space")
 PAGE = 1000  # tree entries per page, as the hub
-
-
-class HubError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
 
 
 class HubServer:
@@ -65,7 +67,7 @@ class HubServer:
             def _serve(self) -> None:
                 with server._lock:
                     server.requests.append((self.command, self.path))
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = self._body()
                 try:
                     status, headers, payload = server.route(
                         self.command, self.path, dict(self.headers.items()), body
@@ -86,11 +88,23 @@ class HubServer:
                 if self.command != "HEAD":
                     self.wfile.write(payload)
 
+            def _body(self) -> bytes:
+                if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                    chunks = []
+                    while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                        chunks.append(self.rfile.read(size))
+                        self.rfile.readline()
+                    while self.rfile.readline().strip():  # trailers
+                        pass
+                    return b"".join(chunks)
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
             do_GET = do_HEAD = do_POST = do_PUT = _serve
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.uploads = Uploads(store, self.url, self._authorized)
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def __enter__(self) -> HubServer:
@@ -133,11 +147,7 @@ class HubServer:
             self._check_access(repo_type, repo_id, headers)
             path = "/".join(unquote(p) for p in parts[4:])
             return self._resolve(method, repo_type, repo_id, unquote(parts[3]), path, headers)
-        return self.upload_route(method, url, parts, headers, body)
-
-    def upload_route(self, method, url, parts, headers, body):
-        """Requests of the upload side (:mod:`warehouse_fixtures.hub.upload` overrides)."""
-        raise HubError(404, "NotFound", f"no route for {method} {url.path}")
+        return self.uploads.route(method, url.path.strip("/").split("/"), headers, body)
 
     def _authorized(self, headers: dict) -> bool:
         auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
@@ -176,10 +186,7 @@ class HubServer:
             return self._tree(repo_type, repo_id, unquote(rest[1]), path, query)
         if method == "POST" and len(rest) == 2 and rest[0] == "paths-info":
             return self._paths_info(repo_type, repo_id, unquote(rest[1]), headers, body)
-        return self.upload_api(method, repo_type, repo_id, rest, query, headers, body)
-
-    def upload_api(self, method, repo_type, repo_id, rest, query, headers, body):
-        raise HubError(404, "NotFound", f"no route for {method} {'/'.join(rest)}")
+        return self.uploads.api(method, repo_type, repo_id, rest, headers, body)
 
     @staticmethod
     def _json(obj, status: int = 200, extra: dict | None = None):

@@ -50,6 +50,14 @@ class Entry:
         return {"size": self.size, "sha256": self.sha256, "lfs": self.lfs}
 
 
+class HubError(Exception):
+    """An answer of the stand-in other than 2xx: its status, the hub's ``X-Error-Code``, text."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
 class RepoNotFound(LookupError):
     pass
 
