@@ -3,6 +3,7 @@
 import dagster as dg
 
 from assets import versions
+from assets.retries import only_transient_retries
 from episode_warehouse.catalog import CatalogStore
 from episode_warehouse.catalog.schema import EPISODES
 from episode_warehouse.incremental import published
@@ -30,29 +31,31 @@ def catalog_rows_asset(
         context: dg.AssetExecutionContext, warehouse: WarehouseStorage
     ) -> dg.MaterializeResult:
         # Idempotent: rows that describe the same TED are kept (with their lineage).
-        layout = warehouse.layout()
-        built = publish_catalog_rows(
-            layout,
-            source,
-            context.partition_key,
-            code_version=versions.of(context),
-            run_id=context.run.run_id,
-        )
-        return dg.MaterializeResult(
-            metadata={
-                "episodes": built.meta["episodes"],
-                "frames": built.meta["frames"],
-                "rebuilt": built.rebuilt,
-                "catalog": dg.MetadataValue.path(str(CatalogStore(layout.catalog_dir).db_path)),
-                "dagster/row_count": built.meta["episodes"],
-                "dagster/column_schema": dg.TableSchema(
-                    columns=[
-                        dg.TableColumn(c.name, c.sql, description=c.doc) for c in EPISODES.columns
-                    ]
-                ),
-            },
-            data_version=dg.DataVersion(built.version),
-        )
+        with only_transient_retries(context):
+            layout = warehouse.layout()
+            built = publish_catalog_rows(
+                layout,
+                source,
+                context.partition_key,
+                code_version=versions.of(context),
+                run_id=context.run.run_id,
+            )
+            return dg.MaterializeResult(
+                metadata={
+                    "episodes": built.meta["episodes"],
+                    "frames": built.meta["frames"],
+                    "rebuilt": built.rebuilt,
+                    "catalog": dg.MetadataValue.path(str(CatalogStore(layout.catalog_dir).db_path)),
+                    "dagster/row_count": built.meta["episodes"],
+                    "dagster/column_schema": dg.TableSchema(
+                        columns=[
+                            dg.TableColumn(c.name, c.sql, description=c.doc)
+                            for c in EPISODES.columns
+                        ]
+                    ),
+                },
+                data_version=dg.DataVersion(built.version),
+            )
 
     return _rows
 
@@ -71,20 +74,21 @@ def episode_catalog(
 ) -> dg.MaterializeResult:
     """The DuckDB episode catalog: views over every partition's rows; drops rows of removed data."""
     # Idempotent: rebuilds the views file aside and prunes only rows whose TED is gone.
-    layout = warehouse.layout()
-    store = CatalogStore(layout.catalog_dir)
-    store.ensure_database(rebuild=True)
-    pruned = []
-    for source, partition in store.published():
-        if not published(layout.ted_dir(source, partition)):
-            store.remove_partition(source, partition)
-            pruned.append(f"{source}/{partition}")
-    if pruned:
-        context.log.info("pruned catalog rows of %s", ", ".join(pruned))
-    return dg.MaterializeResult(
-        metadata={
-            "partitions": len(store.published()),
-            "pruned": dg.MetadataValue.json(pruned),
-            "path": dg.MetadataValue.path(str(store.db_path)),
-        }
-    )
+    with only_transient_retries(context):
+        layout = warehouse.layout()
+        store = CatalogStore(layout.catalog_dir)
+        store.ensure_database(rebuild=True)
+        pruned = []
+        for source, partition in store.published():
+            if not published(layout.ted_dir(source, partition)):
+                store.remove_partition(source, partition)
+                pruned.append(f"{source}/{partition}")
+        if pruned:
+            context.log.info("pruned catalog rows of %s", ", ".join(pruned))
+        return dg.MaterializeResult(
+            metadata={
+                "partitions": len(store.published()),
+                "pruned": dg.MetadataValue.json(pruned),
+                "path": dg.MetadataValue.path(str(store.db_path)),
+            }
+        )

@@ -6,6 +6,7 @@ import dagster as dg
 
 from assets import versions
 from assets.partitions import lerobot_selections
+from assets.retries import only_transient_retries
 from episode_warehouse.catalog import run_query
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.export import ExportRequest, export_lerobot
@@ -77,20 +78,21 @@ def partition_export_asset(
         context: dg.AssetExecutionContext, config: ExportConfig, warehouse: WarehouseStorage
     ) -> dg.MaterializeResult:
         # Idempotent: an existing export of the same episodes and mode is kept as it is.
-        key = context.partition_key
-        layout = warehouse.layout()
-        require(layout.ted_dir(source, key), f"{source}_ted", key)
-        _, rows = run_query(
-            layout.catalog_dir,
-            "SELECT source, partition, episode, start, length FROM episodes "
-            "WHERE source = ? AND partition = ? ORDER BY episode",
-            [source, key],
-        )
-        name = f"{source}-{key.replace('/', '-')}" + ("-video" if config.video else "")
-        request = ExportRequest(
-            name, str(layout.root), [tuple(r) for r in rows], video=config.video
-        )
-        return _export(context, warehouse, layout, request)
+        with only_transient_retries(context):
+            key = context.partition_key
+            layout = warehouse.layout()
+            require(layout.ted_dir(source, key), f"{source}_ted", key)
+            _, rows = run_query(
+                layout.catalog_dir,
+                "SELECT source, partition, episode, start, length FROM episodes "
+                "WHERE source = ? AND partition = ? ORDER BY episode",
+                [source, key],
+            )
+            name = f"{source}-{key.replace('/', '-')}" + ("-video" if config.video else "")
+            request = ExportRequest(
+                name, str(layout.root), [tuple(r) for r in rows], video=config.video
+            )
+            return _export(context, warehouse, layout, request)
 
     return _partition_export
 
@@ -107,26 +109,27 @@ def selection_lerobot_export(
 ) -> dg.MaterializeResult:
     """A LeRobot v3 dataset of the episodes a named SQL selection picks (query kept in metadata)."""
     # Idempotent: the same query over the same catalog gives the same episode list and export.
-    name = context.partition_key
-    layout = warehouse.layout()
-    sql_file = layout.root / "selections" / f"{name}.sql"
-    if not sql_file.is_file():
-        raise ConfigError(
-            "no query registered for this selection",
-            subject=str(sql_file),
-            fix=f'warehouse export {name} "SELECT source, partition, episode, '
-            'start, length FROM episodes WHERE ..."',
+    with only_transient_retries(context):
+        name = context.partition_key
+        layout = warehouse.layout()
+        sql_file = layout.root / "selections" / f"{name}.sql"
+        if not sql_file.is_file():
+            raise ConfigError(
+                "no query registered for this selection",
+                subject=str(sql_file),
+                fix=f'warehouse export {name} "SELECT source, partition, episode, '
+                'start, length FROM episodes WHERE ..."',
+            )
+        sql = sql_file.read_text()
+        columns, rows = run_query(layout.catalog_dir, sql)
+        if tuple(columns[:5]) != REQUIRED:
+            raise ConfigError(
+                f"the query returns {columns[:5]}",
+                subject=str(sql_file),
+                fix=f"select {', '.join(REQUIRED)} first",
+            )
+        Selection.from_rows(rows, layout.root)  # every partition it names must have a TED
+        request = ExportRequest(
+            name, str(layout.root), [tuple(r[:5]) for r in rows], video=config.video, query=sql
         )
-    sql = sql_file.read_text()
-    columns, rows = run_query(layout.catalog_dir, sql)
-    if tuple(columns[:5]) != REQUIRED:
-        raise ConfigError(
-            f"the query returns {columns[:5]}",
-            subject=str(sql_file),
-            fix=f"select {', '.join(REQUIRED)} first",
-        )
-    Selection.from_rows(rows, layout.root)  # every partition it names must have a TED
-    request = ExportRequest(
-        name, str(layout.root), [tuple(r[:5]) for r in rows], video=config.video, query=sql
-    )
-    return _export(context, warehouse, layout, request)
+        return _export(context, warehouse, layout, request)

@@ -3,6 +3,7 @@
 import dagster as dg
 
 from assets import versions
+from assets.retries import only_transient_retries
 from episode_warehouse.catalog.statistics import publish_statistics
 from resources import WarehouseStorage
 
@@ -27,16 +28,17 @@ def statistics_asset(
         context: dg.AssetExecutionContext, warehouse: WarehouseStorage
     ) -> dg.MaterializeResult:
         # Idempotent: computed once per TED version.
-        built = publish_statistics(
-            warehouse.layout(), source, context.partition_key, code_version=versions.of(context)
-        )
-        return dg.MaterializeResult(
-            metadata={
-                "keys": dg.MetadataValue.json(built.meta["keys"]),
-                "rows": built.meta["rows"],
-                "rebuilt": built.rebuilt,
-            },
-            data_version=dg.DataVersion(built.version),
-        )
+        with only_transient_retries(context):
+            built = publish_statistics(
+                warehouse.layout(), source, context.partition_key, code_version=versions.of(context)
+            )
+            return dg.MaterializeResult(
+                metadata={
+                    "keys": dg.MetadataValue.json(built.meta["keys"]),
+                    "rows": built.meta["rows"],
+                    "rebuilt": built.rebuilt,
+                },
+                data_version=dg.DataVersion(built.version),
+            )
 
     return _statistics

@@ -3,6 +3,7 @@
 import dagster as dg
 
 from assets import versions
+from assets.retries import only_transient_retries
 from episode_warehouse.catalog.rows import folder_bytes
 from episode_warehouse.stages import build_ted_stage
 from resources import WarehouseStorage
@@ -43,25 +44,26 @@ def ted_asset(
     ) -> dg.MaterializeResult:
         # Idempotent: rebuilt only when the decoded episodes or this code version changed;
         # validated in staging, so a TED that fails its checks is never published.
-        key = context.partition_key
-        layout = warehouse.layout()
-        built = build_ted_stage(layout, source, key, code_version=versions.of(context))
-        target = layout.ted_dir(source, key)
-        return dg.MaterializeResult(
-            metadata={
-                **picture_metadata(target),
-                "frames": built.meta["rows"],
-                "episodes": built.meta["episodes"],
-                "bytes_on_disk": folder_bytes(target),
-                "keys": dg.MetadataValue.json(sorted(built.meta["keys"])),
-                "rebuilt": built.rebuilt,
-                "path": dg.MetadataValue.path(str(target)),
-                "load_with": dg.MetadataValue.md(
-                    f"```python\nfrom episode_warehouse import open_ted\n"
-                    f"td = open_ted({source!r}, {key!r})\n```"
-                ),
-            },
-            data_version=dg.DataVersion(built.version),
-        )
+        with only_transient_retries(context):
+            key = context.partition_key
+            layout = warehouse.layout()
+            built = build_ted_stage(layout, source, key, code_version=versions.of(context))
+            target = layout.ted_dir(source, key)
+            return dg.MaterializeResult(
+                metadata={
+                    **picture_metadata(target),
+                    "frames": built.meta["rows"],
+                    "episodes": built.meta["episodes"],
+                    "bytes_on_disk": folder_bytes(target),
+                    "keys": dg.MetadataValue.json(sorted(built.meta["keys"])),
+                    "rebuilt": built.rebuilt,
+                    "path": dg.MetadataValue.path(str(target)),
+                    "load_with": dg.MetadataValue.md(
+                        f"```python\nfrom episode_warehouse import open_ted\n"
+                        f"td = open_ted({source!r}, {key!r})\n```"
+                    ),
+                },
+                data_version=dg.DataVersion(built.version),
+            )
 
     return _ted

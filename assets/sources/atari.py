@@ -80,28 +80,29 @@ def atari_episodes(
     """Real steps of one game/run in episode order (Dopamine: padding dropped, episodes
     stitched across files; RL Unplugged: each record's N-1 transitions)."""
     # Idempotent: rebuilt only when the mirrored files or this code version changed.
-    key = context.partition_key
-    layout = warehouse.layout()
-    built = decode_atari(
-        layout,
-        key,
-        code_version=versions.of(context),
-        workers=warehouse.decode_processes(),
-        endpoint=atari_replay.endpoint(),
-        limits=warehouse.input_limits(),
-    )
-    meta = built.meta
-    details = {"time_limited_episodes": meta.get("time_limited_episodes", 0)}
-    if meta.get("format_source") == "rl_unplugged":
-        details["files"] = dg.MetadataValue.json(meta["files"])
-    else:
-        details |= {
-            "padding_rows_dropped": meta["padding_rows"],
-            "lost_rows": meta["lost_rows"],
-            "gaps": dg.MetadataValue.json(meta["gaps"]),
-            "suffixes": dg.MetadataValue.json(meta["suffixes"]),
-        }
-    return decoded_result(built, layout.decoded_dir("atari", key), **details)
+    with only_transient_retries(context):
+        key = context.partition_key
+        layout = warehouse.layout()
+        built = decode_atari(
+            layout,
+            key,
+            code_version=versions.of(context),
+            workers=warehouse.decode_processes(),
+            endpoint=atari_replay.endpoint(),
+            limits=warehouse.input_limits(),
+        )
+        meta = built.meta
+        details = {"time_limited_episodes": meta.get("time_limited_episodes", 0)}
+        if meta.get("format_source") == "rl_unplugged":
+            details["files"] = dg.MetadataValue.json(meta["files"])
+        else:
+            details |= {
+                "padding_rows_dropped": meta["padding_rows"],
+                "lost_rows": meta["lost_rows"],
+                "gaps": dg.MetadataValue.json(meta["gaps"]),
+                "suffixes": dg.MetadataValue.json(meta["suffixes"]),
+            }
+        return decoded_result(built, layout.decoded_dir("atari", key), **details)
 
 
 ASSETS = SourceAssets(

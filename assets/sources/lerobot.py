@@ -68,16 +68,17 @@ def lerobot_episodes(
     """Every frame of one LeRobot dataset, keys as TorchRL lays LeRobot data out: PNG pixels
     exact, video frames those LeRobotDataset decodes."""
     # Idempotent: rebuilt only when the files or this code version changed.
-    repo_id = check_repo_id(context.partition_key)
-    layout = warehouse.layout()
-    built = decode_lerobot_stage(layout, repo_id, code_version=versions.of(context))
-    return decoded_result(
-        built,
-        layout.decoded_dir("lerobot", repo_id),
-        tasks=len(built.meta.get("tasks", [])),
-        fps=built.meta.get("fps"),
-        keys=dg.MetadataValue.json(built.meta["arrays"]),
-    )
+    with only_transient_retries(context):
+        repo_id = check_repo_id(context.partition_key)
+        layout = warehouse.layout()
+        built = decode_lerobot_stage(layout, repo_id, code_version=versions.of(context))
+        return decoded_result(
+            built,
+            layout.decoded_dir("lerobot", repo_id),
+            tasks=len(built.meta.get("tasks", [])),
+            fps=built.meta.get("fps"),
+            keys=dg.MetadataValue.json(built.meta["arrays"]),
+        )
 
 
 ASSETS = SourceAssets(

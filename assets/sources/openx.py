@@ -66,23 +66,24 @@ def openx_episodes(
     """Steps of every episode of one OpenX dataset: images decoded, records parsed from
     features.json (RLDS) or pickles unpickled safely (WebDataset)."""
     # Idempotent: rebuilt only when the shards or this code version changed.
-    dataset = check_dataset_id(context.partition_key)
-    layout = warehouse.layout()
-    built = decode_openx(
-        layout,
-        dataset,
-        code_version=versions.of(context),
-        limits=warehouse.input_limits(),
-        endpoint=openx_source.endpoint(),
-    )
-    return decoded_result(
-        built,
-        layout.decoded_dir("openx", dataset),
-        tasks=len(built.meta.get("tasks", [])),
-        shards=len(built.meta.get("shards", {})),
-        shards_copied=built.meta.get("reused_shards", 0),  # unchanged since the last build
-        keys=dg.MetadataValue.json(built.meta["arrays"]),
-    )
+    with only_transient_retries(context):
+        dataset = check_dataset_id(context.partition_key)
+        layout = warehouse.layout()
+        built = decode_openx(
+            layout,
+            dataset,
+            code_version=versions.of(context),
+            limits=warehouse.input_limits(),
+            endpoint=openx_source.endpoint(),
+        )
+        return decoded_result(
+            built,
+            layout.decoded_dir("openx", dataset),
+            tasks=len(built.meta.get("tasks", [])),
+            shards=len(built.meta.get("shards", {})),
+            shards_copied=built.meta.get("reused_shards", 0),  # unchanged since the last build
+            keys=dg.MetadataValue.json(built.meta["arrays"]),
+        )
 
 
 ASSETS = SourceAssets(

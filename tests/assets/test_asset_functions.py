@@ -63,3 +63,38 @@ def test_terminal_failures_are_not_retried_and_transient_ones_are(resources):
     ):
         raise SourceUnreachableError("reset", subject="gs://b")  # left for the RetryPolicy
     assert atari_replay_files.op.retry_policy.max_retries == 3
+
+
+def test_a_run_that_failed_on_bad_input_is_tagged_so_run_retries_skip_it(resources, tmp_path):
+    """The cluster retries runs whose steps failed (a step can fail outside its body when the
+    database restarts); a step that failed on bad data tags its run so it is not retried, and
+    the instance's retry rule reads that tag."""
+    from dagster._core.events import RunFailureReason
+    from dagster._core.execution.retries import auto_reexecution_should_retry_run
+
+    from assets.retries import RUN_RETRY_ON_STEP_FAILURE_TAG
+
+    retries = {"enabled": True, "max_retries": 2, "retry_on_asset_or_op_failure": True}
+    bad = {**resources, "atari_replay": AtariReplaySource(url="s3://nope/dqn")}
+    with dg.instance_for_test(overrides={"run_retries": retries}) as instance:
+        for key, source in (("Pong/5", bad), ("Pong/1", resources)):
+            result = dg.materialize(
+                [atari_replay_files], partition_key=key, resources=source, instance=instance,
+                raise_on_error=False,
+            )  # fmt: skip
+            run = instance.get_run_by_id(result.run_id)
+            if key == "Pong/5":
+                assert not result.success
+                assert run.tags[RUN_RETRY_ON_STEP_FAILURE_TAG] == "false"
+                failures = instance.get_records_for_run(
+                    run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE
+                )
+                assert failures.records  # the failure is a step failure
+                step_failure = RunFailureReason.STEP_FAILURE
+                assert auto_reexecution_should_retry_run(instance, run, step_failure) is False
+                untagged = run.with_tags(
+                    {k: v for k, v in run.tags.items() if k != RUN_RETRY_ON_STEP_FAILURE_TAG}
+                )
+                assert auto_reexecution_should_retry_run(instance, untagged, step_failure)
+            else:
+                assert result.success and RUN_RETRY_ON_STEP_FAILURE_TAG not in run.tags

@@ -238,7 +238,28 @@ def test_a_postgres_restart_mid_backfill_does_not_stop_it(cluster):
     time.sleep(2)
     postgres.start()
     outcomes = cluster.wait(backfill_id, keys)
-    assert [o.status for o in outcomes] == ["SUCCESS", "SUCCESS"], outcomes
+    assert [o.status for o in outcomes] == ["SUCCESS", "SUCCESS"], _story(cluster, backfill_id)
+
+
+def _story(cluster: Cluster, backfill_id: str) -> str:
+    """What a failed run of ``backfill_id`` recorded: its failure tags and every event that
+    carries an error, with the last frames of its stack (to tell which process lost what)."""
+    lines = []
+    for record in cluster.runs(backfill_id):
+        run = record.dagster_run
+        tags = {k: v for k, v in run.tags.items() if "retry" in k or "failure" in k}
+        lines.append(f"run {run.run_id[:8]} {run.status.value} {tags}")
+        for entry in cluster.instance.all_logs(run.run_id):
+            event = entry.dagster_event
+            data = getattr(event, "event_specific_data", None)
+            error = getattr(data, "error", None) or getattr(entry, "error_info", None)
+            if event is not None and (error is not None or "FAILURE" in event.event_type_value):
+                lines.append(f"  {event.event_type_value} {event.step_key}: {event.message}")
+                if error is not None:
+                    frames = [f for f in error.stack if "sqlalchemy" not in f]
+                    lines.append("    " + "".join(frames[-8:]).replace("\n", "\n    "))
+                    lines.append(f"    {error.message.strip()[:300]}")
+    return "\n".join(lines)
 
 
 def test_status_tells_which_services_answer_and_up_restarts_the_missing(cluster, tmp_path):

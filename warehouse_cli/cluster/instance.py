@@ -104,7 +104,7 @@ run_monitoring:
 run_retries:
   enabled: true
   max_retries: {config.max_retries}
-  retry_on_asset_or_op_failure: false  # bad data is not retried; lost workers are
+  retry_on_asset_or_op_failure: true  # steps that fail on bad data tag their run: not retried
 telemetry:
   enabled: false
 python_logs:
