@@ -97,7 +97,7 @@ def gcs_endpoint(demo_fixtures) -> str:
 def hub(tmp_path, monkeypatch):
     """The hub stand-in (``warehouse_fixtures.hub``) over an empty store, with huggingface_hub
     pointed at it (``HF_ENDPOINT``) and a cache of this test's own (``HF_HOME``); token
-    ``hf_test_token`` may read private and gated repos."""
+    ``hf_test_token`` may read private and gated repos and write."""
     from warehouse_fixtures.hub.server import HubServer
     from warehouse_fixtures.hub.store import HubStore
 
@@ -107,6 +107,12 @@ def hub(tmp_path, monkeypatch):
         monkeypatch.delenv("HF_HUB_CACHE", raising=False)
         monkeypatch.delenv("HF_TOKEN", raising=False)
         monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+        # uploads: the stand-in speaks the LFS protocol, not Xet, which huggingface_hub picks
+        # when hf_xet is installed (read at import: the constant here, the variable for children)
+        import huggingface_hub.constants
+
+        monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DISABLE_XET", True)
         yield server
 
 

@@ -1,4 +1,4 @@
-"""``warehouse``: demo, materialize, export, sql, ui, cluster, backfill, fixtures.
+"""``warehouse``: demo, materialize, export, publish, sql, ui, cluster, backfill, fixtures.
 
 Errors print one line and exit 2.
 """
@@ -120,6 +120,41 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    from episode_warehouse.errors import ConfigError
+    from episode_warehouse.export.publish import publish_export
+    from episode_warehouse.hub.url import HubUrl, parse_hub_url
+    from episode_warehouse.paths import WarehouseLayout
+
+    target = parse_hub_url(args.url, setting="URL")
+    if target.repo_type != "dataset" or not target.repo_id:
+        raise ConfigError(
+            "a LeRobot export is published to one dataset repo",
+            subject=args.url,
+            fix="write hf://datasets/OWNER/NAME",
+        )
+    if args.revision and target.revision and args.revision != target.revision:
+        raise ConfigError(
+            f"two branches: @{target.revision} and --revision {args.revision}",
+            subject=args.url,
+            fix="name the branch once",
+        )
+    target = HubUrl("dataset", target.repo_id, args.revision or target.revision)
+    done = publish_export(
+        WarehouseLayout.from_root(args.root), args.name, target, private=args.private,
+        license=args.license,
+    )  # fmt: skip
+    branch = target.revision or "main"
+    print(
+        f"published {args.name} to {done.url} (branch {branch}): {len(done.uploaded)} file(s) "
+        f"uploaded ({done.bytes_uploaded / 1e6:.1f} MB), {done.unchanged} unchanged, "
+        f"{len(done.deleted)} deleted"
+    )
+    load = f'"{target.repo_id}"' + ("" if branch == "main" else f', revision="{branch}"')
+    print(f"load it: LeRobotDataset({load})")
+    return 0
+
+
 def cmd_fixtures(args: argparse.Namespace) -> int:
     from episode_warehouse.atomic import ensure_writable_dir
     from warehouse_fixtures.demo import write_demo_fixtures
@@ -178,6 +213,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--video", action="store_true", help="AV1 video instead of PNG (lossy)")
     p.add_argument("--root", help="warehouse root (default: $EPISODE_WAREHOUSE_ROOT)")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "publish",
+        help="push a LeRobot export to a hub dataset repo, with a dataset card (one commit)",
+    )
+    p.add_argument("name", help="the export's name (a folder under <root>/lerobot/)")
+    p.add_argument("url", help="hf://datasets/OWNER/NAME (token: HF_TOKEN or hf auth login)")
+    p.add_argument("--private", action="store_true", help="create the repo private")
+    p.add_argument("--revision", help="the branch to commit to (default: main; made if new)")
+    p.add_argument(
+        "--license", help="the sources' license as the hub names it, e.g. cc-by-4.0 (if known)"
+    )
+    p.add_argument("--root", help="warehouse root (default: $EPISODE_WAREHOUSE_ROOT)")
+    p.set_defaults(func=cmd_publish)
 
     p = sub.add_parser("sql", help="read-only SQL over the episode catalog")
     p.add_argument("query")

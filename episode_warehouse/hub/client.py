@@ -12,13 +12,19 @@ is never logged and never part of an error.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from episode_warehouse.errors import ConfigError, SourceMissingError, SourceUnreachableError
+from episode_warehouse.errors import (
+    ConfigError,
+    ExportError,
+    SourceMissingError,
+    SourceUnreachableError,
+)
 from episode_warehouse.hub.url import check_revision
 from episode_warehouse.retry import RetryPolicy, call_with_retries
 
@@ -90,7 +96,10 @@ class HubClient:
             try:
                 return fn()
             except Exception as exc:  # noqa: BLE001 - hub errors become ours, others classified
-                raise _translate(exc, subject, revision) from exc
+                ours = _translate(exc, subject, revision)
+                if ours is exc:
+                    raise
+                raise ours from exc
 
         return call_with_retries(translated, policy=self.policy, subject=subject)
 
@@ -114,12 +123,19 @@ class HubClient:
         check_revision(sha, subject=f"hf://{self.repo_type}s/{repo_id} (the sha the hub sent)")
         return sha
 
-    def tags(self, repo_id: str) -> dict[str, str]:
-        """Tag name -> commit sha."""
+    def refs(self, repo_id: str) -> tuple[dict[str, str], dict[str, str]]:
+        """(branch name -> commit sha, tag name -> commit sha)."""
         refs = self._call(
             lambda: self.api.list_repo_refs(repo_id, repo_type=self.repo_type), repo_id=repo_id
         )
-        return {t.name: t.target_commit for t in refs.tags}
+        return (
+            {b.name: b.target_commit for b in refs.branches},
+            {t.name: t.target_commit for t in refs.tags},
+        )
+
+    def tags(self, repo_id: str) -> dict[str, str]:
+        """Tag name -> commit sha."""
+        return self.refs(repo_id)[1]
 
     def files(self, repo_id: str, sha: str, folder: str | None = None) -> dict[str, HubFile]:
         """Every file of commit ``sha`` (under ``folder``), by path."""
@@ -176,6 +192,128 @@ class HubClient:
             revision=sha,
             path=path,
         )
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def ensure_repo(self, repo_id: str, *, private: bool) -> bool:
+        """Create ``repo_id`` unless it exists; returns whether it was created now. An existing
+        repo keeps its visibility (a warning says so when ``private`` asks for another one).
+
+        Raises:
+            ConfigError: the token may not create or write the repo.
+        """
+        try:
+            info = self._call(
+                lambda: self.api.repo_info(repo_id, repo_type=self.repo_type), repo_id=repo_id
+            )
+        except SourceMissingError:
+            info = None
+        if info is not None:
+            if bool(info.private) != private:
+                log.warning(
+                    "hf://%ss/%s exists and is %s; its visibility is kept (change it on the hub)",
+                    self.repo_type,
+                    repo_id,
+                    "private" if info.private else "public",
+                )
+            return False
+        self._write(
+            lambda: self.api.create_repo(
+                repo_id, repo_type=self.repo_type, private=private, exist_ok=True
+            ),
+            repo_id=repo_id,
+        )
+        return True
+
+    def ensure_branch(self, repo_id: str, branch: str) -> None:
+        """Create ``branch`` (from ``main``) unless it exists."""
+        self._write(
+            lambda: self.api.create_branch(
+                repo_id, branch=branch, repo_type=self.repo_type, exist_ok=True
+            ),
+            repo_id=repo_id,
+            revision=branch,
+        )
+
+    def move_tag(self, repo_id: str, tag: str, sha: str) -> None:
+        """Point ``tag`` at commit ``sha`` (the hub has no move: delete, then create, as
+        lerobot's ``push_to_hub`` does with its codebase-version tag)."""
+        from huggingface_hub.errors import RevisionNotFoundError
+
+        def move() -> None:
+            with contextlib.suppress(RevisionNotFoundError):
+                self.api.delete_tag(repo_id, tag=tag, repo_type=self.repo_type)
+            self.api.create_tag(repo_id, tag=tag, revision=sha, repo_type=self.repo_type)
+
+        self._write(move, repo_id=repo_id, revision=tag)
+
+    def commit(
+        self,
+        repo_id: str,
+        branch: str,
+        parent: str,
+        *,
+        add: dict[str, Path | bytes],
+        delete: list[str],
+        message: str,
+        description: str = "",
+    ) -> str:
+        """One commit on ``branch`` whose parent must still be ``parent`` (no one committed
+        since); returns its sha. LFS objects the hub already has are not sent again.
+
+        Raises:
+            ExportError: the branch moved since ``parent`` was read.
+            ConfigError: the token may not write the repo.
+        """
+        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+        def commit() -> str:
+            operations = [
+                CommitOperationAdd(
+                    path_in_repo=p, path_or_fileobj=c if isinstance(c, bytes) else str(c)
+                )
+                for p, c in sorted(add.items())
+            ] + [CommitOperationDelete(path_in_repo=p) for p in sorted(delete)]
+            done = self.api.create_commit(
+                repo_id,
+                operations,
+                commit_message=message,
+                commit_description=description,
+                repo_type=self.repo_type,
+                revision=branch,
+                parent_commit=parent,
+            )
+            return str(done.oid)
+
+        sha = self._write(commit, repo_id=repo_id, revision=branch)
+        check_revision(sha, subject=f"hf://{self.repo_type}s/{repo_id} (the sha the hub sent)")
+        return sha
+
+    def _write(self, fn, *, repo_id: str, revision: str | None = None):
+        """``fn`` with the write side's errors: 401/403 name the token, 412 a moved branch."""
+        subject = f"hf://{self.repo_type}s/{repo_id}" + (f"@{revision}" if revision else "")
+
+        def guarded():
+            try:
+                return fn()
+            except Exception as exc:  # noqa: BLE001 - write refusals named, the rest as reads
+                status = getattr(getattr(exc, "response", None), "status_code", None)
+                if status in (401, 403):
+                    raise ConfigError(
+                        "the hub refused the write: no token, or one without write access here",
+                        subject=subject,
+                        fix="set HF_TOKEN to a token with write access to this repo (or run "
+                        "hf auth login); for an organisation's repo, ask for its write role",
+                    ) from exc
+                if status == 412:
+                    raise ExportError(
+                        "the branch moved while publishing: someone else committed to it",
+                        subject=subject,
+                        fix="check who else publishes there, then run the publish again",
+                    ) from exc
+                raise
+
+        return self._call(guarded, repo_id=repo_id, revision=revision)
 
     def _verify(self, path: Path, repo_id: str, file: HubFile) -> None:
         size = path.stat().st_size

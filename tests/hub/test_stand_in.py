@@ -108,16 +108,13 @@ def test_tree_listings_are_paginated_as_the_hub_does(hub, published):
     assert {"data", "meta", "meta/episodes"} <= folders
 
 
-def test_huggingface_hubs_own_upload_lands_one_commit_and_skips_unchanged_files(
-    hub, tmp_path, monkeypatch
-):
+def test_huggingface_hubs_own_upload_lands_one_commit_and_skips_unchanged_files(hub, tmp_path):
     """``create_repo`` and ``upload_folder`` (LFS protocol: the stand-in does not speak Xet) make
     one commit whose files ``snapshot_download`` reads back byte for byte; uploading the same
     folder again sends no object and no commit; a stale parent commit is refused (412)."""
-    from huggingface_hub import HfApi, constants, snapshot_download
+    from huggingface_hub import HfApi, snapshot_download
     from huggingface_hub.errors import HfHubHTTPError
 
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
     src = tmp_path / "src"
     write_lerobot_dataset(SPEC, src)
     folder = src / "lab" / "pick_place"

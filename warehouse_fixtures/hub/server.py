@@ -99,7 +99,7 @@ class HubServer:
                     return b"".join(chunks)
                 return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
-            do_GET = do_HEAD = do_POST = do_PUT = _serve
+            do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = _serve
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

@@ -205,6 +205,14 @@ class HubStore:
             self._save_settings(repo_type, repo_id, settings)
         return sha
 
+    def delete_tag(self, repo_id: str, tag: str, *, repo_type="dataset") -> None:
+        with self._lock:
+            settings = self.settings(repo_type, repo_id)
+            if tag not in settings["tags"]:
+                raise RevisionNotFound(tag)
+            del settings["tags"][tag]
+            self._save_settings(repo_type, repo_id, settings)
+
     def create_branch(
         self, repo_id: str, branch: str, revision: str = "main", *, repo_type="dataset"
     ) -> None:

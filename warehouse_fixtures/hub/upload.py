@@ -3,6 +3,7 @@
 
 - ``POST /api/repos/create``: a new repository (409 if it exists);
 - ``POST /api/{type}s/{repo}/branch/{branch}``: a branch (409 if it exists);
+- ``POST /api/{type}s/{repo}/tag/{revision}`` and ``DELETE .../tag/{tag}``: tags;
 - ``POST /api/validate-yaml``: the dataset card's YAML header is parsed, 400 if it is not YAML;
 - ``POST /api/{type}s/{repo}/preupload/{rev}``: per file, ``uploadMode`` (``lfs`` or
   ``regular``) and, for a file already at that revision, its ``oid`` (the sha256 of an LFS file,
@@ -121,6 +122,8 @@ class Uploads:
     def api(self, method, repo_type, repo_id, rest, headers, body):
         if method == "POST" and len(rest) == 2 and rest[0] == "branch":
             return self._branch(repo_type, repo_id, unquote(rest[1]), headers, body)
+        if len(rest) == 2 and rest[0] == "tag" and method in ("POST", "DELETE"):
+            return self._tag(method, repo_type, repo_id, unquote(rest[1]), headers, body)
         if method == "POST" and len(rest) == 2 and rest[0] == "preupload":
             return self._preupload(repo_type, repo_id, unquote(rest[1]), headers, body)
         if method == "POST" and len(rest) == 2 and rest[0] == "commit":
@@ -136,6 +139,22 @@ class Uploads:
             raise HubError(409, "BranchExists", f"branch {branch} already exists") from None
         except RevisionNotFound:
             raise HubError(404, "RevisionNotFound", f"Invalid rev id: {start}") from None
+        return _json({})
+
+    def _tag(self, method, repo_type, repo_id, name, headers, body):
+        """POST ``tag/{revision}`` {"tag": ...} creates a tag (409 if it exists); DELETE
+        ``tag/{tag}`` removes one."""
+        self._writer(headers, "tag")
+        if method == "DELETE":
+            try:
+                self.store.delete_tag(repo_id, name, repo_type=repo_type)
+            except RevisionNotFound:
+                raise HubError(404, "RevisionNotFound", f"Invalid rev id: {name}") from None
+            return _json({})
+        tag = json.loads(body or b"{}").get("tag") or ""
+        if tag in self.store.settings(repo_type, repo_id)["tags"]:
+            raise HubError(409, "TagExists", f"tag {tag} already exists")
+        self.store.tag(repo_id, tag, self._head(repo_type, repo_id, name), repo_type=repo_type)
         return _json({})
 
     def _head(self, repo_type, repo_id, revision) -> str:
@@ -205,7 +224,7 @@ class Uploads:
         self._writer(headers, "commit")
         head = self._head(repo_type, repo_id, revision)
         lines = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
-        header = next((item["value"] for item in lines if item["key"] == "header"), {})
+        header: dict = next((i["value"] for i in lines if i["key"] == "header"), {})
         parent = header.get("parentCommit")
         if parent and parent != head:
             raise HubError(412, "PreconditionFailed", "A commit has happened since. Please refresh")

@@ -1,0 +1,147 @@
+"""The dataset card (the repo's README.md) of a LeRobot export published to the hub.
+
+The YAML header is what the hub indexes: ``license``, ``task_categories: [robotics]``, the
+``LeRobot`` tag lerobot's own cards carry, ``fps`` and ``robot_type`` (from ``meta/info.json``),
+and a ``configs`` entry so the hub's viewer reads the parquet files. The text says where every
+episode came from: the selection's SQL, each source partition with its TED version and the URL
+its files were read from (the pinned manifest is ``meta/warehouse_selection.json``), the counts,
+and how to load it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import yaml
+
+UNKNOWN_LICENSE = "other"
+
+
+@dataclass(frozen=True)
+class SourcePartition:
+    """One partition the export read: its TED version and where its source files came from."""
+
+    source: str
+    partition: str
+    ted_version: str
+    source_url: str
+    episodes: int
+    frames: int
+
+
+def _size_category(frames: int) -> str:
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
+        if frames < limit:
+            return label
+    for limit, label in ((1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M")):
+        if frames < limit:
+            return label
+    return "10M<n<100M" if frames < 100_000_000 else "n>1T"
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in ``text`` (a query may hold some)."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def dataset_card(
+    repo_id: str,
+    info: Mapping,
+    export: Mapping,
+    partitions: list[SourcePartition],
+    *,
+    license: str | None,
+    revision: str = "main",
+) -> str:
+    """The card's text. ``info`` is ``meta/info.json``, ``export`` the export's record
+    (``meta/warehouse_export.json``); ``license`` an id the hub knows (``cc-by-4.0``,
+    ``apache-2.0``, ...) when the sources' license is known, else ``None``."""
+    fps, robot = info.get("fps"), info.get("robot_type") or "unknown"
+    episodes, frames = int(export["episodes"]), int(export["frames"])
+    sources = sorted({p.source for p in partitions})
+    header: dict = {
+        "license": license or UNKNOWN_LICENSE,
+        **({} if license else {"license_name": "see-sources"}),
+        "task_categories": ["robotics"],
+        "tags": list(dict.fromkeys(["LeRobot", "episode-warehouse", *sources, robot])),
+        "size_categories": [_size_category(frames)],
+        "fps": fps,
+        "robot_type": robot,
+        "configs": [{"config_name": "default", "data_files": "data/*/*.parquet"}],
+    }
+    query = (export.get("request") or {}).get("query")
+    picked = Counter((e[0], e[1]) for e in export.get("episode_list", []))
+    lines = [
+        "---",
+        yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(),
+        "---",
+        "",
+        f"# {repo_id}",
+        "",
+        f"A LeRobot v3.0 dataset of **{episodes} episodes** ({frames} frames at {fps} fps, "
+        f"robot type `{robot}`), exported by episode-warehouse from "
+        + ("a SQL selection over its episode catalog." if query else "one catalog partition."),
+        "",
+        "## Selection",
+        "",
+    ]
+    if query:
+        fence = _fence(query)
+        lines += [f"{fence}sql", query.strip(), fence]
+    else:
+        lines += ["Every episode of the partition below, in episode order."]
+    lines += [
+        "",
+        "## Where every episode came from",
+        "",
+        "| source | partition | episodes taken | of | TED version | read from |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in partitions:
+        lines.append(
+            f"| {_cell(p.source)} | {_cell(p.partition)} | {picked[(p.source, p.partition)]} | "
+            f"{p.episodes} | `{_cell(p.ted_version)}` | {_cell(p.source_url) or '?'} |"
+        )
+    lines += [
+        "",
+        "The selection is pinned in `meta/warehouse_selection.json` (every episode's source, "
+        "partition, episode id and step range, and each partition's TED version); "
+        "`meta/warehouse_export.json` is the export's record. A warehouse that holds these TED "
+        "versions reads the same episodes again with "
+        "`episode_warehouse.loading.Selection.load(path, allow_stale=False)`.",
+        "",
+        "## License",
+        "",
+    ]
+    if license:
+        lines.append(f"`{license}`, as the sources state it.")
+    else:
+        lines.append(
+            "The warehouse did not know the sources' licenses when this was published, so the "
+            "header says `license: other`. The sources' own terms apply: check each source "
+            "above before use."
+        )
+    load = f"LeRobotDataset({json.dumps(repo_id)}"
+    load += ")" if revision == "main" else f", revision={json.dumps(revision)})"
+    lines += [
+        "",
+        "## Load it",
+        "",
+        "```python",
+        "from lerobot.datasets.lerobot_dataset import LeRobotDataset",
+        "",
+        f"ds = {load}",
+        "frame = ds[0]",
+        "```",
+        "",
+    ]
+    return "\n".join(lines)

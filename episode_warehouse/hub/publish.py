@@ -1,0 +1,144 @@
+"""Make a branch of a hub repository hold exactly a local folder, in one commit.
+
+The plan compares every local file with the branch's listing (the sha256 of an LFS file, the
+git blob id of any other), so unchanged files are neither uploaded nor committed; files the
+branch has and the folder does not are deleted in the same commit (``.gitattributes`` is kept).
+The commit names the head it was planned against as its parent, so a branch that moved
+meanwhile is refused rather than overwritten. Nothing is visible on the hub until the commit
+lands: an interrupted publish leaves the repo as it was, and a rerun sends only the LFS objects
+the hub does not have yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from episode_warehouse.errors import ConfigError
+from episode_warehouse.hub.client import HubClient, HubFile, file_sha256, git_blob_id
+from episode_warehouse.hub.url import HubUrl, check_revision
+
+log = logging.getLogger(__name__)
+KEEP = (".gitattributes",)
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass(frozen=True)
+class Published:
+    """What a publish did: the commit the branch now points at and what changed."""
+
+    url: str  # hf://datasets/OWNER/NAME@<commit>
+    commit: str
+    created: bool  # the repo was created by this publish
+    uploaded: tuple[str, ...]  # paths added or changed
+    deleted: tuple[str, ...]
+    unchanged: int
+    bytes_uploaded: int = field(default=0)
+
+
+def _same(path: Path | bytes, remote: HubFile | None) -> bool:
+    if remote is None:
+        return False
+    if isinstance(path, bytes):
+        blob = hashlib.sha1(b"blob %d\0" % len(path) + path).hexdigest()
+        ids = {hashlib.sha256(path).hexdigest(), blob}
+        return len(path) == remote.size and remote.content_id in ids
+    if path.stat().st_size != remote.size:
+        return False
+    return (file_sha256(path) if remote.sha256 else git_blob_id(path)) == remote.content_id
+
+
+def local_files(folder: Path) -> dict[str, Path]:
+    """Every regular file under ``folder`` by its path inside it (links are refused: a publish
+    sends what the folder holds, never what a link points at)."""
+    out: dict[str, Path] = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath) / name
+            if path.is_symlink():
+                raise ConfigError(
+                    "the folder to publish holds a link",
+                    subject=str(path),
+                    fix="publish a folder of plain files (re-run the export)",
+                )
+        for name in filenames:
+            path = Path(dirpath) / name
+            out[path.relative_to(folder).as_posix()] = path
+    return dict(sorted(out.items()))
+
+
+def publish_folder(
+    folder: Path,
+    target: HubUrl,
+    *,
+    client: HubClient,
+    replace: dict[str, bytes] | None = None,
+    private: bool = False,
+    message: str,
+    description: str = "",
+) -> Published:
+    """Make branch ``target.revision`` (default ``main``) of ``target.repo_id`` hold exactly
+    the files of ``folder``, with ``replace`` (path -> bytes, e.g. a generated README.md) in
+    place of, or beside, the folder's own; the repo is created (``private`` or public) if it
+    does not exist, the branch from ``main`` if it does not.
+
+    Raises:
+        ConfigError: not a repo URL, a revision that is not a branch name, a token that may
+            not write there.
+        ExportError: the branch moved while publishing.
+    """
+    if not target.repo_id:
+        raise ConfigError(
+            "a publish needs one repo",
+            subject=target.url,
+            fix="name it: hf://datasets/OWNER/NAME",
+        )
+    repo_id, branch = target.repo_id, target.revision or "main"
+    check_revision(branch, subject=target.url)
+    if _SHA.match(branch):
+        raise ConfigError(
+            "a publish goes to a branch, not a commit",
+            subject=target.url,
+            fix="name a branch (main, or a new one such as curated-v2)",
+        )
+    files: dict[str, Path | bytes] = {**local_files(folder), **(replace or {})}
+    created = client.ensure_repo(repo_id, private=private)
+    branches, tags = client.refs(repo_id)
+    if branch not in branches:
+        if branch in tags:
+            raise ConfigError(
+                f"{branch!r} is a tag of the repo, not a branch",
+                subject=target.url,
+                fix="publish to a branch; tag the commit afterwards if a tag is wanted",
+            )
+        client.ensure_branch(repo_id, branch)
+    head = client.resolve(repo_id, branch)
+    remote = client.files(repo_id, head)
+    add = {p: c for p, c in files.items() if not _same(c, remote.get(p))}
+    delete = [p for p in remote if p not in files and p not in KEEP]
+    unchanged = len(files) - len(add)
+    size = sum(len(c) if isinstance(c, bytes) else c.stat().st_size for c in add.values())
+    url = HubUrl(target.repo_type, repo_id).url
+    if not add and not delete:
+        log.info("%s@%s already holds these %d files: nothing to commit", url, branch, len(files))
+        return Published(f"{url}@{head}", head, created, (), (), unchanged)
+    log.info(
+        "publishing to %s@%s: %d files to upload (%.1f MB), %d unchanged, %d to delete",
+        url,
+        branch,
+        len(add),
+        size / 1e6,
+        unchanged,
+        len(delete),
+    )
+    sha = client.commit(
+        repo_id, branch, head, add=add, delete=delete, message=message, description=description
+    )
+    log.info("published %s@%s as commit %s", url, branch, sha)
+    return Published(
+        f"{url}@{sha}", sha, created, tuple(sorted(add)), tuple(delete), unchanged, size
+    )

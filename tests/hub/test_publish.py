@@ -1,0 +1,265 @@
+"""``warehouse publish``: a LeRobot export pushed to the hub stand-in in one commit, with a
+dataset card; read back by lerobot's own ``LeRobotDataset(repo_id)`` (a child process, as a
+user would) it equals the export; a rerun uploads nothing; an interrupted publish leaves the
+repo as it was and a rerun completes it; the token never shows in output or logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from episode_warehouse.export import ExportRequest, export_lerobot
+from episode_warehouse.export.lerobot import EXPORT_META
+from episode_warehouse.loading import select_episodes
+from episode_warehouse.paths import WarehouseLayout
+from tests.helpers import build_atari
+from warehouse_cli.main import main
+
+pytestmark = pytest.mark.integration
+TOKEN = "hf_test_token"
+QUERY = "SELECT source, partition, episode, start, length FROM episodes WHERE length > 30"
+REPO = "me/pong-long"
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory):
+    """A warehouse root with one selection export (three parquet files: LFS on the hub)."""
+    root = tmp_path_factory.mktemp("publish") / "wh"
+    build_atari(root, "Pong/3", 3, capacity=300, episodes=8, lengths=(20, 70))
+    sel = select_episodes(QUERY, root=root)
+    rows = [
+        (s, p, int(e), int(a), int(n))
+        for s, p, e, a, n in zip(
+            sel.source, sel.partition, sel.episode, sel.start, sel.length, strict=True
+        )
+    ]
+    layout = WarehouseLayout(root)
+    export_lerobot(
+        ExportRequest("pong-long", str(root), rows, query=QUERY),
+        layout.lerobot_dir("pong-long"),
+        workers=1,
+    )
+    return root
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _head(hub, repo=REPO, branch="main") -> str:
+    return hub.store.settings("dataset", repo)["branches"][branch]
+
+
+_READ_BACK = r"""
+import json, sys
+import torch
+from lerobot.datasets.lerobot_dataset import LeRobotDataset
+hub, local = LeRobotDataset(sys.argv[1]), LeRobotDataset(sys.argv[1], root=sys.argv[2])
+same = all(
+    all(torch.equal(torch.as_tensor(hub[i][k]), torch.as_tensor(local[i][k])) for k in local[i]
+        if k != "task")
+    and hub[i]["task"] == local[i]["task"]
+    for i in range(len(local))
+)
+print(json.dumps({"frames": len(hub), "episodes": hub.meta.total_episodes, "same": same,
+                  "revision": hub.revision, "fps": hub.fps}))
+"""
+
+
+def test_a_publish_is_one_commit_that_lerobot_reads_back_as_the_export(
+    hub, export, monkeypatch, capsys, caplog
+):
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    caplog.set_level(logging.DEBUG)
+    folder = WarehouseLayout(export).lerobot_dir("pong-long")
+    assert main(["publish", "pong-long", f"hf://datasets/{REPO}", "--root", str(export)]) == 0
+    out = capsys.readouterr().out
+    assert f"hf://datasets/{REPO}@" in out and 'LeRobotDataset("me/pong-long")' in out
+
+    settings = hub.store.settings("dataset", REPO)
+    head = settings["branches"]["main"]
+    record = hub.store.commit_record("dataset", REPO, head)
+    first = hub.store.commit_record("dataset", REPO, record["parent"])
+    assert first["parent"] is None  # one commit on the repo's initial one
+    assert settings["tags"]["v3.0"] == head  # what LeRobotDataset(repo_id) reads
+    assert not settings["private"]
+    local = _files(folder)
+    tree = hub.store.tree("dataset", REPO, head)
+    assert sorted(tree) == sorted([*local, ".gitattributes", "README.md"])
+    for path, data in local.items():  # byte for byte the export, parquet files as LFS
+        entry = tree[path]
+        assert hub.store.object_path("dataset", REPO, entry["sha256"]).read_bytes() == data
+        assert entry["lfs"] == path.endswith(".parquet"), path
+    assert len(hub.uploads.uploaded) == sum(p.endswith(".parquet") for p in local)
+
+    card = hub.store.object_path("dataset", REPO, tree["README.md"]["sha256"]).read_text()
+    header = yaml.safe_load(card.split("---")[1])
+    info = json.loads(local["meta/info.json"])
+    assert header["task_categories"] == ["robotics"] and "LeRobot" in header["tags"]
+    assert header["fps"] == info["fps"] and header["robot_type"] == info["robot_type"]
+    assert header["license"] == "other"  # the sources' licenses are not known here
+    meta = json.loads(local[EXPORT_META])
+    ted = meta["inputs"]["teds"]["atari:Pong/3"]
+    assert QUERY in card and f"`{ted}`" in card
+    assert f"**{meta['episodes']} episodes** ({meta['frames']} frames" in card
+    assert "| atari | Pong/3 |" in card and 'LeRobotDataset("me/pong-long")' in card
+
+    env = {**os.environ, "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+    env.pop("HF_TOKEN")  # a public repo reads without one
+    child = subprocess.run(
+        [sys.executable, "-c", _READ_BACK, REPO, str(folder)],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr[-3000:]
+    got = json.loads(child.stdout.strip().splitlines()[-1])
+    assert got == {
+        "frames": meta["frames"], "episodes": meta["episodes"], "same": True,
+        "revision": "v3.0", "fps": info["fps"],
+    }  # fmt: skip
+    assert TOKEN not in out + capsys.readouterr().err + caplog.text
+
+
+def test_a_rerun_uploads_nothing_and_a_changed_repo_is_made_the_export_again(
+    hub, export, monkeypatch, capsys
+):
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    argv = ["publish", "pong-long", f"hf://datasets/{REPO}", "--root", str(export)]
+    assert main(argv) == 0
+    head, puts = _head(hub), len(hub.uploads.uploaded)
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert _head(hub) == head and len(hub.uploads.uploaded) == puts  # no commit, no upload
+    assert "0 file(s) uploaded" in capsys.readouterr().out
+
+    # someone edits the card and adds a file: the publish restores the card, deletes the file
+    hub.store.commit(REPO, {"README.md": b"edited\n", "notes/extra.txt": b"x"})
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "1 file(s) uploaded" in out and "1 deleted" in out
+    tree = hub.store.tree("dataset", REPO, _head(hub))
+    assert "notes/extra.txt" not in tree
+    before = hub.store.tree("dataset", REPO, head)
+    assert tree == before  # exactly the first publish again
+    assert len(hub.uploads.uploaded) == puts
+    assert hub.store.settings("dataset", REPO)["tags"]["v3.0"] == _head(hub)
+
+
+_PUBLISH = r"""
+import sys
+from warehouse_cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_an_interrupted_publish_leaves_the_repo_as_it_was_and_a_rerun_completes_it(
+    hub, export, tmp_path, monkeypatch
+):
+    """The publisher is killed while its second LFS object is on the wire: nothing of it is
+    in the repo; the rerun sends only the objects the hub does not have yet, in one commit."""
+    hub.store.create_repo(REPO)
+    old = hub.store.commit(REPO, {"README.md": b"an older dataset\n", "data/old.parquet": b"o"})
+    hub.uploads.pause_uploads_after = 1
+    env = {**os.environ, "HF_TOKEN": TOKEN, "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+    argv = ["publish", "pong-long", f"hf://datasets/{REPO}", "--root", str(export)]
+    child = subprocess.Popen(
+        [sys.executable, "-c", _PUBLISH, *argv],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while sum(m == "PUT" for m, _ in hub.requests) < 2:  # the second upload is held
+            if child.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the publish ended first: {child.communicate()[1][-2000:]!r}")
+            time.sleep(0.05)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    finally:
+        hub.uploads.release()
+        if child.poll() is None:
+            child.kill()
+    assert _head(hub) == old  # the repo is as it was: no commit, no tag
+    assert sorted(hub.store.tree("dataset", REPO, old)) == [
+        ".gitattributes",
+        "README.md",
+        "data/old.parquet",
+    ]
+    assert "v3.0" not in hub.store.settings("dataset", REPO)["tags"]
+    sent = len(hub.uploads.uploaded)
+    assert sent >= 1
+
+    hub.uploads.pause_uploads_after = None
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    assert main(argv) == 0
+    folder = WarehouseLayout(export).lerobot_dir("pong-long")
+    parquet = [p for p in _files(folder) if p.endswith(".parquet")]
+    # every object was sent once in all (the held one may have landed after the kill)
+    assert len(hub.uploads.uploaded) == len(set(hub.uploads.uploaded)) == len(parquet)
+    head = _head(hub)
+    assert hub.store.commit_record("dataset", REPO, head)["parent"] == old
+    tree = hub.store.tree("dataset", REPO, head)
+    assert "data/old.parquet" not in tree and set(parquet) <= set(tree)
+
+
+def test_refusals_name_the_fix_and_never_the_token(hub, export, monkeypatch, capsys, caplog):
+    caplog.set_level(logging.DEBUG)
+    secret = "hf_not_a_real_token_123"
+    monkeypatch.setenv("HF_TOKEN", secret)
+    root = ["--root", str(export)]
+    assert main(["publish", "pong-long", f"hf://datasets/{REPO}", *root]) == 2
+    err = capsys.readouterr().err
+    assert "HF_TOKEN" in err and "write access" in err
+    assert secret not in err + caplog.text
+
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    assert main(["publish", "nothing-here", f"hf://datasets/{REPO}", *root]) == 2
+    assert "warehouse export nothing-here" in capsys.readouterr().err
+    assert main(["publish", "pong-long", "hf://models/me/x", *root]) == 2
+    assert "hf://datasets/OWNER/NAME" in capsys.readouterr().err
+    assert main(["publish", "pong-long", "hf://datasets/me/../x", *root]) == 2
+    capsys.readouterr()
+    hub.store.create_repo(REPO)
+    hub.store.tag(REPO, "release")
+    assert (
+        main(["publish", "pong-long", f"hf://datasets/{REPO}", "--revision", "release", *root]) == 2
+    )
+    assert "is a tag of the repo, not a branch" in capsys.readouterr().err
+    sha = _head(hub)
+    assert main(["publish", "pong-long", f"hf://datasets/{REPO}@{sha}", *root]) == 2
+    assert "a publish goes to a branch" in capsys.readouterr().err
+
+
+def test_a_branch_and_a_private_repo(hub, export, monkeypatch, capsys):
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    root = ["--root", str(export)]
+    argv = [
+        "publish",
+        "pong-long",
+        "hf://datasets/me/private",
+        "--private",
+        "--revision",
+        "curated",
+    ]
+    assert main([*argv, *root]) == 0
+    assert 'revision="curated"' in capsys.readouterr().out
+    settings = hub.store.settings("dataset", "me/private")
+    assert settings["private"] and set(settings["branches"]) == {"main", "curated"}
+    assert "v3.0" not in settings["tags"]  # main was not published: the tag is not moved
+    tree = hub.store.tree("dataset", "me/private", settings["branches"]["curated"])
+    card = hub.store.object_path("dataset", "me/private", tree["README.md"]["sha256"]).read_text()
+    assert 'revision="curated"' in card
+    assert sorted(hub.store.tree("dataset", "me/private", settings["branches"]["main"])) == [
+        ".gitattributes"
+    ]
