@@ -3,6 +3,7 @@
 import dagster as dg
 
 from assets.graph import ALL_ASSETS, ALL_CHECKS
+from assets.publish import publish_to_hub
 from resources import build_resources
 from sensors.sources import SENSORS
 
@@ -13,6 +14,7 @@ defs = dg.Definitions(
     assets=ALL_ASSETS,
     asset_checks=ALL_CHECKS,
     sensors=SENSORS,
+    jobs=[publish_to_hub],
     resources=build_resources(),
     executor=dg.in_process_executor,
 )

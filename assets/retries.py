@@ -32,19 +32,22 @@ RUN_RETRY_ON_STEP_FAILURE_TAG = "dagster/retry_on_asset_or_op_failure"
 
 
 @contextlib.contextmanager
-def only_transient_retries(context: dg.AssetExecutionContext) -> Iterator[None]:
+def only_transient_retries(
+    context: dg.AssetExecutionContext | dg.OpExecutionContext,
+) -> Iterator[None]:
+    op_context = getattr(context, "op_execution_context", context)
     try:
         yield
     except Exception as exc:
-        if is_transient(exc) and context.op_execution_context.run_tags.get(NO_RETRIES_TAG) != "off":
+        if is_transient(exc) and op_context.run_tags.get(NO_RETRIES_TAG) != "off":
             raise
-        _no_run_retry(context)
+        _no_run_retry(op_context)
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
 
 
-def _no_run_retry(context: dg.AssetExecutionContext) -> None:
+def _no_run_retry(context: dg.OpExecutionContext) -> None:
     """Tag the run so that run retries skip it (read when its failure is recorded)."""
-    run_id = context.op_execution_context.run_id
+    run_id = context.run_id
     try:
         if context.instance.get_run_by_id(run_id) is not None:  # None: a direct invocation
             context.instance.add_run_tags(run_id, {RUN_RETRY_ON_STEP_FAILURE_TAG: "false"})

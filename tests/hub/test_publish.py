@@ -263,3 +263,67 @@ def test_a_branch_and_a_private_repo(hub, export, monkeypatch, capsys):
     assert sorted(hub.store.tree("dataset", "me/private", settings["branches"]["main"])) == [
         ".gitattributes"
     ]
+
+
+def test_the_dagster_job_publishes_a_named_export(hub, export, monkeypatch):
+    """``publish_to_hub`` from the code location, configured as the Launchpad would: the hub
+    repo shows as asset ``hub/me/from-dagster`` with the commit; a refusal fails once."""
+    import dagster as dg
+
+    from assets.retries import RUN_RETRY_ON_STEP_FAILURE_TAG
+    from definitions import defs
+
+    job = defs.get_job_def("publish_to_hub")
+
+    def run_config(repo: str) -> dict:
+        return {
+            "ops": {"publish_export_to_hub": {"config": {"export": "pong-long", "repo": repo}}},
+            "resources": {"warehouse": {"config": {"root": str(export)}}},
+        }
+
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    with dg.instance_for_test() as instance:
+        result = job.execute_in_process(run_config("me/from-dagster"), instance=instance)
+        assert result.success
+        (event,) = result.get_asset_materialization_events()
+        materialization = event.step_materialization_data.materialization
+        assert materialization.asset_key == dg.AssetKey(["hub", "me", "from-dagster"])
+        assert materialization.metadata["commit"].value == _head(hub, "me/from-dagster")
+        assert (
+            materialization.metadata["uploaded"].value
+            == len(_files(WarehouseLayout(export).lerobot_dir("pong-long"))) + 1
+        )  # and the card
+
+        monkeypatch.setenv("HF_TOKEN", "hf_wrong")
+        failed = job.execute_in_process(
+            run_config("me/refused"), instance=instance, raise_on_error=False
+        )
+        assert not failed.success
+        assert instance.get_run_by_id(failed.run_id).tags[RUN_RETRY_ON_STEP_FAILURE_TAG] == "false"
+        assert "write access" in str(failed.get_step_failure_events()[0].step_failure_data.error)
+
+
+def test_a_license_stated_by_the_sources_card_is_carried_to_the_published_card(
+    hub, warehouse_env, tmp_path, monkeypatch
+):
+    """A LeRobot dataset read from the hub whose card says ``license: apache-2.0``: the raw
+    record keeps it, and the partition's export published again carries it in its header."""
+    from warehouse_fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
+
+    spec = LeRobotSpec(repo_id="lab/licensed")
+    write_lerobot_dataset(spec, tmp_path / "src")
+    folder = tmp_path / "src" / "lab" / "licensed"
+    (folder / "README.md").write_text("---\nlicense: apache-2.0\ntags: [LeRobot]\n---\n# hi\n")
+    hub.store.create_repo(spec.repo_id)
+    hub.store.commit_folder(spec.repo_id, folder, tag="v3.0")
+    monkeypatch.delenv("LEROBOT_URL", raising=False)
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    assert main(["materialize", "lerobot", spec.repo_id]) == 0
+    raw = json.loads((warehouse_env / "raw/lerobot/lab/licensed/meta.json").read_text())
+    assert raw["license"] == "apache-2.0"
+    assert main(["publish", "lerobot-lab-licensed", "hf://datasets/me/relicensed"]) == 0
+    tree = hub.store.tree("dataset", "me/relicensed", _head(hub, "me/relicensed"))
+    card = hub.store.object_path("dataset", "me/relicensed", tree["README.md"]["sha256"])
+    text = card.read_text()
+    assert yaml.safe_load(text.split("---")[1])["license"] == "apache-2.0"
+    assert "as every source above states it" in text and "| apache-2.0 |" in text
