@@ -31,6 +31,7 @@ class SourcePartition:
     source_url: str
     episodes: int
     frames: int
+    license: str | None = None  # the source's own, where it states one
 
 
 def _size_category(frames: int) -> str:
@@ -59,12 +60,16 @@ def dataset_card(
     export: Mapping,
     partitions: list[SourcePartition],
     *,
-    license: str | None,
+    license: str | None = None,
     revision: str = "main",
 ) -> str:
     """The card's text. ``info`` is ``meta/info.json``, ``export`` the export's record
     (``meta/warehouse_export.json``); ``license`` an id the hub knows (``cc-by-4.0``,
-    ``apache-2.0``, ...) when the sources' license is known, else ``None``."""
+    ``apache-2.0``, ...) given by the publisher, else the sources' own when every partition
+    states the same one, else ``other``."""
+    stated = {p.license for p in partitions}
+    carried = len(stated) == 1 and None not in stated
+    license = license or (stated.pop() if carried else None)
     fps, robot = info.get("fps"), info.get("robot_type") or "unknown"
     episodes, frames = int(export["episodes"]), int(export["frames"])
     sources = sorted({p.source for p in partitions})
@@ -103,13 +108,14 @@ def dataset_card(
         "",
         "## Where every episode came from",
         "",
-        "| source | partition | episodes taken | of | TED version | read from |",
-        "|---|---|---|---|---|---|",
+        "| source | partition | episodes taken | of | TED version | read from | license |",
+        "|---|---|---|---|---|---|---|",
     ]
     for p in partitions:
         lines.append(
             f"| {_cell(p.source)} | {_cell(p.partition)} | {picked[(p.source, p.partition)]} | "
-            f"{p.episodes} | `{_cell(p.ted_version)}` | {_cell(p.source_url) or '?'} |"
+            f"{p.episodes} | `{_cell(p.ted_version)}` | {_cell(p.source_url) or '?'} | "
+            f"{_cell(p.license or 'not stated')} |"
         )
     lines += [
         "",
@@ -122,13 +128,15 @@ def dataset_card(
         "## License",
         "",
     ]
-    if license:
-        lines.append(f"`{license}`, as the sources state it.")
+    if license and carried:
+        lines.append(f"`{license}`, as every source above states it on its own card.")
+    elif license:
+        lines.append(f"`{license}`, as the publisher stated it.")
     else:
         lines.append(
-            "The warehouse did not know the sources' licenses when this was published, so the "
-            "header says `license: other`. The sources' own terms apply: check each source "
-            "above before use."
+            "Not every source states one license the warehouse could carry, so the header "
+            "says `license: other`. The sources' own terms apply: check each source above "
+            "before use."
         )
     load = f"LeRobotDataset({json.dumps(repo_id)}"
     load += ")" if revision == "main" else f", revision={json.dumps(revision)})"

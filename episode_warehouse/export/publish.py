@@ -20,7 +20,7 @@ from episode_warehouse.export.lerobot import EXPORT_META, check_export_name
 from episode_warehouse.hub.client import HubClient
 from episode_warehouse.hub.publish import Published, publish_folder
 from episode_warehouse.hub.url import HubUrl
-from episode_warehouse.incremental import checkout
+from episode_warehouse.incremental import checkout, published
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources.lerobot.dataset import CODEBASE_VERSION
 
@@ -28,8 +28,9 @@ log = logging.getLogger(__name__)
 
 
 def source_partitions(layout: WarehouseLayout, export: dict) -> list[SourcePartition]:
-    """The partitions ``export`` read, with their TED versions (as exported) and, from the
-    catalog, where their source files were read and their sizes."""
+    """The partitions ``export`` read, with their TED versions (as exported), from the catalog
+    where their source files were read and their sizes, and from their raw records the
+    license their source states (LeRobot datasets on the hub: their card's)."""
     teds: dict[str, str] = export["inputs"]["teds"]
     keys = [tuple(k.split(":", 1)) for k in sorted(teds)]
     found: dict[tuple[str, str], tuple] = {}
@@ -44,9 +45,16 @@ def source_partitions(layout: WarehouseLayout, export: dict) -> list[SourceParti
     out = []
     for source, partition in keys:
         row = found.get((source, partition), (source, partition, "", 0, 0))
+        raw = published(layout.raw_dir(source, partition))
         out.append(
             SourcePartition(
-                source, partition, teds[f"{source}:{partition}"], row[2] or "", row[3], row[4]
+                source,
+                partition,
+                teds[f"{source}:{partition}"],
+                row[2] or "",
+                row[3],
+                row[4],
+                license=raw.get("license"),
             )
         )
     return out

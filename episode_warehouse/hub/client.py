@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from episode_warehouse.retry import RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
 DEFAULT_ENDPOINT = "https://huggingface.co"
+_LICENSE = re.compile(r"^[a-z0-9][a-z0-9.+-]{0,63}$")  # the hub's license ids
 _TOKEN_FIX = (
     "if the repo is private or gated, accept its terms on the hub and set HF_TOKEN (or run "
     "hf auth login); else check the repo id"
@@ -122,6 +124,23 @@ class HubClient:
         sha = self._call(info, repo_id=repo_id, revision=revision)
         check_revision(sha, subject=f"hf://{self.repo_type}s/{repo_id} (the sha the hub sent)")
         return sha
+
+    def card_license(self, repo_id: str, sha: str) -> str | None:
+        """The ``license`` of the repo's card (README.md's YAML header) at commit ``sha``, if
+        it names one license as the hub spells them (``cc-by-4.0``); else None."""
+
+        def info():
+            return self.api.repo_info(repo_id, repo_type=self.repo_type, revision=sha)
+
+        card = getattr(self._call(info, repo_id=repo_id, revision=sha), "card_data", None)
+        value = getattr(card, "license", None) if card is not None else None
+        if isinstance(value, str) and _LICENSE.match(value):
+            return value
+        if value is not None:
+            log.warning(
+                "hf://%ss/%s: the card's license %r is not one id", self.repo_type, repo_id, value
+            )
+        return None
 
     def refs(self, repo_id: str) -> tuple[dict[str, str], dict[str, str]]:
         """(branch name -> commit sha, tag name -> commit sha)."""

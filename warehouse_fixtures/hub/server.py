@@ -29,6 +29,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+import yaml
+
 from warehouse_fixtures.hub.store import (
     HubError,
     HubStore,
@@ -215,7 +217,22 @@ class HubServer:
             "siblings": [{"rfilename": p} for p in sorted(record["files"])],
             "createdAt": record["date"],
             "usedStorage": sum(e["size"] for e in record["files"].values()),
+            **self._card_data(repo_type, repo_id, record["files"]),
         }
+
+    def _card_data(self, repo_type: str, repo_id: str, files: dict) -> dict:
+        """``cardData``: the YAML header of README.md, as the hub parses it for repo info."""
+        entry = files.get("README.md")
+        if entry is None:
+            return {}
+        text = self.store.object_path(repo_type, repo_id, entry["sha256"]).read_text()
+        if not text.startswith("---"):
+            return {}
+        try:
+            header = yaml.safe_load(text[3:].split("\n---", 1)[0])
+        except yaml.YAMLError:
+            return {}
+        return {"cardData": header} if isinstance(header, dict) else {}
 
     def _refs(self, repo_type: str, repo_id: str) -> dict:
         settings = self.store.settings(repo_type, repo_id)

@@ -88,7 +88,11 @@ def mirror_dataset(
     wanted = list_dataset(store, repo_id)
     check_info(store, repo_id, wanted["meta/info.json"])
     source_url = store.location(repo_id)
-    revision = store.commit(repo_id) if isinstance(store, HubBlobStore) else None
+    revision = license = None
+    if isinstance(store, HubBlobStore):
+        revision = store.commit(repo_id)
+        # the card's license, carried to what is published from this dataset (docs/hub.md)
+        license = store.client.card_license(repo_id, revision)
     inputs = {
         "source_url": source_url,
         "files": {name: blob.to_json() for name, blob in wanted.items()},
@@ -100,6 +104,10 @@ def mirror_dataset(
     def build(staging) -> dict:
         files = mirror_files(store, wanted, target, staging, report, subdir=".", workers=workers)
         record = {"format": "lerobot-raw", "source_url": source_url, "files": files}
-        return {**record, "revision": revision} if revision else record
+        if revision:
+            record["revision"] = revision
+        if license:
+            record["license"] = license
+        return record
 
     return build_if_changed(target, inputs, build), report
