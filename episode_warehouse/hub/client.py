@@ -214,35 +214,24 @@ class HubClient:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def ensure_repo(self, repo_id: str, *, private: bool) -> bool:
-        """Create ``repo_id`` unless it exists; returns whether it was created now. An existing
-        repo keeps its visibility (a warning says so when ``private`` asks for another one).
+    def create_repo(self, repo_id: str, *, private: bool) -> None:
+        """A new repo (an existing one is left as it is).
 
         Raises:
-            ConfigError: the token may not create or write the repo.
+            ConfigError: the token may not create repos there.
         """
-        try:
-            info = self._call(
-                lambda: self.api.repo_info(repo_id, repo_type=self.repo_type), repo_id=repo_id
-            )
-        except SourceMissingError:
-            info = None
-        if info is not None:
-            if bool(info.private) != private:
-                log.warning(
-                    "hf://%ss/%s exists and is %s; its visibility is kept (change it on the hub)",
-                    self.repo_type,
-                    repo_id,
-                    "private" if info.private else "public",
-                )
-            return False
         self._write(
             lambda: self.api.create_repo(
                 repo_id, repo_type=self.repo_type, private=private, exist_ok=True
             ),
             repo_id=repo_id,
         )
-        return True
+
+    def is_private(self, repo_id: str) -> bool:
+        info = self._call(
+            lambda: self.api.repo_info(repo_id, repo_type=self.repo_type), repo_id=repo_id
+        )
+        return bool(info.private)
 
     def ensure_branch(self, repo_id: str, branch: str) -> None:
         """Create ``branch`` (from ``main``) unless it exists."""

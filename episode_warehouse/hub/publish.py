@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from episode_warehouse.errors import ConfigError
+from episode_warehouse.errors import ConfigError, SourceMissingError
 from episode_warehouse.hub.client import HubClient, HubFile, file_sha256, git_blob_id
 from episode_warehouse.hub.url import HubUrl, check_revision
 
@@ -84,7 +84,8 @@ def publish_folder(
     """Make branch ``target.revision`` (default ``main``) of ``target.repo_id`` hold exactly
     the files of ``folder``, with ``replace`` (path -> bytes, e.g. a generated README.md) in
     place of, or beside, the folder's own; the repo is created (``private`` or public) if it
-    does not exist, the branch from ``main`` if it does not.
+    does not exist, the branch from ``main`` if it does not. ``private`` with an existing
+    public repo is refused: the files would be public.
 
     Raises:
         ConfigError: not a repo URL, a revision that is not a branch name, a token that may
@@ -106,8 +107,19 @@ def publish_folder(
             fix="name a branch (main, or a new one such as curated-v2)",
         )
     files: dict[str, Path | bytes] = {**local_files(folder), **(replace or {})}
-    created = client.ensure_repo(repo_id, private=private)
-    branches, tags = client.refs(repo_id)
+    try:
+        branches, tags = client.refs(repo_id)
+        created = False
+    except SourceMissingError:  # no such repo (or one this token may not see: create says)
+        client.create_repo(repo_id, private=private)
+        branches, tags = client.refs(repo_id)
+        created = True
+    if private and not created and not client.is_private(repo_id):
+        raise ConfigError(
+            "the repo exists and is public; --private would not make this publish private",
+            subject=target.url,
+            fix="make the repo private on the hub first, or publish to a new repo",
+        )
     if branch not in branches:
         if branch in tags:
             raise ConfigError(
@@ -116,7 +128,8 @@ def publish_folder(
                 fix="publish to a branch; tag the commit afterwards if a tag is wanted",
             )
         client.ensure_branch(repo_id, branch)
-    head = client.resolve(repo_id, branch)
+    head = branches.get(branch) or client.resolve(repo_id, branch)
+    check_revision(head, subject=f"{target.url} (the head the hub sent)")
     remote = client.files(repo_id, head)
     add = {p: c for p, c in files.items() if not _same(c, remote.get(p))}
     delete = [p for p in remote if p not in files and p not in KEEP]

@@ -190,7 +190,7 @@ def test_an_interrupted_publish_leaves_the_repo_as_it_was_and_a_rerun_completes_
         hub.uploads.release()
         if child.poll() is None:
             child.kill()
-    assert _head(hub) == old  # the repo is as it was: no commit, no tag
+    assert _head(hub) == old, "\n".join(str(r) for r in hub.requests if r[0] != "GET")
     assert sorted(hub.store.tree("dataset", REPO, old)) == [
         ".gitattributes",
         "README.md",
@@ -327,3 +327,13 @@ def test_a_license_stated_by_the_sources_card_is_carried_to_the_published_card(
     text = card.read_text()
     assert yaml.safe_load(text.split("---")[1])["license"] == "apache-2.0"
     assert "as every source above states it" in text and "| apache-2.0 |" in text
+
+
+def test_private_into_an_existing_public_repo_is_refused(hub, export, monkeypatch, capsys):
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    hub.store.create_repo("me/public")
+    head = _head(hub, "me/public")
+    argv = ["publish", "pong-long", "hf://datasets/me/public", "--root", str(export)]
+    assert main([*argv, "--private"]) == 2
+    assert "exists and is public" in capsys.readouterr().err
+    assert _head(hub, "me/public") == head and not hub.uploads.uploaded

@@ -62,6 +62,7 @@ class HubServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms stall
 
             def log_message(self, *args):  # quiet
                 pass

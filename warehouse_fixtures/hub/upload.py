@@ -17,8 +17,8 @@
 
 Every request that writes needs a token of ``tokens``. A commit either lands whole or not at
 all (one store commit), so a client killed before it leaves the repository as it was.
-``pause_uploads_after``, when set, makes every LFS upload after that many wait until
-``release`` is called (a test kills the client there).
+``pause_uploads_after``, when set, makes every LFS upload that arrives after that many wait
+until ``release`` is called (a test kills the client there).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class Uploads:
         self._lock = threading.Lock()
         self.uploaded: list[str] = []  # sha256 of every object PUT, in order
         self.pause_uploads_after: int | None = None
+        self._started = 0
         self._gate = threading.Event()
 
     def release(self) -> None:
@@ -202,9 +203,9 @@ class Uploads:
     def _put(self, ticket: str, body: bytes):
         with self._lock:
             found = self._tickets.pop(ticket, None)
+            self._started += 1  # by arrival: uploads run in parallel
             paused = (
-                self.pause_uploads_after is not None
-                and len(self.uploaded) >= self.pause_uploads_after
+                self.pause_uploads_after is not None and self._started > self.pause_uploads_after
             )
         if found is None:
             raise HubError(403, "Forbidden", "unknown or used upload URL")
