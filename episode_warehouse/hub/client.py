@@ -38,6 +38,10 @@ _TOKEN_FIX = (
 )
 
 
+class BranchMovedError(ExportError):
+    """A commit's parent is no longer its branch's head: someone committed meanwhile."""
+
+
 @dataclass(frozen=True)
 class HubFile:
     """One file of a commit as the hub lists it."""
@@ -270,7 +274,7 @@ class HubClient:
         since); returns its sha. LFS objects the hub already has are not sent again.
 
         Raises:
-            ExportError: the branch moved since ``parent`` was read.
+            BranchMovedError: the branch moved since ``parent`` was read.
             ConfigError: the token may not write the repo.
         """
         from huggingface_hub import CommitOperationAdd, CommitOperationDelete
@@ -314,7 +318,7 @@ class HubClient:
                         "hf auth login); for an organisation's repo, ask for its write role",
                     ) from exc
                 if status == 412:
-                    raise ExportError(
+                    raise BranchMovedError(
                         "the branch moved while publishing: someone else committed to it",
                         subject=subject,
                         fix="check who else publishes there, then run the publish again",

@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from episode_warehouse.errors import ConfigError, SourceMissingError
-from episode_warehouse.hub.client import HubClient, HubFile, file_sha256, git_blob_id
+from episode_warehouse.hub.client import (
+    BranchMovedError,
+    HubClient,
+    HubFile,
+    file_sha256,
+    git_blob_id,
+)
 from episode_warehouse.hub.url import HubUrl, check_revision
 
 log = logging.getLogger(__name__)
@@ -50,6 +56,23 @@ def _same(path: Path | bytes, remote: HubFile | None) -> bool:
     if path.stat().st_size != remote.size:
         return False
     return (file_sha256(path) if remote.sha256 else git_blob_id(path)) == remote.content_id
+
+
+@dataclass(frozen=True)
+class _Plan:
+    add: dict[str, Path | bytes]
+    delete: list[str]
+    unchanged: int
+    bytes: int
+
+
+def _plan(client: HubClient, repo_id: str, head: str, files: dict[str, Path | bytes]) -> _Plan:
+    """What commit ``head`` lacks of ``files``, and what it has beyond them."""
+    remote = client.files(repo_id, head)
+    add = {p: c for p, c in files.items() if not _same(c, remote.get(p))}
+    delete = [p for p in remote if p not in files and p not in KEEP]
+    size = sum(len(c) if isinstance(c, bytes) else c.stat().st_size for c in add.values())
+    return _Plan(add, delete, len(files) - len(add), size)
 
 
 def local_files(folder: Path) -> dict[str, Path]:
@@ -90,7 +113,7 @@ def publish_folder(
     Raises:
         ConfigError: not a repo URL, a revision that is not a branch name, a token that may
             not write there.
-        ExportError: the branch moved while publishing.
+        BranchMovedError: someone else committed to the branch while publishing.
     """
     if not target.repo_id:
         raise ConfigError(
@@ -129,29 +152,39 @@ def publish_folder(
             )
         client.ensure_branch(repo_id, branch)
     head = branches.get(branch) or client.resolve(repo_id, branch)
-    check_revision(head, subject=f"{target.url} (the head the hub sent)")
-    remote = client.files(repo_id, head)
-    add = {p: c for p, c in files.items() if not _same(c, remote.get(p))}
-    delete = [p for p in remote if p not in files and p not in KEEP]
-    unchanged = len(files) - len(add)
-    size = sum(len(c) if isinstance(c, bytes) else c.stat().st_size for c in add.values())
     url = HubUrl(target.repo_type, repo_id).url
-    if not add and not delete:
+    plan = _plan(client, repo_id, head, files)
+    if not plan.add and not plan.delete:
         log.info("%s@%s already holds these %d files: nothing to commit", url, branch, len(files))
-        return Published(f"{url}@{head}", head, created, (), (), unchanged)
+        return Published(f"{url}@{head}", head, created, (), (), plan.unchanged)
     log.info(
         "publishing to %s@%s: %d files to upload (%.1f MB), %d unchanged, %d to delete",
         url,
         branch,
-        len(add),
-        size / 1e6,
-        unchanged,
-        len(delete),
+        len(plan.add),
+        plan.bytes / 1e6,
+        plan.unchanged,
+        len(plan.delete),
     )
-    sha = client.commit(
-        repo_id, branch, head, add=add, delete=delete, message=message, description=description
-    )
+    try:
+        sha = client.commit(
+            repo_id,
+            branch,
+            head,
+            add=plan.add,
+            delete=plan.delete,
+            message=message,
+            description=description,
+        )
+    except BranchMovedError:
+        # Our own commit may have landed with its answer lost (the retry then finds a new
+        # head): if the branch now holds exactly these files, the publish is done.
+        head = client.resolve(repo_id, branch)
+        again = _plan(client, repo_id, head, files)
+        if again.add or again.delete:
+            raise
+        log.warning("%s@%s: an earlier try's commit %s landed", url, branch, head)
+        sha = head
     log.info("published %s@%s as commit %s", url, branch, sha)
-    return Published(
-        f"{url}@{sha}", sha, created, tuple(sorted(add)), tuple(delete), unchanged, size
-    )
+    added, deleted = tuple(sorted(plan.add)), tuple(plan.delete)
+    return Published(f"{url}@{sha}", sha, created, added, deleted, plan.unchanged, plan.bytes)

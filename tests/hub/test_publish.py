@@ -6,7 +6,6 @@ repo as it was and a rerun completes it; the token never shows in output or logs
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import subprocess
@@ -80,13 +79,16 @@ print(json.dumps({"frames": len(hub), "episodes": hub.meta.total_episodes, "same
 
 
 def test_a_publish_is_one_commit_that_lerobot_reads_back_as_the_export(
-    hub, export, monkeypatch, capsys, caplog
+    hub, export, monkeypatch, capsys
 ):
     monkeypatch.setenv("HF_TOKEN", TOKEN)
-    caplog.set_level(logging.DEBUG)
     folder = WarehouseLayout(export).lerobot_dir("pong-long")
-    assert main(["publish", "pong-long", f"hf://datasets/{REPO}", "--root", str(export)]) == 0
-    out = capsys.readouterr().out
+    argv = ["-v", "publish", "pong-long", f"hf://datasets/{REPO}", "--root", str(export)]
+    assert main(argv) == 0
+    printed = capsys.readouterr()
+    out = printed.out
+    assert "publishing to hf://datasets/me/pong-long@main" in printed.err  # the log is here
+    assert TOKEN not in out + printed.err
     assert f"hf://datasets/{REPO}@" in out and 'LeRobotDataset("me/pong-long")' in out
 
     settings = hub.store.settings("dataset", REPO)
@@ -129,7 +131,6 @@ def test_a_publish_is_one_commit_that_lerobot_reads_back_as_the_export(
         "frames": meta["frames"], "episodes": meta["episodes"], "same": True,
         "revision": "v3.0", "fps": info["fps"],
     }  # fmt: skip
-    assert TOKEN not in out + capsys.readouterr().err + caplog.text
 
 
 def test_a_rerun_uploads_nothing_and_a_changed_repo_is_made_the_export_again(
@@ -213,15 +214,14 @@ def test_an_interrupted_publish_leaves_the_repo_as_it_was_and_a_rerun_completes_
     assert "data/old.parquet" not in tree and set(parquet) <= set(tree)
 
 
-def test_refusals_name_the_fix_and_never_the_token(hub, export, monkeypatch, capsys, caplog):
-    caplog.set_level(logging.DEBUG)
+def test_refusals_name_the_fix_and_never_the_token(hub, export, monkeypatch, capsys):
     secret = "hf_not_a_real_token_123"
     monkeypatch.setenv("HF_TOKEN", secret)
     root = ["--root", str(export)]
-    assert main(["publish", "pong-long", f"hf://datasets/{REPO}", *root]) == 2
-    err = capsys.readouterr().err
-    assert "HF_TOKEN" in err and "write access" in err
-    assert secret not in err + caplog.text
+    assert main(["-v", "publish", "pong-long", f"hf://datasets/{REPO}", *root]) == 2
+    printed = capsys.readouterr()
+    assert "HF_TOKEN" in printed.err and "write access" in printed.err
+    assert secret not in printed.out + printed.err
 
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     assert main(["publish", "nothing-here", f"hf://datasets/{REPO}", *root]) == 2
@@ -337,3 +337,28 @@ def test_private_into_an_existing_public_repo_is_refused(hub, export, monkeypatc
     assert main([*argv, "--private"]) == 2
     assert "exists and is public" in capsys.readouterr().err
     assert _head(hub, "me/public") == head and not hub.uploads.uploaded
+
+
+def test_a_publish_through_faults_makes_exactly_one_commit(hub, export, monkeypatch, capsys):
+    """Through the fault proxy: a 503 on the commit is retried; a commit that lands but whose
+    answer is lost is retried, finds the branch moved to exactly its files, and is done; the
+    repo gets one commit either way."""
+    from tests.reliability.fault_proxy import FaultProxy
+
+    hub.store.create_repo(REPO)
+    first = _head(hub)
+    hub.store.commit(REPO, {"stale.txt": b"to be deleted"})  # so the retry's commit would 412
+    before = _head(hub)
+    assert before != first
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    with FaultProxy(hub.url, ["503", "lost"], fault_on=("/commit/",)) as proxy:
+        monkeypatch.setenv("HF_ENDPOINT", proxy.url)
+        argv = ["-v", "publish", "pong-long", f"hf://datasets/{REPO}", "--root", str(export)]
+        assert main(argv) == 0
+    assert proxy.injected == {"503": 1, "lost": 1}
+    assert "an earlier try's commit" in capsys.readouterr().err  # the retry met its own commit
+    head = _head(hub)
+    assert hub.store.commit_record("dataset", REPO, head)["parent"] == before  # one commit
+    tree = hub.store.tree("dataset", REPO, head)
+    assert "stale.txt" not in tree and "meta/info.json" in tree
+    assert hub.store.settings("dataset", REPO)["tags"]["v3.0"] == head

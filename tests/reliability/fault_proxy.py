@@ -5,7 +5,10 @@ Object downloads (GCS ``alt=media``; the hub's ``GET .../resolve/...``) take the
 schedule, in order: ``503``, ``reset``
 (connection dropped before any answer), ``timeout`` (no answer for ``stall_s``), ``truncate``
 (half the body, then the connection closes), ``corrupt`` (the full body with bytes flipped),
-``None`` (pass through). Everything else passes through. Bounded: it serves until stopped.
+``lost`` (forwarded, the upstream acts, then the connection drops before its answer), ``None``
+(pass through). Requests whose path holds one of ``fault_on`` (e.g. the hub's ``/commit/``)
+take faults from the same schedule. Everything else passes through. Bounded: it serves until
+stopped.
 
 It also counts what it serves: ``media_bytes[object name]`` (bytes of object reads, the
 counting proxy of the bucket tests) and ``uploads``; with ``hold_uploads_after=N`` every upload
@@ -33,11 +36,13 @@ class FaultProxy:
         stall_s: float = 4.0,
         repeat_last: bool = False,
         hold_uploads_after: int | None = None,
+        fault_on: tuple[str, ...] = (),
     ) -> None:
         self.upstream = urlparse(upstream)
         self.media_bytes: Counter = Counter()
         self.uploads = 0
         self.hold_uploads_after = hold_uploads_after
+        self.fault_on = fault_on
         self._released = threading.Event()
         self.schedule = list(schedule)
         self.repeat_last = repeat_last
@@ -86,6 +91,12 @@ class FaultProxy:
                 resp = conn.getresponse()
                 data = resp.read()
                 conn.close()
+                if fault == "lost":  # the upstream acted; its answer never arrives
+                    self.connection.setsockopt(
+                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                    )
+                    self.close_connection = True
+                    return
                 if "alt=media" in self.path:
                     name = unquote(urlparse(self.path).path.rsplit("/o/", 1)[-1])
                     with proxy._lock:
@@ -128,7 +139,8 @@ class FaultProxy:
 
     def _next_fault(self, command: str, path: str) -> str | None:
         hub_file = command == "GET" and "/resolve/" in path
-        if "alt=media" not in path and not hub_file:
+        chosen = any(part in path for part in self.fault_on)
+        if "alt=media" not in path and not hub_file and not chosen:
             return None
         with self._lock:
             self.media_requests += 1
