@@ -39,10 +39,20 @@ if TYPE_CHECKING:
 def ted_collate(items: list[TensorDictBase]) -> TensorDictBase:
     """``collate_fn`` for DataLoader: stack equal-length slices into one TensorDict.
 
+    In a DataLoader worker the batch is stacked into one of the worker's reused shared-memory
+    slots (:mod:`~episode_warehouse.loading.shared_batches`): it stays valid while the main
+    process holds it; ``clone()`` what you keep beyond that or pass to another process.
+
     Raises:
         ConfigError: the slices come from TEDs of different schemas (another source), naming
             the keys that differ.
     """
+    if get_worker_info() is not None:
+        from episode_warehouse.loading.shared_batches import stack_into_slot
+
+        batch = stack_into_slot(items)
+        if batch is not None:
+            return batch
     try:
         return torch.stack(items).contiguous()
     except (RuntimeError, KeyError, ValueError, TypeError):
@@ -151,11 +161,11 @@ class _TedCache:
             start = int(s.start[i]) + offset
             out = td[start : start + length]
         if get_worker_info() is not None:
-            # a DataLoader worker pickles what it yields by moving each tensor's storage into
-            # shared memory in place; a slice's storage is the whole memory-mapped TED file (or
-            # the cached episode), which would be copied whole and swapped under the next read
-            # of it (a segfault in the worker): hand over a copy of the slice instead
-            out = out.clone()
+            # a slice's storage is the whole memory-mapped TED (or fetched episode): a worker
+            # must send a copy of it, never the view (see shared_batches._reduce)
+            from episode_warehouse.loading.shared_batches import take_over_pickling
+
+            take_over_pickling()
         out["selection_index"] = torch.full((length,), i, dtype=torch.int64)
         out["step"] = torch.arange(offset, offset + length, dtype=torch.int64)
         return out

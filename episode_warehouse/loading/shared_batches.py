@@ -1,0 +1,233 @@
+"""Batches that DataLoader workers stack into reused shared memory.
+
+A worker's batch reaches the main process through shared memory. Left to torch, every batch
+gets a fresh segment: the worker allocates it, page-faults every page of it in and copies the
+batch there (a 14 MB batch of Atari slices: ~30 ms of faults against ~2 ms of copying), and the
+segment is freed when the trainer drops the batch. Here each worker keeps a few segments
+(*slots*) and stacks each batch straight into a free one; the main process maps the slot, and
+when the last tensor of that batch is gone there it marks the slot free again, so the worker's
+next batch reuses its pages.
+
+How a slot comes back: each worker has one small shared array of flags (1 = the main process
+may still hold the batch). The batch travels as one TensorDict whose pickling is ours (a slot,
+its flags and the leaves' layout, see :func:`_reduce`); the main process rebuilds the leaves as
+views of the slot and keeps a weak reference to the slot's storage. Whenever a batch arrives
+there, every slot whose storage has died since is flagged free. A worker with no free slot
+allocates one more (at most :data:`MAX_SLOTS`), then falls back to torch's own path, so holding
+many batches costs speed, never correctness. A slot batch changed in the worker after stacking
+(a collate that wraps ``ted_collate``) is sent as a copy and its slot reused at once.
+
+What a user must know: a batch from a worker lives in that worker's slot until the main process
+drops it; to keep part of it beyond that, or to hand it to another process, ``clone()`` it.
+
+torch's and tensordict's own reductions stay in charge of everything else: ours is registered
+for ``TensorDict`` in the worker only (through ``ForkingPickler``'s table of reducers, the one
+private name used here), and hands a copy of any TensorDict that is not an untouched slot batch
+to the reduction it replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+from multiprocessing.reduction import ForkingPickler
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch.multiprocessing.reductions import StorageWeakRef
+
+MAX_SLOTS = 8  # per worker: batches in flight (prefetch) + held by the trainer + one late
+ALIGN = 64  # bytes: every leaf starts on a cache line (and on its dtype's alignment)
+SLOT_ROUNDING = 1 << 20  # slots are allocated in whole MiB, so batch sizes can vary a little
+
+
+@dataclass(frozen=True)
+class Leaf:
+    key: tuple[str, ...]
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    offset: int
+    nbytes: int
+
+
+def _layout(items: list[TensorDictBase]) -> tuple[list[Leaf], int] | None:
+    """Where each stacked leaf goes in a slot, or None when the items are not equal-shaped
+    plain tensors (torch.stack then gives the error or the result)."""
+    first = items[0]
+    keys = [k if isinstance(k, tuple) else (k,) for k in first.keys(True, True)]
+    leaves, offset = [], 0
+    for key in keys:
+        value = first.get(key)
+        if type(value) is not torch.Tensor or value.device.type != "cpu":
+            return None
+        for item in items[1:]:
+            other = item.get(key, None)
+            if type(other) is not torch.Tensor or other.shape != value.shape:
+                return None
+            if other.dtype != value.dtype:
+                return None
+        nbytes = len(items) * value.numel() * value.element_size()
+        leaves.append(Leaf(key, value.dtype, (len(items), *value.shape), offset, nbytes))
+        offset += -(-nbytes // ALIGN) * ALIGN
+    if any(len(item.keys(True, True)) != len(keys) for item in items[1:]):
+        return None
+    return leaves, offset
+
+
+def _views(data: torch.Tensor, leaves: list[Leaf]) -> list[torch.Tensor]:
+    return [
+        data[leaf.offset : leaf.offset + leaf.nbytes].view(leaf.dtype).view(leaf.shape)
+        for leaf in leaves
+    ]
+
+
+class _Pool:
+    """One worker process's slots and the flags the main process clears."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.flags = torch.zeros(MAX_SLOTS, dtype=torch.uint8).share_memory_()
+        self.slots: list[torch.Tensor | None] = [None] * MAX_SLOTS
+
+    def take(self, nbytes: int) -> int | None:
+        """A free slot of at least ``nbytes`` (allocated or grown if need be), or None."""
+        free = [i for i in range(MAX_SLOTS) if not self.flags[i]]
+        for i in free:
+            slot = self.slots[i]
+            if slot is not None and slot.numel() >= nbytes:
+                return i
+        if not free:
+            return None
+        i = next((i for i in free if self.slots[i] is None), free[0])
+        size = -(-nbytes // SLOT_ROUNDING) * SLOT_ROUNDING
+        self.slots[i] = torch.empty(size, dtype=torch.uint8).share_memory_()
+        return i
+
+
+_pool: _Pool | None = None
+_sent: dict[int, tuple[weakref.ref[TensorDict], int, list[Leaf], list[torch.Tensor]]] = {}
+_previous_reduce = None
+
+
+def take_over_pickling() -> None:
+    """Make TensorDicts leave this (worker) process through :func:`_reduce` (idempotent)."""
+    global _previous_reduce
+    if _previous_reduce is None:
+        reducers = getattr(ForkingPickler, "_extra_reducers", {})
+        _previous_reduce = reducers.get(TensorDict, _plain_reduce)
+        ForkingPickler.register(TensorDict, _reduce)
+
+
+def _plain_reduce(td: TensorDict):
+    return td.__reduce_ex__(4)
+
+
+def _worker_pool() -> _Pool:
+    global _pool
+    take_over_pickling()
+    if _pool is None or _pool.pid != os.getpid():
+        _pool = _Pool()
+        _sent.clear()
+    return _pool
+
+
+def stack_into_slot(items: list[TensorDictBase]) -> TensorDictBase | None:
+    """Stack equal-shaped TensorDicts into a free slot of this worker, or None (no free slot,
+    or items that are not equal-shaped tensors: the caller stacks them the usual way)."""
+    found = _layout(items)
+    if found is None:
+        return None
+    leaves, nbytes = found
+    pool = _worker_pool()
+    for key, (ref, unsent, _, _) in list(_sent.items()):
+        if ref() is None:  # made but never sent (a collate dropped it): the slot is free
+            del _sent[key]
+            pool.flags[unsent] = 0
+    i = pool.take(nbytes)
+    if i is None:
+        return None
+    data = pool.slots[i]
+    out = TensorDict(batch_size=(len(items), *items[0].batch_size))
+    views = _views(data, leaves)  # type: ignore[arg-type]
+    for leaf, view in zip(leaves, views, strict=True):
+        torch.stack([item.get(leaf.key) for item in items], out=view)
+        out.set(leaf.key, view)
+    pool.flags[i] = 1
+    _sent[id(out)] = (weakref.ref(out), i, leaves, views)
+    return out
+
+
+def _untouched(td: TensorDict, leaves: list[Leaf], views: list[torch.Tensor]) -> bool:
+    if len(td.keys(True, True)) != len(leaves):
+        return False
+    for leaf, view in zip(leaves, views, strict=True):
+        value = td.get(leaf.key, None)
+        if not isinstance(value, torch.Tensor) or value.data_ptr() != view.data_ptr():
+            return False
+        if value.shape != view.shape or value.dtype != view.dtype:
+            return False
+    return True
+
+
+def _reduce(td: TensorDict):
+    """ForkingPickler reduction of TensorDict in a worker: a slot batch travels as its slot;
+    any other TensorDict as a copy, by the reduction this one replaced.
+
+    The copy matters: torch pickles a tensor by moving its storage into shared memory in
+    place, and the storage of a slice read from a TED is the whole memory-mapped file (or a
+    fetched episode) that the worker goes on reading; moved under the next read, it crashed
+    the worker. Copying here, when a slice itself is sent (``batch_size=None``), spares the
+    copy when slices are only stacked into a batch in the worker.
+    """
+    entry = _sent.pop(id(td), None)
+    if entry is not None and id(entry[0]()) == id(td) and _pool is not None:  # (not a reused id)
+        _, i, leaves, views = entry
+        if _untouched(td, leaves, views) and td.batch_size[0] == leaves[0].shape[0]:
+            return _rebuild, (_pool.slots[i], _pool.flags, i, leaves, tuple(td.batch_size))
+        copy = td.clone()  # changed in the worker after stacking: send a copy, keep the slot
+        _pool.flags[i] = 0
+    else:
+        copy = td.clone()
+    return _previous_reduce(copy)  # type: ignore[misc]
+
+
+# main process side: the slots it holds, freed when their storage has died
+_held: list[tuple[StorageWeakRef, torch.Tensor, int]] = []
+_held_pid = os.getpid()
+_held_lock = threading.Lock()  # torch's pin-memory thread unpickles too
+
+
+def release_dropped() -> int:
+    """Flag free every held slot whose batch the main process has dropped; how many."""
+    global _held, _held_pid
+    with _held_lock:
+        if _held_pid != os.getpid():  # a forked child's copy: those slots are not its own
+            _held, _held_pid = [], os.getpid()
+            return 0
+        keep, freed = [], 0
+        for ref, flags, i in _held:
+            if ref.expired():
+                flags[i] = 0
+                freed += 1
+            else:
+                keep.append((ref, flags, i))
+        _held = keep
+        return freed
+
+
+def _rebuild(
+    data: torch.Tensor,
+    flags: torch.Tensor,
+    i: int,
+    leaves: list[Leaf],
+    batch_size: tuple[int, ...],
+) -> TensorDict:
+    release_dropped()
+    out = TensorDict(batch_size=batch_size)
+    for leaf, view in zip(leaves, _views(data, leaves), strict=True):
+        out.set(leaf.key, view)
+    with _held_lock:
+        _held.append((StorageWeakRef(data.untyped_storage()), flags, i))
+    return out

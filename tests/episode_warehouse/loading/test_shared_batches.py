@@ -1,0 +1,114 @@
+"""Batches stacked in DataLoader workers into reused shared memory (shared_batches).
+
+Expectations come from the main process: the same slices stacked there (num_workers=0), and
+the kernel's own account of which shared-memory file backs a batch (/proc/self/maps).
+"""
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from episode_warehouse.loading import EpisodeStream, select_episodes, ted_collate
+from episode_warehouse.loading.shared_batches import MAX_SLOTS
+
+pytestmark = pytest.mark.integration  # DataLoader workers
+
+ALL = "SELECT source, partition, episode, start, length FROM episodes ORDER BY partition, episode"
+SLICE, BATCH, WORKERS = 4, 2, 2
+
+
+def _key(item) -> tuple[int, int]:
+    """A slice's selection row and first step (batches are made per worker, slices are not)."""
+    return int(item["selection_index"][0]), int(item["step"][0])
+
+
+def _loader(warehouse_root, workers, collate=ted_collate, context=None):
+    stream = EpisodeStream(
+        select_episodes(ALL, root=warehouse_root), SLICE, shuffle=False, drop_last=True
+    )
+    return DataLoader(
+        stream,
+        batch_size=BATCH,
+        num_workers=workers,
+        collate_fn=collate,
+        multiprocessing_context=context if workers else None,
+        persistent_workers=workers > 0,
+    )
+
+
+@pytest.fixture(scope="module")
+def reference(warehouse_root):
+    slices = [item.clone() for batch in _loader(warehouse_root, 0) for item in batch.unbind(0)]
+    return {_key(item): item for item in slices}
+
+
+def _same(batch, reference) -> bool:
+    """Every slice of the batch equals the reference slice, leaf by leaf."""
+    for item in batch.unbind(0):
+        want = reference[_key(item)]
+        if set(item.keys(True, True)) != set(want.keys(True, True)):
+            return False
+        if not all(torch.equal(item[k], want[k]) for k in want.keys(True, True)):
+            return False
+    return True
+
+
+def _backing_file(tensor: torch.Tensor) -> str:
+    """The device:inode of the mapping that holds the tensor's first byte, from the kernel."""
+    address = tensor.data_ptr()
+    with open("/proc/self/maps") as fh:
+        for line in fh:
+            fields = line.split()
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            if lo <= address < hi:
+                return f"{fields[3]}:{fields[4]}"
+    raise LookupError(hex(address))
+
+
+@pytest.mark.parametrize("context", ["fork", "forkserver"])
+def test_worker_batches_equal_main_process_batches_and_reuse_a_few_slots(
+    warehouse_root, reference, context
+):
+    loader = _loader(warehouse_root, WORKERS, context=context)
+    for epoch in range(2):  # persistent workers: the second epoch reuses the first's slots
+        files, seen, batches = set(), [], 0
+        for batch in loader:
+            assert _same(batch, reference)
+            files.add(_backing_file(batch["observation"]))
+            seen += [_key(item) for item in batch.unbind(0)]
+            batches += 1
+            del batch  # dropped: its slot goes back to its worker
+        assert sorted(seen) == sorted(reference), epoch  # every slice once
+        assert batches > 4 * WORKERS * MAX_SLOTS
+        # torch's own path maps a fresh segment per batch; slots keep to a few per worker
+        assert len(files) <= WORKERS * MAX_SLOTS, (epoch, len(files), batches)
+
+
+def test_batches_the_trainer_keeps_are_never_written_over(warehouse_root, reference):
+    """Holding every batch of an epoch (more than all slots): none is reused under the trainer,
+    the workers fall back to fresh memory, and every kept batch still equals its reference."""
+    kept = list(_loader(warehouse_root, WORKERS))
+    assert sum(b.batch_size[0] for b in kept) == len(reference)
+    assert len(kept) > WORKERS * MAX_SLOTS
+    assert all(_same(b, reference) for b in kept)
+    assert len({_backing_file(b["observation"]) for b in kept}) == len(kept)
+
+
+def doubled_reward(items):
+    """A collate that changes ted_collate's batch in the worker."""
+    batch = ted_collate(items)
+    batch["doubled"] = batch["next", "reward"] * 2
+    batch["observation"] = batch["observation"] + 1
+    return batch
+
+
+def test_a_collate_that_changes_the_batch_in_the_worker_gets_its_change(warehouse_root, reference):
+    count = 0
+    for batch in _loader(warehouse_root, WORKERS, collate=doubled_reward, context="forkserver"):
+        for item in batch.unbind(0):
+            want = reference[_key(item)]
+            assert torch.equal(item["doubled"], want["next", "reward"] * 2)
+            assert torch.equal(item["observation"], want["observation"] + 1)
+            assert torch.equal(item["next", "observation"], want["next", "observation"])
+        count += batch.batch_size[0]
+    assert count == len(reference)
