@@ -93,7 +93,7 @@ def bucket_figures(work: Path, threaded: bool, report: dict) -> None:
     with emulator_process(threaded=threaded) as endpoint:
         os.environ.update(
             STORAGE_EMULATOR_HOST=endpoint,
-            EPISODE_WAREHOUSE_SCRATCH=str(work / f"scratch-{tag}"),
+            EPISODE_WAREHOUSE_LOCAL_COPY=str(work / f"scratch-{tag}"),
             EPISODE_WAREHOUSE_CACHE=str(work / f"cache-{tag}"),
         )
         gcs_client(endpoint).create_bucket("bench")

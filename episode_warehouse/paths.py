@@ -40,17 +40,20 @@ class WarehouseLayout:
                 object.__setattr__(self, "bucket", found[0])
 
     @classmethod
-    def from_root(cls, root: str | os.PathLike | None = None) -> WarehouseLayout:
+    def from_root(
+        cls, root: str | os.PathLike | None = None, *, local_copy: str | os.PathLike | None = None
+    ) -> WarehouseLayout:
         """``root``, else ``$EPISODE_WAREHOUSE_ROOT``, else ``./warehouse-data``: a local folder
-        or ``gs://BUCKET/PREFIX``."""
+        or ``gs://BUCKET/PREFIX`` (built in its local copy under ``local_copy``, else
+        ``$EPISODE_WAREHOUSE_LOCAL_COPY``, see :meth:`BucketRoot.local_copy`)."""
         value = root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT
         if str(value).startswith("gs://"):
             from episode_warehouse.bucket.root import BucketRoot, bind
 
             bucket = BucketRoot.parse(str(value))
-            scratch = bucket.scratch()
-            bind(scratch, bucket)
-            return cls(scratch, bucket)
+            copy = bucket.local_copy(local_copy)
+            bind(copy, bucket)
+            return cls(copy, bucket)
         refuse_near_url(str(value), setting=ROOT_ENV, kind="warehouse root")
         path = Path(value).expanduser()
         if path.exists() and not path.is_dir():

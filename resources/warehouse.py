@@ -8,6 +8,7 @@ from pathlib import Path
 import dagster as dg
 
 from episode_warehouse.atomic import ensure_writable_dir
+from episode_warehouse.bucket.root import LOCAL_COPY_ENV
 from episode_warehouse.limits import LIMITS_ENV, InputLimits
 from episode_warehouse.paths import DEFAULT_ROOT, ROOT_ENV, WarehouseLayout
 from episode_warehouse.workers import default_processes
@@ -19,9 +20,10 @@ WORKERS_ENV = "EPISODE_WAREHOUSE_WORKERS"
 
 
 class WarehouseStorage(dg.ConfigurableResource):
-    """Where artifacts live (``EPISODE_WAREHOUSE_ROOT``, default ``./warehouse-data``), where
-    temporary files go (``EPISODE_WAREHOUSE_SCRATCH``: PNG frames of exports; default
-    ``/dev/shm`` when it has room, else beside the artifact), the limits on untrusted input
+    """Where artifacts live (``EPISODE_WAREHOUSE_ROOT``, default ``./warehouse-data``), where a
+    ``gs://`` root's local copy is built (``EPISODE_WAREHOUSE_LOCAL_COPY``, default the system's
+    temporary folder), where an export's PNG frames wait for lerobot (``EPISODE_WAREHOUSE_SCRATCH``;
+    default ``/dev/shm`` when it has room, else beside the export), the limits on untrusted input
     (``EPISODE_WAREHOUSE_LIMITS``), and how many processes stages use.
 
     ``export_workers``: processes writing PNG frames while the run's process feeds lerobot's
@@ -30,6 +32,7 @@ class WarehouseStorage(dg.ConfigurableResource):
     """
 
     root: str | None = None
+    local_copy: str | None = None
     scratch: str | None = None
     limits: str | None = None
     workers: int | None = None
@@ -45,7 +48,10 @@ class WarehouseStorage(dg.ConfigurableResource):
             context.instance.add_run_tags(run.run_id, {WORKER_TAG: worker})
 
     def layout(self) -> WarehouseLayout:
-        layout = WarehouseLayout.from_root(setting(self.root, ROOT_ENV, DEFAULT_ROOT))
+        layout = WarehouseLayout.from_root(
+            setting(self.root, ROOT_ENV, DEFAULT_ROOT),
+            local_copy=setting(self.local_copy, LOCAL_COPY_ENV, "") or None,
+        )
         ensure_writable_dir(layout.root, "warehouse root (EPISODE_WAREHOUSE_ROOT)")
         return layout
 

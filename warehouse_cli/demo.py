@@ -110,7 +110,7 @@ def _bucket_root(folder: Path, endpoint: str) -> str:
         client.create_bucket(name)
     os.environ.update(
         STORAGE_EMULATOR_HOST=endpoint,
-        EPISODE_WAREHOUSE_SCRATCH=str(folder / "scratch"),
+        EPISODE_WAREHOUSE_LOCAL_COPY=str(folder / "scratch"),
         EPISODE_WAREHOUSE_CACHE=str(folder / "cache"),
     )
     print(f"warehouse root {DEMO_BUCKET_ROOT} (stages build in {folder / 'scratch'})")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from dataclasses import dataclass
@@ -22,9 +23,12 @@ from episode_warehouse.errors import ConfigError
 from episode_warehouse.gcs import EMULATOR_ENV, split_gs_url
 from episode_warehouse.retry import RetryPolicy
 
-SCRATCH_ENV = "EPISODE_WAREHOUSE_SCRATCH"
+LOCAL_COPY_ENV = "EPISODE_WAREHOUSE_LOCAL_COPY"
+# before LOCAL_COPY_ENV had its own name, the PNG scratch setting also meant this; still read
+LEGACY_LOCAL_COPY_ENV = "EPISODE_WAREHOUSE_SCRATCH"
 CACHE_ENV = "EPISODE_WAREHOUSE_CACHE"
 MARKER = ".bucket-root.json"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -48,21 +52,40 @@ class BucketRoot:
         """The store of this root's objects (one client per process and root)."""
         return _store(self.bucket, self.prefix, os.environ.get(EMULATOR_ENV) or None)
 
-    def scratch(self) -> Path:
-        """The local folder the stages build in: ``<bucket>-<hash of the URL>`` under
-        ``$EPISODE_WAREHOUSE_SCRATCH`` (default: the system's temporary directory's
-        ``episode-warehouse-scratch``), so two roots never share one."""
-        base = (
-            os.environ.get(SCRATCH_ENV) or Path(tempfile.gettempdir()) / "episode-warehouse-scratch"
-        )
+    def local_copy(self, base: str | os.PathLike | None = None) -> Path:
+        """The local folder the stages build in: ``<bucket>-<hash of the URL>`` under ``base``
+        (a resource's value), else ``$EPISODE_WAREHOUSE_LOCAL_COPY``, else the system's
+        temporary directory's ``episode-warehouse-scratch``, so two roots never share one."""
         tag = hashlib.sha256(self.url.encode()).hexdigest()[:12]
-        return Path(base).expanduser().resolve() / f"{self.bucket}-{tag}"
+        return local_copy_base(base) / f"{self.bucket}-{tag}"
 
     def cache(self) -> Path:
         """Where trainers keep TEDs downloaded from this root (``$EPISODE_WAREHOUSE_CACHE``,
         default ``~/.cache/episode-warehouse``), one folder per bucket and prefix."""
         base = os.environ.get(CACHE_ENV) or "~/.cache/episode-warehouse"
         return Path(base).expanduser().resolve() / self.bucket / (self.prefix or "_")
+
+
+def local_copy_base(base: str | os.PathLike | None = None) -> Path:
+    """Where bucket roots get their local copies (see :meth:`BucketRoot.local_copy`)."""
+    if not base:
+        base = os.environ.get(LOCAL_COPY_ENV)
+    if not base and os.environ.get(LEGACY_LOCAL_COPY_ENV):
+        base = os.environ[LEGACY_LOCAL_COPY_ENV]
+        _warn_legacy_once()
+    if not base:
+        base = Path(tempfile.gettempdir()) / "episode-warehouse-scratch"
+    return Path(base).expanduser().resolve()
+
+
+@functools.lru_cache(maxsize=1)
+def _warn_legacy_once() -> None:
+    log.warning(
+        "%s set and %s not: a gs:// root's local copy goes under %s as before; set %s for it "
+        "(%s now only places an export's PNG frames)",
+        LEGACY_LOCAL_COPY_ENV, LOCAL_COPY_ENV, os.environ[LEGACY_LOCAL_COPY_ENV],
+        LOCAL_COPY_ENV, LEGACY_LOCAL_COPY_ENV,
+    )  # fmt: skip
 
 
 @functools.lru_cache(maxsize=16)
@@ -83,7 +106,7 @@ def bind(scratch: Path, root: BucketRoot) -> None:
             raise ConfigError(
                 f"this scratch folder is the local copy of {bound}, not of {root.url}",
                 subject=str(scratch),
-                fix=f"give each bucket root its own {SCRATCH_ENV}",
+                fix=f"give each bucket root its own {LOCAL_COPY_ENV}",
             )
         return
     scratch.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ def bucket_url(gcs_endpoint, tmp_path, monkeypatch) -> str:
     name = f"warehouse-{next(_names)}-{tmp_path.name[-12:].lower().replace('_', '-')}"
     gcs_client(gcs_endpoint).create_bucket(name)
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_endpoint)
-    monkeypatch.setenv("EPISODE_WAREHOUSE_SCRATCH", str(tmp_path / "scratch"))
+    monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "scratch"))
     monkeypatch.setenv("EPISODE_WAREHOUSE_CACHE", str(tmp_path / "cache"))
     url = f"gs://{name}/wh"
     monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", url)

@@ -62,7 +62,7 @@ def test_bucket_root_equals_local_root(warehouse_env, bucket_url, tmp_path, monk
 
     # another machine with an empty scratch folder: everything is current, nothing re-published
     monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", bucket_url)
-    monkeypatch.setenv("EPISODE_WAREHOUSE_SCRATCH", str(tmp_path / "second-machine"))
+    monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "second-machine"))
     generations = {
         p.name: p.generation for p in bucket.store().list("") if p.name.endswith(".json")
     }

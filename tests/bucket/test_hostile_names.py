@@ -65,7 +65,7 @@ def test_a_record_entry_that_leaves_the_folder_is_refused_on_trainer_and_worker(
         open_ted("atari", "Pong/1")  # a trainer: downloads into the cache
     assert entry.replace("\x00", "\\x00") in str(err.value) or repr(entry) in str(err.value)
 
-    monkeypatch.setenv("EPISODE_WAREHOUSE_SCRATCH", str(tmp_path / "worker"))
+    monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "worker"))
     with pytest.raises(CorruptInputError, match="record entry"):
         checkout(scratch_of(bucket_url) / TED)  # a worker: pulls into its scratch copy
     new = _files_under(tmp_path) - before

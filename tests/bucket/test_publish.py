@@ -72,7 +72,7 @@ def test_the_bucket_holds_the_ted_the_scratch_built_and_a_new_machine_skips_it(
     assert not Path("gs:").exists()
 
     # another machine (an empty scratch folder): same inputs, nothing rebuilt or re-uploaded
-    monkeypatch.setenv("EPISODE_WAREHOUSE_SCRATCH", str(tmp_path / "other-machine"))
+    monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "other-machine"))
     other = scratch_of(bucket_url)
     built = build_if_changed(other / TED, record["inputs"], lambda tmp: pytest.fail("rebuilt"))
     assert not built.rebuilt and built.version == record["version"]

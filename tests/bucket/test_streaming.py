@@ -54,7 +54,7 @@ def test_a_fresh_node_fetches_only_the_selected_episodes(bucket_url, gcs_endpoin
                                 "report": str(tmp_path / "report.json")}))  # fmt: skip
     with FaultProxy(gcs_endpoint, []) as proxy:
         env = {**os.environ, "STORAGE_EMULATOR_HOST": proxy.url,
-               "EPISODE_WAREHOUSE_SCRATCH": str(tmp_path / "node-scratch"),
+               "EPISODE_WAREHOUSE_LOCAL_COPY": str(tmp_path / "node-scratch"),
                "EPISODE_WAREHOUSE_CACHE": str(tmp_path / "node-cache")}  # fmt: skip
         subprocess.run([sys.executable, "-m", "tests.bucket.stream_node", str(spec)], env=env,
                        check=True, timeout=300)  # fmt: skip

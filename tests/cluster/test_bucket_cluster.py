@@ -95,7 +95,7 @@ def _check(folder, url, runs, sources, tmp_path, monkeypatch) -> None:
     for key, value in sources.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("EPISODE_WAREHOUSE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("EPISODE_WAREHOUSE_SCRATCH", str(tmp_path / "reader-scratch"))
+    monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "reader-scratch"))
     local = tmp_path / "reference"
     with dg.instance_for_test() as instance:
         for source, keys in PARTITIONS.items():

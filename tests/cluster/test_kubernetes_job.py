@@ -86,7 +86,7 @@ def test_a_run_renders_as_the_job_kubernetes_would_start(tmp_path):
     pointer = run_args["pipeline_origin"]["repository_origin"]["code_pointer"]
     assert pointer["python_file"] == "/opt/warehouse/definitions.py"
     env = {e["name"]: e.get("value") for e in container["env"]}
-    assert env["EPISODE_WAREHOUSE_SCRATCH"] == "/scratch"
+    assert env["EPISODE_WAREHOUSE_SCRATCH"] == env["EPISODE_WAREHOUSE_LOCAL_COPY"] == "/scratch"
     assert env["DAGSTER_HOME"] == "/opt/dagster/dagster_home"
     assert env["DAGSTER_RUN_JOB_NAME"] == "__ASSET_JOB"
     assert {"configMapRef": {"name": "warehouse-env"}} in container["envFrom"]

@@ -84,7 +84,8 @@ def test_a_bare_install_streams_from_a_local_and_a_bucket_root(
     from episode_warehouse.gcs import gcs_client
 
     gcs_client(gcs_endpoint).create_bucket("bare-trainer")
-    env = {"STORAGE_EMULATOR_HOST": gcs_endpoint, "EPISODE_WAREHOUSE_SCRATCH": str(tmp_path / "s"),
+    env = {"STORAGE_EMULATOR_HOST": gcs_endpoint,
+           "EPISODE_WAREHOUSE_LOCAL_COPY": str(tmp_path / "s"),
            "EPISODE_WAREHOUSE_CACHE": str(tmp_path / "cache")}  # fmt: skip
     for name, value in env.items():
         monkeypatch.setenv(name, value)

@@ -8,7 +8,8 @@ Layout of the cluster folder (default ``./.cluster``)::
     postgres/           data folder, sockets, postgres.log
     dagster_home/       dagster.yaml (Postgres, queue, Celery launcher; no passwords)
     logs/               redis.log, webserver.log, daemon.log, worker-<n>.log
-    workers/<name>/     each worker's own scratch space (EPISODE_WAREHOUSE_SCRATCH, TMPDIR)
+    workers/<name>/     each worker's own scratch space (EPISODE_WAREHOUSE_SCRATCH,
+                        EPISODE_WAREHOUSE_LOCAL_COPY, TMPDIR)
 """
 
 from __future__ import annotations
@@ -291,7 +292,8 @@ def _worker_env(env: dict[str, str], folder: Path, name: str, workers: int) -> d
     worker_env = {
         **env,
         WORKER_ENV: f"{name}@{socket.gethostname()}",
-        "EPISODE_WAREHOUSE_SCRATCH": str(scratch),
+        "EPISODE_WAREHOUSE_SCRATCH": str(scratch),  # an export's PNG frames
+        "EPISODE_WAREHOUSE_LOCAL_COPY": str(scratch),  # a gs:// root's local copy
         # the workers share this machine's cores
         "EPISODE_WAREHOUSE_WORKERS": env.get(
             "EPISODE_WAREHOUSE_WORKERS", str(max(1, (os.cpu_count() or 1) // workers))

@@ -1,0 +1,62 @@
+"""Two settings with one meaning each: a gs:// root's local copy (EPISODE_WAREHOUSE_LOCAL_COPY,
+or the resource's ``local_copy``) and an export's PNG scratch (EPISODE_WAREHOUSE_SCRATCH)."""
+
+import logging
+
+import pytest
+
+from episode_warehouse.bucket.root import bucket_of
+from episode_warehouse.paths import WarehouseLayout
+from resources.warehouse import WarehouseStorage
+
+ROOT = "gs://some-bucket/wh"
+
+
+@pytest.fixture(autouse=True)
+def _no_settings(monkeypatch):
+    for name in ("EPISODE_WAREHOUSE_LOCAL_COPY", "EPISODE_WAREHOUSE_SCRATCH", "TMPDIR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _under(path, folder) -> bool:
+    return path.parent == folder.resolve() and path.name.startswith("some-bucket-")
+
+
+def test_the_local_copy_and_the_png_scratch_are_two_settings(tmp_path, monkeypatch):
+    monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", ROOT)
+    monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "copies"))
+    monkeypatch.setenv("EPISODE_WAREHOUSE_SCRATCH", str(tmp_path / "frames"))
+    storage = WarehouseStorage()
+    layout = storage.layout()
+    assert _under(layout.root, tmp_path / "copies")
+    assert bucket_of(layout.root)[0].url == ROOT
+    assert storage.scratch_dir() == tmp_path / "frames"
+    assert not (tmp_path / "frames").exists() or not any((tmp_path / "frames").iterdir())
+
+
+def test_a_resource_value_reaches_the_bucket_root(tmp_path, monkeypatch):
+    """An explicit resource value wins over the environment (it used to be ignored)."""
+    monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", ROOT)
+    monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "from-env"))
+    layout = WarehouseStorage(local_copy=str(tmp_path / "explicit")).layout()
+    assert _under(layout.root, tmp_path / "explicit")
+    assert layout.bucket is not None and layout.bucket.url == ROOT
+    assert bucket_of(layout.root / "ted" / "atari" / "Pong" / "1")[1] == "ted/atari/Pong/1"
+
+
+def test_the_old_name_still_places_the_local_copy_with_a_warning(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("EPISODE_WAREHOUSE_SCRATCH", str(tmp_path / "old"))
+    from episode_warehouse.bucket import root
+
+    root._warn_legacy_once.cache_clear()
+    with caplog.at_level(logging.WARNING, logger="episode_warehouse.bucket.root"):
+        layout = WarehouseLayout.from_root(ROOT)
+    assert _under(layout.root, tmp_path / "old")
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "EPISODE_WAREHOUSE_LOCAL_COPY" in warning and str(tmp_path / "old") in warning
+
+
+def test_two_roots_never_share_a_local_copy(tmp_path):
+    a = WarehouseLayout.from_root(ROOT, local_copy=tmp_path)
+    b = WarehouseLayout.from_root(ROOT + "2", local_copy=tmp_path)
+    assert a.root != b.root and a.root.parent == b.root.parent == tmp_path.resolve()
