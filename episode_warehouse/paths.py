@@ -20,6 +20,12 @@ DEFAULT_ROOT = "warehouse-data"
 _SOURCE_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
 
+def is_bucket_root(value: str | os.PathLike) -> bool:
+    """Whether a warehouse root setting names object storage (``gs://``), the one place that
+    tells; :meth:`WarehouseLayout.from_root` then checks the URL."""
+    return str(value).startswith("gs://")
+
+
 @dataclass(frozen=True)
 class WarehouseLayout:
     """Paths of the artifacts: ``raw/``, ``decoded/``, ``ted/``, ``catalog/``, ``lerobot/``.
@@ -47,7 +53,7 @@ class WarehouseLayout:
         or ``gs://BUCKET/PREFIX`` (built in its local copy under ``local_copy``, else
         ``$EPISODE_WAREHOUSE_LOCAL_COPY``, see :meth:`BucketRoot.local_copy`)."""
         value = root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT
-        if str(value).startswith("gs://"):
+        if is_bucket_root(value):
             from episode_warehouse.bucket.root import BucketRoot, bind
 
             bucket = BucketRoot.parse(str(value))

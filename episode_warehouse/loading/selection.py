@@ -27,7 +27,7 @@ from episode_warehouse.errors import (
     StaleSelectionError,
 )
 from episode_warehouse.incremental import published
-from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.paths import WarehouseLayout, is_bucket_root
 from episode_warehouse.ted.layout import EPISODES, META
 
 REQUIRED = ("source", "partition", "episode", "start", "length")
@@ -226,7 +226,7 @@ class Selection:
                 fix="pass a file Selection.save wrote",
             )
         saved = manifest["root"]
-        saved_root: Path | str = saved if saved.startswith("gs://") else Path(saved)
+        saved_root: Path | str = saved if is_bucket_root(saved) else Path(saved)
         if root is not None and WarehouseLayout.from_root(root).url != str(saved_root):
             raise ConfigError(
                 f"the manifest pins a selection of the warehouse at {saved_root}",

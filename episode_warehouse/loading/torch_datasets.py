@@ -30,7 +30,7 @@ from episode_warehouse.incremental import fingerprint
 from episode_warehouse.loading.read_ahead import ReadAhead
 from episode_warehouse.loading.schedule import Plan, epoch_items, remaining_items, shard_items
 from episode_warehouse.loading.selection import Selection
-from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.paths import WarehouseLayout, is_bucket_root
 
 if TYPE_CHECKING:
     from episode_warehouse.ted.remote_ranges import RemoteTed
@@ -84,7 +84,7 @@ class _TedCache:
 
     def __init__(self, selection: Selection) -> None:
         self.selection = selection
-        self.remote = str(selection.root).startswith("gs://")
+        self.remote = is_bucket_root(selection.root)
         self._open: dict[tuple[str, str], TensorDictBase] = {}
         self._remote: dict[tuple[str, str], RemoteTed] = {}
         self._episodes: OrderedDict[int, TensorDictBase] = OrderedDict()

@@ -27,7 +27,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.paths import DEFAULT_ROOT, ROOT_ENV
+from episode_warehouse.paths import DEFAULT_ROOT, ROOT_ENV, is_bucket_root
 from warehouse_cli import processes
 from warehouse_cli.cluster import credentials
 from warehouse_cli.cluster.credentials import Credentials
@@ -74,7 +74,7 @@ def _environment(base: dict[str, str], home: Path) -> dict[str, str]:
     env = dict(base)
     env["DAGSTER_HOME"] = str(home)
     root = env.get(ROOT_ENV) or DEFAULT_ROOT
-    if not root.startswith("gs://"):  # a bucket root stays a URL: workers share only the bucket
+    if not is_bucket_root(root):  # a bucket root stays a URL: workers share only the bucket
         env[ROOT_ENV] = str(Path(root).expanduser().resolve())
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("PYTHONUNBUFFERED", "1")
