@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 
 from episode_warehouse.atomic import read_json
+from episode_warehouse.bucket.artifact import VERIFIED
 from episode_warehouse.catalog import run_query
 from episode_warehouse.errors import NotMaterializedError
 from episode_warehouse.export.card import SourcePartition, dataset_card
@@ -98,6 +99,7 @@ def publish_export(
         target,
         client=client,
         replace={"README.md": card.encode()},
+        leave_out=(VERIFIED,),  # a bucket root's checkout notes which files it verified
         private=private,
         message=f"Publish {name}: {export['episodes']} episodes, {export['frames']} frames",
         description=f"episode-warehouse export {name}, version {export['version']}",

@@ -15,6 +15,7 @@ import hashlib
 import logging
 import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,15 +101,17 @@ def publish_folder(
     *,
     client: HubClient,
     replace: dict[str, bytes] | None = None,
+    leave_out: Collection[str] = (),
     private: bool = False,
     message: str,
     description: str = "",
 ) -> Published:
     """Make branch ``target.revision`` (default ``main``) of ``target.repo_id`` hold exactly
     the files of ``folder``, with ``replace`` (path -> bytes, e.g. a generated README.md) in
-    place of, or beside, the folder's own; the repo is created (``private`` or public) if it
-    does not exist, the branch from ``main`` if it does not. ``private`` with an existing
-    public repo is refused: the files would be public.
+    place of, or beside, the folder's own, and without the paths in ``leave_out`` (notes of
+    the folder's own that are no part of what it holds); the repo is created (``private`` or
+    public) if it does not exist, the branch from ``main`` if it does not. ``private`` with an
+    existing public repo is refused: the files would be public.
 
     Raises:
         ConfigError: not a repo URL, a revision that is not a branch name, a token that may
@@ -129,7 +132,10 @@ def publish_folder(
             subject=target.url,
             fix="name a branch (main, or a new one such as curated-v2)",
         )
-    files: dict[str, Path | bytes] = {**local_files(folder), **(replace or {})}
+    files: dict[str, Path | bytes] = {
+        **{k: v for k, v in local_files(folder).items() if k not in leave_out},
+        **(replace or {}),
+    }
     try:
         branches, tags = client.refs(repo_id)
         created = False

@@ -362,3 +362,42 @@ def test_a_publish_through_faults_makes_exactly_one_commit(hub, export, monkeypa
     tree = hub.store.tree("dataset", REPO, head)
     assert "stale.txt" not in tree and "meta/info.json" in tree
     assert hub.store.settings("dataset", REPO)["tags"]["v3.0"] == head
+
+
+def test_a_publish_from_a_bucket_root_on_another_machine_checks_the_export_out(
+    hub, gcs_endpoint, tmp_path, monkeypatch, capsys
+):
+    """The export lives in a gs:// root; a machine whose local copy is empty publishes it: the
+    published export is pulled first, and the hub gets exactly its files."""
+    from episode_warehouse.gcs import gcs_client
+
+    gcs_client(gcs_endpoint).create_bucket("publish-from-bucket")
+    url = "gs://publish-from-bucket/wh"
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_endpoint)
+    monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "first-machine"))
+    layout = WarehouseLayout.from_root(url)
+    build_atari(layout.root, "Pong/3", 3, capacity=300, episodes=8, lengths=(20, 70))
+    sel = select_episodes(QUERY, root=url)
+    rows = [
+        (s, p, int(e), int(a), int(n))
+        for s, p, e, a, n in zip(
+            sel.source, sel.partition, sel.episode, sel.start, sel.length, strict=True
+        )
+    ]
+    export_lerobot(
+        ExportRequest("pong-long", str(layout.root), rows, query=QUERY),
+        layout.lerobot_dir("pong-long"),
+        workers=1,
+    )
+    exported = _files(layout.lerobot_dir("pong-long"))
+
+    monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "second-machine"))
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    assert not WarehouseLayout.from_root(url).lerobot_dir("pong-long").exists()
+    assert main(["publish", "pong-long", "hf://datasets/me/from-bucket", "--root", url]) == 0
+    assert "hf://datasets/me/from-bucket@" in capsys.readouterr().out
+    tree = hub.store.tree("dataset", "me/from-bucket", _head(hub, "me/from-bucket"))
+    assert sorted(tree) == sorted([*exported, ".gitattributes", "README.md"])
+    for path, data in exported.items():
+        stored = hub.store.object_path("dataset", "me/from-bucket", tree[path]["sha256"])
+        assert stored.read_bytes() == data, path
