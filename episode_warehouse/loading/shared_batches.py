@@ -19,6 +19,10 @@ many batches costs speed, never correctness. A slot batch changed in the worker 
 
 What a user must know: a batch from a worker lives in that worker's slot until the main process
 drops it; to keep part of it beyond that, or to hand it to another process, ``clone()`` it.
+Memory: a worker keeps up to :data:`MAX_SLOTS` slots in ``/dev/shm``, each a batch rounded up to
+a MiB (in steady state about ``prefetch_factor + 2`` of them: the batches waiting, the one the
+trainer holds, and one not yet seen free); when ``/dev/shm`` has no room for another, the
+worker warns once and sends its batches torch's way.
 
 torch's and tensordict's own reductions stay in charge of everything else: ours is registered
 for ``TensorDict`` in the worker only (through ``ForkingPickler``'s table of reducers, the one
@@ -28,6 +32,7 @@ to the reduction it replaced.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import weakref
@@ -38,6 +43,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch.multiprocessing.reductions import StorageWeakRef
 
+log = logging.getLogger(__name__)
 MAX_SLOTS = 8  # per worker: batches in flight (prefetch) + held by the trainer + one late
 ALIGN = 64  # bytes: every leaf starts on a cache line (and on its dtype's alignment)
 SLOT_ROUNDING = 1 << 20  # slots are allocated in whole MiB, so batch sizes can vary a little
@@ -90,6 +96,7 @@ class _Pool:
         self.pid = os.getpid()
         self.flags = torch.zeros(MAX_SLOTS, dtype=torch.uint8).share_memory_()
         self.slots: list[torch.Tensor | None] = [None] * MAX_SLOTS
+        self.warned = False
 
     def take(self, nbytes: int) -> int | None:
         """A free slot of at least ``nbytes`` (allocated or grown if need be), or None."""
@@ -102,7 +109,18 @@ class _Pool:
             return None
         i = next((i for i in free if self.slots[i] is None), free[0])
         size = -(-nbytes // SLOT_ROUNDING) * SLOT_ROUNDING
-        self.slots[i] = torch.empty(size, dtype=torch.uint8).share_memory_()
+        self.slots[i] = None
+        try:
+            self.slots[i] = torch.empty(size, dtype=torch.uint8).share_memory_()
+        except RuntimeError as exc:  # /dev/shm full (containers give it 64 MiB)
+            if not self.warned:
+                log.warning(
+                    "no shared memory for another %d MiB batch slot (%s): this worker's batches "
+                    "take torch's own path; give /dev/shm more room (docker run --shm-size)",
+                    size >> 20, exc,
+                )  # fmt: skip
+                self.warned = True
+            return None
         return i
 
 
