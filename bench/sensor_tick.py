@@ -64,7 +64,7 @@ def drop_caches() -> bool:
 
 def main() -> None:
     from episode_warehouse.blobstore import file_crc32c, open_blob_store
-    from episode_warehouse.discovery import atari_fingerprints
+    from episode_warehouse.sources.atari.fingerprints import atari_fingerprints
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=3, help="files per run (2 runs)")

@@ -9,7 +9,7 @@ import dagster as dg
 
 from assets.graph import GRAPHS
 from assets.sources.spec import SourceAssets
-from episode_warehouse.discovery import changed
+from episode_warehouse.sources.fingerprints import changed
 
 MAX_ADDS_PER_TICK = 10_000  # Dagster adds dynamic partitions in one SQL IN (...): keep it small
 

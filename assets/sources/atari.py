@@ -7,7 +7,7 @@ from assets.checks import recorded_returns_check
 from assets.results import decoded_result
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
 from assets.sources.spec import SourceAssets
-from episode_warehouse.discovery import atari_fingerprints
+from episode_warehouse.sources.atari.fingerprints import atari_fingerprints
 from episode_warehouse.sources.atari.games import PARTITION_KEYS, parse_partition_key
 from episode_warehouse.sources.atari.mirror import mirror_run
 from episode_warehouse.sources.atari.stage import decode_atari

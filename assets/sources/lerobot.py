@@ -6,7 +6,7 @@ from assets import versions
 from assets.results import decoded_result
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
 from assets.sources.spec import SourceAssets
-from episode_warehouse.discovery import lerobot_fingerprints
+from episode_warehouse.sources.lerobot.fingerprints import lerobot_fingerprints
 from episode_warehouse.sources.lerobot.mirror import mirror_dataset
 from episode_warehouse.sources.lerobot.repo_id import check_repo_id
 from episode_warehouse.sources.lerobot.stage import decode_lerobot_stage

@@ -7,8 +7,8 @@ from assets import versions
 from assets.results import decoded_result
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
 from assets.sources.spec import SourceAssets
-from episode_warehouse.discovery import openx_fingerprints
 from episode_warehouse.sources.openx.datasets import check_dataset_id
+from episode_warehouse.sources.openx.fingerprints import openx_fingerprints
 from episode_warehouse.sources.openx.stage import decode_openx
 from resources import OpenXSource, WarehouseStorage
 

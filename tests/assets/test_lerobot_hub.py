@@ -133,7 +133,7 @@ def test_hub_downloads_survive_faults_and_reject_altered_bytes(
 
 def test_the_sensor_watches_named_hub_repos_by_their_commit(hub, folder, monkeypatch):
     from episode_warehouse.blobstore import open_blob_store
-    from episode_warehouse.discovery import lerobot_fingerprints
+    from episode_warehouse.sources.lerobot.fingerprints import lerobot_fingerprints
 
     hub.store.create_repo(SPEC.repo_id)
     hub.store.commit_folder(SPEC.repo_id, folder, tag="v3.0")

@@ -12,7 +12,7 @@ import torch
 
 from episode_warehouse import open_ted
 from episode_warehouse.catalog import run_query
-from episode_warehouse.discovery import openx_fingerprints
+from episode_warehouse.sources.openx.fingerprints import openx_fingerprints
 from warehouse_cli.main import main
 from warehouse_fixtures.gcs_emulator import upload_tree
 from warehouse_fixtures.rlds_robot import write_robot_dataset

@@ -22,7 +22,7 @@ from episode_warehouse.gcs import refuse_near_url
 from episode_warehouse.retry import RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
-_HF_RE = re.compile(r"^hf://datasets/([^/@]+/[^/@]+)(?:@([^/]+))?/?$")
+HF_URL_RE = re.compile(r"^hf://datasets/([^/@]+/[^/@]+)(?:@([^/]+))?/?$")
 _HF_FILE_RE = re.compile(r"^hf://datasets/([^/@]+/[^/@]+)@([0-9a-f]{40})/(.+)$")
 
 
@@ -115,7 +115,7 @@ def _list_local(root: Path, dataset: str) -> ShardListing:
 
 
 def _list_hub(url: str, dataset: str, policy: RetryPolicy) -> ShardListing:
-    match = _HF_RE.match(url)
+    match = HF_URL_RE.match(url)
     if not match:
         raise ConfigError(
             "malformed hub URL",

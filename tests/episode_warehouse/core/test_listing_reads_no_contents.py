@@ -5,7 +5,7 @@ import os
 import time
 
 from episode_warehouse.blobstore import open_blob_store
-from episode_warehouse.discovery import atari_fingerprints
+from episode_warehouse.sources.atari.fingerprints import atari_fingerprints
 
 GB = 1 << 30
 
