@@ -35,7 +35,9 @@ RUN_RETRY_ON_STEP_FAILURE_TAG = "dagster/retry_on_asset_or_op_failure"
 def only_transient_retries(
     context: dg.AssetExecutionContext | dg.OpExecutionContext,
 ) -> Iterator[None]:
-    op_context = getattr(context, "op_execution_context", context)
+    op_context = (
+        context.op_execution_context if isinstance(context, dg.AssetExecutionContext) else context
+    )
     try:
         yield
     except Exception as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import dagster as dg
 
@@ -32,7 +33,7 @@ class SourceAssets:
     decoded: dg.AssetsDefinition
     group: str
     resource_key: str
-    listing: Callable[[object], dict[str, str]]
+    listing: Callable[[Any], dict[str, str]]  # its own resource's type
     sensor_description: str
     row_checks: tuple[Callable[[dg.AssetsDefinition], dg.AssetChecksDefinition], ...] = field(
         default=()
