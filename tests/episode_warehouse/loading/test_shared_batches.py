@@ -65,7 +65,7 @@ def _backing_file(tensor: torch.Tensor) -> str:
     raise LookupError(hex(address))
 
 
-@pytest.mark.parametrize("context", ["fork", "forkserver"])
+@pytest.mark.parametrize("context", ["fork", "forkserver", "spawn"])  # spawn: torchrl's default
 def test_worker_batches_equal_main_process_batches_and_reuse_a_few_slots(
     warehouse_root, reference, context
 ):
