@@ -8,7 +8,6 @@ from pathlib import Path
 import dagster as dg
 
 from episode_warehouse.atomic import ensure_writable_dir
-from episode_warehouse.bucket.root import LOCAL_COPY_ENV
 from episode_warehouse.limits import LIMITS_ENV, InputLimits
 from episode_warehouse.paths import DEFAULT_ROOT, ROOT_ENV, WarehouseLayout
 from episode_warehouse.workers import default_processes
@@ -50,7 +49,7 @@ class WarehouseStorage(dg.ConfigurableResource):
     def layout(self) -> WarehouseLayout:
         layout = WarehouseLayout.from_root(
             setting(self.root, ROOT_ENV, DEFAULT_ROOT),
-            local_copy=setting(self.local_copy, LOCAL_COPY_ENV, "") or None,
+            local_copy=self.local_copy,  # else $EPISODE_WAREHOUSE_LOCAL_COPY, read by the root
         )
         ensure_writable_dir(layout.root, "warehouse root (EPISODE_WAREHOUSE_ROOT)")
         return layout
