@@ -45,7 +45,7 @@ def catalog_rows_asset(
                     "episodes": built.meta["episodes"],
                     "frames": built.meta["frames"],
                     "rebuilt": built.rebuilt,
-                    "catalog": dg.MetadataValue.path(str(CatalogStore(layout.catalog_dir).db_path)),
+                    "catalog": dg.MetadataValue.path(str(CatalogStore(layout.root).db_path)),
                     "dagster/row_count": built.meta["episodes"],
                     "dagster/column_schema": dg.TableSchema(
                         columns=[
@@ -76,11 +76,11 @@ def episode_catalog(
     # Idempotent: rebuilds the views file aside and prunes only rows whose TED is gone.
     with only_transient_retries(context):
         layout = warehouse.layout()
-        store = CatalogStore(layout.catalog_dir)
+        store = CatalogStore(layout.root)
         store.ensure_database(rebuild=True)
         pruned = []
         for source, partition in store.published():
-            if not published(layout.ted_dir(source, partition)):
+            if not published(layout.root, layout.ted_dir(source, partition)):
                 store.remove_partition(source, partition)
                 pruned.append(f"{source}/{partition}")
         if pruned:

@@ -21,8 +21,11 @@ def ted_check(source: str, ted: dg.AssetsDefinition) -> dg.AssetChecksDefinition
         context: dg.AssetCheckExecutionContext, warehouse: WarehouseStorage
     ) -> dg.AssetCheckResult:
         key = context.op_execution_context.partition_key
-        folder = warehouse.layout().ted_dir(source, key)
-        checkout(folder)  # a bucket root: the TED's files, pulled if another machine built it
+        layout = warehouse.layout()
+        folder = layout.ted_dir(source, key)
+        checkout(
+            layout.root, folder
+        )  # a bucket root: the TED's files, pulled if another machine built it
         report = check_ted(folder)
         return dg.AssetCheckResult(
             passed=report.ok,
@@ -50,9 +53,9 @@ def rows_check(source: str, rows_asset: dg.AssetsDefinition) -> dg.AssetChecksDe
     ) -> dg.AssetCheckResult:
         key = context.op_execution_context.partition_key
         layout = warehouse.layout()
-        meta = checkout(layout.ted_dir(source, key))
+        meta = checkout(layout.root, layout.ted_dir(source, key))
         _, rows = run_query(
-            layout.catalog_dir,
+            layout.root,
             "SELECT count(*), coalesce(sum(length), 0) "
             "FROM episodes WHERE source = ? AND partition = ?",
             [source, key],
@@ -83,8 +86,9 @@ def export_check(export: dg.AssetsDefinition, name_of) -> dg.AssetChecksDefiniti
     ) -> dg.AssetCheckResult:
         from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-        target = warehouse.layout().lerobot_dir(name_of(context.op_execution_context))
-        meta = checkout(target, EXPORT_META)
+        layout = warehouse.layout()
+        target = layout.lerobot_dir(name_of(context.op_execution_context))
+        meta = checkout(layout.root, target, EXPORT_META)
         ds = LeRobotDataset(f"episode-warehouse/{target.name}", root=target)
         return dg.AssetCheckResult(
             passed=ds.meta.total_episodes == meta["episodes"]
@@ -111,7 +115,7 @@ def recorded_returns_check(rows_asset: dg.AssetsDefinition) -> dg.AssetChecksDef
     ) -> dg.AssetCheckResult:
         key = context.op_execution_context.partition_key
         _, rows = run_query(
-            warehouse.layout().catalog_dir,
+            warehouse.layout().root,
             'SELECT count(recorded_return), count(*) FILTER (WHERE abs("return" - '
             "recorded_return) > 1e-3 * greatest(1, abs(recorded_return))), "
             'list(episode) FILTER (WHERE abs("return" - recorded_return) > 1e-3 * '

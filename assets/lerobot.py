@@ -32,6 +32,7 @@ def _export(
     built = export_lerobot(
         request,
         target,
+        root=layout.root,
         workers=warehouse.export_processes(),
         scratch_dir=warehouse.scratch_dir(),
         code_version=versions.of(context),
@@ -81,16 +82,16 @@ def partition_export_asset(
         with only_transient_retries(context):
             key = context.partition_key
             layout = warehouse.layout()
-            require(layout.ted_dir(source, key), f"{source}_ted", key)
+            require(layout.root, layout.ted_dir(source, key), f"{source}_ted", key)
             _, rows = run_query(
-                layout.catalog_dir,
+                layout.root,
                 "SELECT source, partition, episode, start, length FROM episodes "
                 "WHERE source = ? AND partition = ? ORDER BY episode",
                 [source, key],
             )
             name = f"{source}-{key.replace('/', '-')}" + ("-video" if config.video else "")
             request = ExportRequest(
-                name, str(layout.root), [tuple(r) for r in rows], video=config.video
+                name, str(layout.folder), [tuple(r) for r in rows], video=config.video
             )
             return _export(context, warehouse, layout, request)
 
@@ -112,7 +113,7 @@ def selection_lerobot_export(
     with only_transient_retries(context):
         name = context.partition_key
         layout = warehouse.layout()
-        sql_file = layout.root / "selections" / f"{name}.sql"
+        sql_file = layout.folder / "selections" / f"{name}.sql"
         if not sql_file.is_file():
             raise ConfigError(
                 "no query registered for this selection",
@@ -121,15 +122,15 @@ def selection_lerobot_export(
                 'start, length FROM episodes WHERE ..."',
             )
         sql = sql_file.read_text()
-        columns, rows = run_query(layout.catalog_dir, sql)
+        columns, rows = run_query(layout.root, sql)
         if tuple(columns[:5]) != REQUIRED:
             raise ConfigError(
                 f"the query returns {columns[:5]}",
                 subject=str(sql_file),
                 fix=f"select {', '.join(REQUIRED)} first",
             )
-        Selection.from_rows(rows, layout.root)  # every partition it names must have a TED
+        Selection.from_rows(rows, layout)  # every partition it names must have a TED
         request = ExportRequest(
-            name, str(layout.root), [tuple(r[:5]) for r in rows], video=config.video, query=sql
+            name, str(layout.folder), [tuple(r[:5]) for r in rows], video=config.video, query=sql
         )
         return _export(context, warehouse, layout, request)

@@ -37,8 +37,9 @@ EPISODES, LENGTHS, SEED = 200, (100, 200), 7
 PARTITION = "Pong/1"
 
 
-def build(root: Path) -> None:
-    """The partition's decoded episodes, TED and catalog rows under ``root`` (either kind)."""
+def build(root: str | Path) -> None:
+    """The partition's decoded episodes, TED and catalog rows under ``root`` (a folder or a
+    ``gs://`` URL)."""
     from episode_warehouse.incremental import build_if_changed
     from episode_warehouse.paths import WarehouseLayout
     from episode_warehouse.sources.atari.decode import decode_run
@@ -51,9 +52,10 @@ def build(root: Path) -> None:
     episodes = [play_episode(rng, int(n)) for n in rng.integers(*LENGTHS, EPISODES)]
     write_run(raw, episodes, 10_000, final_log=False, compresslevel=1)
     n = len(list(raw.glob("add_count_ckpt.*.gz")))
-    layout = WarehouseLayout(root)
+    layout = WarehouseLayout.from_root(root)
     lineage = {"source_url": "bench", "source_version": "bench"}
     build_if_changed(
+        layout.root,
         layout.decoded_dir("atari", PARTITION),
         {"bench": SEED},
         lambda tmp: decode_run(raw, list(range(n)), tmp, workers=2, lineage=lineage),
@@ -98,9 +100,9 @@ def bucket_figures(work: Path, threaded: bool, report: dict) -> None:
         )
         gcs_client(endpoint).create_bucket("bench")
         started = time.perf_counter()
-        build(WarehouseLayout.from_root(url).root)
+        build(url)
         report[f"{tag}_build_into_bucket_s"] = round(time.perf_counter() - started, 1)
-        catalog = WarehouseLayout.from_root(url).catalog_dir
+        catalog = WarehouseLayout.from_root(url).root
         report[f"{tag}_catalog_query_s"] = _median_s(lambda: run_query(catalog, COUNT))
         selection = select_episodes(SQL, root=url)
 
@@ -134,6 +136,7 @@ def main() -> None:
     from episode_warehouse.catalog import run_query
     from episode_warehouse.export.lerobot import ExportRequest, export_lerobot
     from episode_warehouse.loading import EpisodeStream, select_episodes
+    from episode_warehouse.roots import LocalRoot
 
     work = Path(tempfile.mkdtemp(prefix="bench-bucket-"))
     report: dict = {}
@@ -142,7 +145,8 @@ def main() -> None:
         started = time.perf_counter()
         build(local)
         report["build_local_s"] = round(time.perf_counter() - started, 1)
-        report["local_catalog_query_s"] = _median_s(lambda: run_query(local / "catalog", COUNT))
+        here = LocalRoot(local)
+        report["local_catalog_query_s"] = _median_s(lambda: run_query(here, COUNT))
         selection = select_episodes(SQL, root=local)
         report["steps"], report["episodes"] = int(selection.length.sum()), len(selection)
         ted_bytes = sum(p.stat().st_size for p in (local / "ted").rglob("*.npy"))

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from bench.measure import median_ms, save_report
 from episode_warehouse.catalog import EPISODES, CatalogStore
+from episode_warehouse.roots import LocalRoot
 from warehouse_fixtures.openx_writer import INSTRUCTIONS
 
 QUERIES = {
@@ -112,7 +113,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     report: dict = {"episodes": per * args.partitions, "partitions": args.partitions}
     with tempfile.TemporaryDirectory() as tmp:
-        store = CatalogStore(Path(tmp) / "catalog")
+        store = CatalogStore(LocalRoot(Path(tmp)))
         native = duckdb.connect(str(Path(tmp) / "native.duckdb"))
         first = True
         refresh = {}

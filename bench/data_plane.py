@@ -118,7 +118,7 @@ def statistics(root: Path, report: dict) -> None:
     from episode_warehouse.ted import open_ted_folder
     from episode_warehouse.ted.statistics import _read
 
-    layout = WarehouseLayout(root)
+    layout = WarehouseLayout.local(root)
     parts = [f"Pong/{n}" for n in range(1, COPIES + 1)]
     shutil.rmtree(layout.catalog_dir, ignore_errors=True)  # time the asset's work, not a no-op
     t = time.perf_counter()

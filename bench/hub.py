@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from episode_warehouse.roots import LocalRoot
+
 os.environ.setdefault("HF_HUB_DISABLE_XET", "1")  # the stand-in speaks LFS (read at import)
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -87,7 +89,11 @@ def main() -> None:
             os.environ["HF_HOME"] = str(work / f"hf-home-{i}")
             t = time.perf_counter()
             mirror_dataset(
-                open_blob_store("hf://datasets"), spec.repo_id, work / f"raw-{i}", code_version="b"
+                open_blob_store("hf://datasets"),
+                spec.repo_id,
+                work / f"raw-{i}",
+                root=LocalRoot(work),
+                code_version="b",
             )
             ours_s.append(time.perf_counter() - t)
         theirs, ours = statistics.median(theirs_s), statistics.median(ours_s)
@@ -104,7 +110,11 @@ def main() -> None:
         server.store.commit(spec.repo_id, {name: old[:-1] + bytes([old[-1] ^ 1])}, tag="v3.0")
         t = time.perf_counter()
         _, mirror = mirror_dataset(
-            open_blob_store("hf://datasets"), spec.repo_id, work / "raw-0", code_version="b"
+            open_blob_store("hf://datasets"),
+            spec.repo_id,
+            work / "raw-0",
+            root=LocalRoot(work),
+            code_version="b",
         )
         report["read"]["new_revision_one_file"] = {
             "s": round(time.perf_counter() - t, 3),

@@ -35,6 +35,7 @@ def measure(name: str, episodes: int, length: int, cameras: dict, *, video: bool
 
     from episode_warehouse.decoded import open_decoded
     from episode_warehouse.incremental import build_if_changed
+    from episode_warehouse.roots import LocalRoot
     from episode_warehouse.sources.lerobot.dataset import open_lerobot_folder
     from episode_warehouse.sources.lerobot.decode import decode_lerobot
     from episode_warehouse.ted import build_ted
@@ -57,7 +58,9 @@ def measure(name: str, episodes: int, length: int, cameras: dict, *, video: bool
 
     t = time.perf_counter()
     source = open_lerobot_folder(folder)
-    build_if_changed(work / "dec", {"bench": 1}, lambda tmp: decode_lerobot(source, tmp))
+    build_if_changed(
+        LocalRoot(work), work / "dec", {"bench": 1}, lambda tmp: decode_lerobot(source, tmp)
+    )
     (work / "ted").mkdir()
     build_ted(open_decoded(work / "dec"), work / "ted")
     ours = time.perf_counter() - t

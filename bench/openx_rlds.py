@@ -113,8 +113,14 @@ def child_ours(root: str, out: str) -> None:
     from episode_warehouse.sources.openx.stage import decode_openx
 
     cores = _pin_two_cores()
-    layout = WarehouseLayout(Path(out))
-    mirror_openx(root, "bench_robot", layout.raw_dir("openx", "bench_robot"), code_version="b")
+    layout = WarehouseLayout.local(Path(out))
+    mirror_openx(
+        root,
+        "bench_robot",
+        layout.raw_dir("openx", "bench_robot"),
+        root=layout.root,
+        code_version="b",
+    )
     os.sync()
     started = time.perf_counter()
     built = decode_openx(layout, "bench_robot", code_version="b")
@@ -160,11 +166,15 @@ def child_incremental(root: str, out: str) -> None:
     cores = _pin_two_cores()
     source = Path(out) / "source"
     shutil.copytree(root, source)
-    layout = WarehouseLayout(Path(out) / "wh")
+    layout = WarehouseLayout.local(Path(out) / "wh")
 
     def decode() -> tuple[float, dict]:
         mirror_openx(
-            str(source), "bench_robot", layout.raw_dir("openx", "bench_robot"), code_version="b"
+            str(source),
+            "bench_robot",
+            layout.raw_dir("openx", "bench_robot"),
+            root=layout.root,
+            code_version="b",
         )
         os.sync()
         started = time.perf_counter()

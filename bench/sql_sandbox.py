@@ -21,10 +21,11 @@ from bench.catalog import QUERIES, partition_rows
 from bench.measure import median_ms, save_report
 from episode_warehouse.catalog import CatalogStore
 from episode_warehouse.catalog.query import run_query
+from episode_warehouse.roots import LocalRoot
 
 
-def _in_process(folder: Path, sql: str) -> list:
-    store = CatalogStore(folder.resolve())
+def _in_process(root: LocalRoot, sql: str) -> list:
+    store = CatalogStore(root)
     con = duckdb.connect(":memory:")
     con.execute("SET allowed_directories = [?]", [store.url + "/"])
     for statement in store.view_statements():
@@ -48,7 +49,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     report: dict = {"episodes": per * args.partitions, "partitions": args.partitions}
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "catalog"
+        folder = LocalRoot(Path(tmp).resolve())
         store = CatalogStore(folder)
         for i in range(args.partitions):
             source, key, table, part = partition_rows(i, per, rng)

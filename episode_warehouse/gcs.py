@@ -8,13 +8,14 @@ present, and an anonymous client (public buckets) when not.
 
 from __future__ import annotations
 
-import os
 import re
 
+from episode_warehouse import settings
 from episode_warehouse.confine import name_problem
 from episode_warehouse.errors import ConfigError
+from episode_warehouse.settings import Settings
 
-EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
+EMULATOR_ENV = settings.EMULATOR_ENV  # re-exported: the sources' resources name it
 
 
 def gcs_client(endpoint: str | None = None):
@@ -23,7 +24,7 @@ def gcs_client(endpoint: str | None = None):
     from google.auth.exceptions import DefaultCredentialsError
     from google.cloud import storage
 
-    endpoint = endpoint or os.environ.get(EMULATOR_ENV) or None
+    endpoint = endpoint or Settings.from_env().gcs_endpoint
     if endpoint:
         return storage.Client(
             project="episode-warehouse",

@@ -10,9 +10,10 @@ The same ``version`` is the Dagster ``DataVersion`` every asset returns, so the 
 and the files on disk are one system: a stage whose inputs did not change keeps its version,
 and nothing downstream is marked stale.
 
-With a ``gs://`` warehouse root the artifact folders are a local scratch copy of the bucket
-(:mod:`episode_warehouse.bucket`): the record that counts is the bucket's, a build publishes
-to the bucket after its local swap, and :func:`checkout` pulls what another machine built.
+Every function takes the warehouse root (:mod:`episode_warehouse.roots`) the artifact belongs
+to. With a ``gs://`` root the artifact folders are its local copy
+(:mod:`episode_warehouse.bucket`): the record that counts is the bucket's, a build publishes to
+the bucket after its local swap, and :func:`checkout` pulls what another machine built.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from episode_warehouse.atomic import read_json, staged, unpublish, write_json, write_lock
 from episode_warehouse.errors import ForeignArtifactError, NotMaterializedError
+from episode_warehouse.roots import Root
 
 log = logging.getLogger(__name__)
 RECORD = "meta.json"
@@ -52,38 +54,27 @@ class Built:
         return self.meta["version"]
 
 
-def _remote(target: Path, record: str):
-    """The bucket artifact ``target`` is the scratch copy of, or None (a local root)."""
-    from episode_warehouse.bucket.root import bucket_of
-
-    found = bucket_of(target)
-    if found is None:
-        return None
-    from episode_warehouse.bucket.artifact import RemoteArtifact
-
-    return RemoteArtifact(found[0], found[1], record)
-
-
 def _same_copy(local: dict, remote: dict) -> bool:
     from episode_warehouse.bucket.artifact import PUBLISHED
 
     return bool(local) and local.get(PUBLISHED) == remote.get(PUBLISHED)
 
 
-def published(target: Path, record: str = RECORD) -> dict:
-    """The record of the published artifact at ``target``, or {} when there is none (with a
-    bucket root: the bucket's record; the files need not be here, see :func:`checkout`)."""
-    remote = _remote(Path(target), record)
+def published(root: Root, target: Path, record: str = RECORD) -> dict:
+    """The record of the published artifact at ``target`` of ``root``, or {} when there is none
+    (with a bucket root: the bucket's record; the files need not be here, see :func:`checkout`).
+    """
+    remote = root.remote(Path(target), record)
     if remote is not None:
         return remote.read()[0]
     return read_json(Path(target) / record)
 
 
-def checkout(target: Path, record: str = RECORD) -> dict:
+def checkout(root: Root, target: Path, record: str = RECORD) -> dict:
     """:func:`published`, with the artifact's files in ``target``: with a bucket root, the
     published version is pulled into the scratch folder unless it is there already."""
     target = Path(target)
-    remote = _remote(target, record)
+    remote = root.remote(target, record)
     if remote is None:
         return read_json(target / record)
     current, _ = remote.read()
@@ -95,6 +86,7 @@ def checkout(target: Path, record: str = RECORD) -> dict:
 
 
 def build_if_changed(
+    root: Root,
     target: Path,
     inputs: dict,
     build: Callable[[Path], dict | None],
@@ -102,7 +94,7 @@ def build_if_changed(
     record: str = RECORD,
     lock_timeout_s: float = 600.0,
 ) -> Built:
-    """Publish ``build(staging)`` at ``target`` unless it already holds these ``inputs``.
+    """Publish ``build(staging)`` at ``target`` (of ``root``) unless it holds these ``inputs``.
 
     Under the writer lock of ``target``: when its record's ``version`` equals
     ``fingerprint(inputs)``, return it (``rebuilt=False``). Otherwise call ``build`` with an
@@ -121,7 +113,7 @@ def build_if_changed(
     """
     target = Path(target)
     version = fingerprint(inputs)
-    remote = _remote(target, record)
+    remote = root.remote(target, record)
     with write_lock(target, lock_timeout_s):
         if remote is None:
             current = read_json(target / record)
@@ -160,14 +152,14 @@ def _build_here(
     return meta
 
 
-def require(folder: Path, asset: str, key: str, *, here: bool = False) -> dict:
-    """The record of an upstream artifact, its files in ``folder`` (pulled from the bucket
-    when the root is one; ``here``: the copy already in ``folder``, pulled by the caller).
+def require(root: Root, folder: Path, asset: str, key: str, *, here: bool = False) -> dict:
+    """The record of an upstream artifact of ``root``, its files in ``folder`` (pulled from the
+    bucket when the root is one; ``here``: the copy already in ``folder``, pulled by the caller).
 
     Raises:
         NotMaterializedError: it has not been built.
     """
-    meta = read_json(folder / RECORD) if here else checkout(folder)
+    meta = read_json(folder / RECORD) if here else checkout(root, folder)
     if not meta.get("version"):
         raise NotMaterializedError(
             "this upstream stage is not materialized",

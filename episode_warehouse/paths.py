@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 from episode_warehouse.errors import ConfigError, PartitionKeyError
 from episode_warehouse.gcs import refuse_near_url
+from episode_warehouse.roots import LocalRoot, Root
+from episode_warehouse.settings import ROOT_ENV, Settings
 
 if TYPE_CHECKING:
     from episode_warehouse.bucket.root import BucketRoot
 
-ROOT_ENV = "EPISODE_WAREHOUSE_ROOT"
-DEFAULT_ROOT = "warehouse-data"
 # a source folder: a registered source's name (episode_warehouse.sources.registry checks which)
 _SOURCE_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
@@ -28,22 +28,16 @@ def is_bucket_root(value: str | os.PathLike) -> bool:
 
 @dataclass(frozen=True)
 class WarehouseLayout:
-    """Paths of the artifacts: ``raw/``, ``decoded/``, ``ted/``, ``catalog/``, ``lerobot/``.
+    """Paths of the artifacts: ``raw/``, ``decoded/``, ``ted/``, ``catalog/``, ``lerobot/``,
+    under ``root.folder`` (a local root's folder, or a bucket root's local copy; see
+    :mod:`episode_warehouse.roots`)."""
 
-    With a ``gs://`` root, ``root`` is the local scratch copy the stages build in and
-    ``bucket`` the root whose records count (see :mod:`episode_warehouse.bucket`).
-    """
+    root: Root
 
-    root: Path
-    bucket: BucketRoot | None = None
-
-    def __post_init__(self) -> None:
-        if self.bucket is None:  # a scratch folder given as a path still publishes to its bucket
-            from episode_warehouse.bucket.root import bucket_of
-
-            found = bucket_of(self.root)
-            if found is not None and found[1] == ".":
-                object.__setattr__(self, "bucket", found[0])
+    @classmethod
+    def local(cls, folder: str | os.PathLike) -> WarehouseLayout:
+        """The layout of a local folder (``WarehouseLayout.from_root`` checks the setting)."""
+        return cls(LocalRoot(Path(folder)))
 
     @classmethod
     def from_root(
@@ -51,16 +45,23 @@ class WarehouseLayout:
     ) -> WarehouseLayout:
         """``root``, else ``$EPISODE_WAREHOUSE_ROOT``, else ``./warehouse-data``: a local folder
         or ``gs://BUCKET/PREFIX`` (built in its local copy under ``local_copy``, else
-        ``$EPISODE_WAREHOUSE_LOCAL_COPY``, see :meth:`BucketRoot.local_copy`)."""
-        value = root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT
-        if is_bucket_root(value):
-            from episode_warehouse.bucket.root import BucketRoot, bind
+        ``$EPISODE_WAREHOUSE_LOCAL_COPY``; see :mod:`episode_warehouse.settings`)."""
+        return cls.from_settings(Settings.from_env(root=root, local_copy=local_copy))
 
-            bucket = BucketRoot.parse(str(value))
-            copy = bucket.local_copy(local_copy)
-            bind(copy, bucket)
-            return cls(copy, bucket)
-        refuse_near_url(str(value), setting=ROOT_ENV, kind="warehouse root")
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WarehouseLayout:
+        """The layout of ``settings.root``, the one place a root's kind is chosen.
+
+        Raises:
+            ConfigError: a bucket URL that does not parse, something URL-like that is not one,
+                or a root that is a file.
+        """
+        value = settings.root
+        if is_bucket_root(value):
+            from episode_warehouse.bucket.copy import BucketCopy
+
+            return cls(BucketCopy.open(value, settings))
+        refuse_near_url(value, setting=ROOT_ENV, kind="warehouse root")
         path = Path(value).expanduser()
         if path.exists() and not path.is_dir():
             raise ConfigError(
@@ -68,7 +69,16 @@ class WarehouseLayout:
                 subject=str(path),
                 fix=f"set {ROOT_ENV} to a folder",
             )
-        return cls(path.resolve())
+        return cls(LocalRoot(path.resolve()))
+
+    @property
+    def folder(self) -> Path:
+        """Where the artifacts' files are on this machine."""
+        return self.root.folder
+
+    @property
+    def bucket(self) -> BucketRoot | None:
+        return self.root.bucket
 
     def _part(self, stage: str, source: str, partition: str) -> Path:
         if not _SOURCE_RE.match(source or ""):
@@ -78,7 +88,7 @@ class WarehouseLayout:
         parts = partition.split("/")
         if not partition or any(p in ("", ".", "..") for p in parts) or "\\" in partition:
             raise PartitionKeyError("not a valid partition key", subject=repr(partition))
-        return self.root.joinpath(stage, source, *parts)
+        return self.root.folder.joinpath(stage, source, *parts)
 
     def raw_dir(self, source: str, partition: str) -> Path:
         return self._part("raw", source, partition)
@@ -90,13 +100,13 @@ class WarehouseLayout:
         return self._part("ted", source, partition)
 
     def lerobot_dir(self, name: str) -> Path:
-        return self.root / "lerobot" / name
+        return self.root.folder / "lerobot" / name
 
     @property
     def catalog_dir(self) -> Path:
-        return self.root / "catalog"
+        return self.root.folder / "catalog"
 
     @property
     def url(self) -> str:
         """The root as the user gave it: the bucket URL, or the local folder."""
-        return self.bucket.url if self.bucket is not None else str(self.root)
+        return self.root.url

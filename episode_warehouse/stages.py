@@ -38,7 +38,7 @@ def build_ted_stage(layout: WarehouseLayout, source: str, key: str, *, code_vers
     from episode_warehouse.ted.validate import check_ted
 
     decoded_dir = layout.decoded_dir(source, key)
-    decoded = require(decoded_dir, f"{source}_episodes", key)
+    decoded = require(layout.root, decoded_dir, f"{source}_episodes", key)
 
     def build(tmp: Path) -> dict:
         meta = build_ted(open_decoded(decoded_dir), tmp)
@@ -53,6 +53,7 @@ def build_ted_stage(layout: WarehouseLayout, source: str, key: str, *, code_vers
         return meta
 
     return build_if_changed(
+        layout.root,
         layout.ted_dir(source, key),
         {"decoded": decoded["version"], "code_version": code_version, "format": FORMAT_ID},
         build,
@@ -72,7 +73,7 @@ def publish_catalog_rows(
     from episode_warehouse.catalog.schema import ROWS_FORMAT
 
     ted_dir = layout.ted_dir(source, key)
-    ted = require(ted_dir, f"{source}_ted", key)
+    ted = require(layout.root, ted_dir, f"{source}_ted", key)
     episodes, partition_row = catalog_rows(
         ted_dir,
         source,
@@ -83,6 +84,4 @@ def publish_catalog_rows(
         materialized_at=datetime.now(UTC),
     )
     inputs = {"ted": ted["version"], "code_version": code_version, "format": ROWS_FORMAT}
-    return CatalogStore(layout.catalog_dir).publish_partition(
-        source, key, episodes, partition_row, inputs
-    )
+    return CatalogStore(layout.root).publish_partition(source, key, episodes, partition_row, inputs)

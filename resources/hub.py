@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from episode_warehouse.hub.client import DEFAULT_ENDPOINT, HubClient
+from episode_warehouse.hub.client import HubClient
 from episode_warehouse.retry import RetryPolicy
 from resources.settings import setting
 
@@ -26,7 +26,7 @@ class HubDestination(dg.ConfigurableResource):
     def client(self) -> HubClient:
         return HubClient(
             repo_type="dataset",
-            endpoint=setting(self.endpoint, "HF_ENDPOINT", DEFAULT_ENDPOINT),
+            endpoint=self.endpoint,  # else HF_ENDPOINT (episode_warehouse.settings)
             token=setting(self.token, "HF_TOKEN", "") or None,
             policy=RetryPolicy(
                 attempts=self.attempts,

@@ -9,6 +9,7 @@ import dagster as dg
 from episode_warehouse.gcs import EMULATOR_ENV
 from episode_warehouse.incremental import Built
 from episode_warehouse.retry import RetryPolicy
+from episode_warehouse.roots import Root
 from episode_warehouse.sources.openx.mirror import MODES
 from episode_warehouse.sources.openx.raw import LAYOUTS, mirror_openx
 from episode_warehouse.sources.openx.rlds.listing import parse_version_pins
@@ -66,13 +67,14 @@ class OpenXSource(dg.ConfigurableResource):
     def endpoint(self) -> str | None:
         return setting(self.emulator_host, EMULATOR_ENV, "") or None
 
-    def mirror(self, dataset: str, target, code_version: str) -> Built:
+    def mirror(self, root: Root, dataset: str, target, code_version: str) -> Built:
         """The raw stage of ``dataset``, in the layout the source holds it."""
         timeout = setting(self.timeout_s, "OPENX_TIMEOUT_S", 60, cast=int)
         return mirror_openx(
             self.source_url(),
             dataset,
             target,
+            root=root,
             code_version=code_version,
             mode=self.source_mode(),
             layout=self.layout(),

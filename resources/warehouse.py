@@ -9,7 +9,8 @@ import dagster as dg
 
 from episode_warehouse.atomic import ensure_writable_dir
 from episode_warehouse.limits import LIMITS_ENV, InputLimits
-from episode_warehouse.paths import DEFAULT_ROOT, ROOT_ENV, WarehouseLayout
+from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.settings import ROOT_ENV, Settings
 from episode_warehouse.workers import default_processes
 from resources.settings import setting
 from warehouse_cli.cluster.instance import WORKER_ENV, WORKER_TAG
@@ -46,12 +47,14 @@ class WarehouseStorage(dg.ConfigurableResource):
         if worker and run is not None and context.instance is not None and not known:
             context.instance.add_run_tags(run.run_id, {WORKER_TAG: worker})
 
+    def settings(self) -> Settings:
+        """The domain package's settings: this resource's explicit values, else the
+        environment's (``episode_warehouse.settings``), resolved now."""
+        return Settings.from_env(root=self.root, local_copy=self.local_copy)
+
     def layout(self) -> WarehouseLayout:
-        layout = WarehouseLayout.from_root(
-            setting(self.root, ROOT_ENV, DEFAULT_ROOT),
-            local_copy=self.local_copy,  # else $EPISODE_WAREHOUSE_LOCAL_COPY, read by the root
-        )
-        ensure_writable_dir(layout.root, "warehouse root (EPISODE_WAREHOUSE_ROOT)")
+        layout = WarehouseLayout.from_settings(self.settings())
+        ensure_writable_dir(layout.folder, f"warehouse root ({ROOT_ENV})")
         return layout
 
     def scratch_dir(self) -> Path | None:

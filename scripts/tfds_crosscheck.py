@@ -115,12 +115,13 @@ def compare(folder: Path, dump_file: Path) -> int:
     dataset = version_dir.parent.name
     theirs = np.load(dump_file)
     with tempfile.TemporaryDirectory() as tmp:
-        layout = WarehouseLayout(Path(tmp))
+        layout = WarehouseLayout.local(Path(tmp))
         versions = {dataset: version_dir.name}
         mirror_openx(
             str(version_dir.parent.parent),
             dataset,
             layout.raw_dir("openx", dataset),
+            root=layout.root,
             code_version="crosscheck",
             versions=versions,
         )

@@ -13,16 +13,21 @@ from warehouse_fixtures.dopamine_writer import write_run
 from warehouse_fixtures.openx_writer import DatasetSpec, write_dataset
 
 
+def _layout(root) -> WarehouseLayout:
+    """``root``: a layout (a bucket root's), or a local root's folder."""
+    return root if isinstance(root, WarehouseLayout) else WarehouseLayout.local(root)
+
+
 def _publish(root, source, key, decode, seed):
-    layout = WarehouseLayout(root)
-    build_if_changed(layout.decoded_dir(source, key), {"test": seed}, decode)
+    layout = _layout(root)
+    build_if_changed(layout.root, layout.decoded_dir(source, key), {"test": seed}, decode)
     build_ted_stage(layout, source, key, code_version="t")
     publish_catalog_rows(layout, source, key, code_version="t", run_id="r")
 
 
 def build_atari(root, key, seed, capacity=400, episodes=25, lengths=(30, 160)):
     rng = np.random.default_rng(seed)
-    raw = root / "raw-src" / key
+    raw = _layout(root).folder / "raw-src" / key
     write_run(
         raw,
         [play_episode(rng, int(n)) for n in rng.integers(*lengths, episodes)],
@@ -41,7 +46,7 @@ def build_atari(root, key, seed, capacity=400, episodes=25, lengths=(30, 160)):
 
 
 def build_openx(root, spec: DatasetSpec, shards, seed=0):
-    mirror = root / "openx-src"
+    mirror = _layout(root).folder / "openx-src"
     episodes = write_dataset(mirror, spec, shards, seed=seed)
     _publish(
         root,

@@ -76,23 +76,23 @@ def run_demo(folder: Path, bucket: bool = False) -> int:
         if root is not None:
             print(f"\nDemo finished in {time.perf_counter() - started:.0f} s; the catalog, "
                   f"queried over {root}:\n")  # fmt: skip
-            print_table(*run_query(WarehouseLayout.from_root(root).catalog_dir, QUERY))
+            print_table(*run_query(WarehouseLayout.from_root(root).root, QUERY))
             _stream_from_bucket(root)
             return 0
     layout = WarehouseLayout.from_root(folder / "warehouse")
     print(
-        f"\nDemo finished in {time.perf_counter() - started:.0f} s: warehouse in {layout.root}, "
+        f"\nDemo finished in {time.perf_counter() - started:.0f} s: warehouse in {layout.url}, "
         f"Dagster runs in {home}\n"
     )
-    print_table(*run_query(layout.catalog_dir, QUERY))
+    print_table(*run_query(layout.root, QUERY))
     print("\nNext:")
     print(
-        f'  ./warehouse sql --root {layout.root} \'SELECT * FROM episodes ORDER BY "return" '
+        f'  ./warehouse sql --root {layout.url} \'SELECT * FROM episodes ORDER BY "return" '
         "DESC LIMIT 5'"
     )
     print(
         '  .venv/bin/python -c "from episode_warehouse import open_ted; '
-        f"print(open_ted('atari', 'Pong/5', root='{layout.root}'))\""
+        f"print(open_ted('atari', 'Pong/5', root='{layout.url}'))\""
     )
     print(f"  ./warehouse ui --demo {folder}    # then open http://127.0.0.1:3000")
     return 0
@@ -126,7 +126,8 @@ def _stream_from_bucket(root: str) -> None:
     selection = select_episodes(STREAMED, root)
     stream = EpisodeStream(selection, shuffle=False)
     frames = sum(item.batch_size[0] for item in stream)
-    record = published(WarehouseLayout.from_root(root).ted_dir("atari", "Pong/5"))
+    layout = WarehouseLayout.from_root(root)
+    record = published(layout.root, layout.ted_dir("atari", "Pong/5"))
     size = sum(int(f["size"]) for f in record["published"]["files"].values())
     print(
         f"\nStreamed the 2 best episodes of atari Pong/5 from {root}: {frames} frames, "

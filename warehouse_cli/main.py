@@ -65,9 +65,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     limits = QueryLimits(
         timeout_s=args.timeout, memory_limit=args.memory_limit, max_rows=args.limit + 1
     )
-    columns, rows = run_query(
-        WarehouseLayout.from_root(args.root).catalog_dir, args.query, limits=limits
-    )
+    columns, rows = run_query(WarehouseLayout.from_root(args.root).root, args.query, limits=limits)
     print_table(columns, rows, args.limit)
     return 0
 
@@ -99,7 +97,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     check_export_name(args.name)
     check_read_only(args.query)
     layout = WarehouseLayout.from_root(args.root)
-    sql_file = layout.root / "selections" / f"{args.name}.sql"
+    sql_file = layout.folder / "selections" / f"{args.name}.sql"
     if sql_file.exists() and sql_file.read_text() != args.query:
         raise WarehouseError(
             "a selection of this name exists with another query",

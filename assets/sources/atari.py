@@ -32,13 +32,15 @@ def atari_replay_files(
     # Idempotent: unchanged files (size, generation, crc32c) are linked, not fetched again.
     with only_transient_retries(context):
         game, run = parse_partition_key(context.partition_key)
-        target = warehouse.layout().raw_dir("atari", context.partition_key)
+        layout = warehouse.layout()
+        target = layout.raw_dir("atari", context.partition_key)
         built, report = mirror_run(
             atari_replay.store(),
             game,
             run,
             target,
             atari_replay.subset(),
+            root=layout.root,
             code_version=versions.of(context),
             workers=atari_replay.download_workers,
             layout=atari_replay.layout(),

@@ -32,11 +32,13 @@ def lerobot_files(
     # Idempotent: files whose size and generation match the published record are linked.
     with only_transient_retries(context):
         repo_id = check_repo_id(context.partition_key)
-        target = warehouse.layout().raw_dir("lerobot", repo_id)
+        layout = warehouse.layout()
+        target = layout.raw_dir("lerobot", repo_id)
         built, report = mirror_dataset(
             lerobot_source.store(),
             repo_id,
             target,
+            root=layout.root,
             code_version=versions.of(context),
             workers=lerobot_source.download_workers,
         )

@@ -32,8 +32,9 @@ def openx_shards(
     # Idempotent: shards whose version matches the published record are linked, not copied.
     with only_transient_retries(context):
         dataset = check_dataset_id(context.partition_key)
-        target = warehouse.layout().raw_dir("openx", dataset)
-        built = openx_source.mirror(dataset, target, versions.of(context))
+        layout = warehouse.layout()
+        target = layout.raw_dir("openx", dataset)
+        built = openx_source.mirror(layout.root, dataset, target, versions.of(context))
     return dg.MaterializeResult(
         metadata={
             "source_url": built.meta["source_url"],

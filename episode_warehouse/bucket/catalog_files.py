@@ -9,12 +9,10 @@ the connection reads ``gs://`` through an fsspec filesystem (gcsfs) registered o
 from __future__ import annotations
 
 import functools
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 from episode_warehouse.bucket.artifact import PUBLISHED, TRANSFER_THREADS, RemoteArtifact
 from episode_warehouse.bucket.root import BucketRoot
-from episode_warehouse.gcs import EMULATOR_ENV
 
 RECORD = "meta.json"
 
@@ -45,14 +43,10 @@ def table_urls(root: BucketRoot, records: dict[str, dict], file_name: str) -> li
     ]
 
 
-def filesystem():
-    """A gcsfs filesystem for the emulator (``STORAGE_EMULATOR_HOST``) or GCS (default
-    credentials, else anonymous)."""
-    return _filesystem(os.environ.get(EMULATOR_ENV) or None)
-
-
 @functools.lru_cache(maxsize=4)
-def _filesystem(endpoint: str | None):
+def filesystem(endpoint: str | None):
+    """A gcsfs filesystem for ``endpoint`` (an emulator, ``BucketRoot.endpoint``) or GCS
+    (default credentials, else anonymous)."""
     import gcsfs
 
     if endpoint:

@@ -1,10 +1,9 @@
-"""Where a bucket root lives: the URL, its local scratch copy, its trainer cache.
+"""Where a bucket root lives: the URL, its local copy, its trainer cache.
 
-``WarehouseLayout.from_root("gs://bucket/prefix")`` lays the artifacts out under a scratch folder
-as it does under a local root, and :func:`bind` marks that folder with the bucket it mirrors
-(``.bucket-root.json``). :func:`bucket_of` finds the mark from any artifact path, so every
-function of the one publish path (``build_if_changed``, ``published``, ``checkout``) knows
-without being told that an artifact's truth is in the bucket.
+``WarehouseLayout.from_root("gs://bucket/prefix")`` lays the artifacts out under a local copy
+as it does under a local root (:class:`~episode_warehouse.bucket.copy.BucketCopy`), and
+:func:`bind` marks that folder with the bucket it mirrors (``.bucket-root.json``), so that one
+folder never serves two roots.
 """
 
 from __future__ import annotations
@@ -12,23 +11,17 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import logging
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from episode_warehouse.blobstore import GcsBlobStore
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.gcs import EMULATOR_ENV, split_gs_url
+from episode_warehouse.gcs import split_gs_url
 from episode_warehouse.retry import RetryPolicy
+from episode_warehouse.settings import LOCAL_COPY_ENV, ROOT_ENV, Settings
 
-LOCAL_COPY_ENV = "EPISODE_WAREHOUSE_LOCAL_COPY"
-# before LOCAL_COPY_ENV had its own name, the PNG scratch setting also meant this; still read
-LEGACY_LOCAL_COPY_ENV = "EPISODE_WAREHOUSE_SCRATCH"
-CACHE_ENV = "EPISODE_WAREHOUSE_CACHE"
 MARKER = ".bucket-root.json"
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -37,12 +30,16 @@ class BucketRoot:
 
     bucket: str
     prefix: str
+    endpoint: str | None = None  # the GCS API (an emulator); None: GCS itself
+    cache_base: Path | None = None  # where trainers keep downloaded TEDs (Settings.cache)
 
     @classmethod
-    def parse(cls, url: str) -> BucketRoot:
-        """Raises ConfigError for anything but ``gs://BUCKET[/PREFIX]``."""
-        bucket, prefix = split_gs_url(url, setting="EPISODE_WAREHOUSE_ROOT", kind="warehouse root")
-        return cls(bucket, prefix)
+    def parse(cls, url: str, settings: Settings | None = None) -> BucketRoot:
+        """Raises ConfigError for anything but ``gs://BUCKET[/PREFIX]``; the endpoint and cache
+        come from ``settings`` (default: resolved from the environment now)."""
+        bucket, prefix = split_gs_url(url, setting=ROOT_ENV, kind="warehouse root")
+        settings = settings or Settings.from_env()
+        return cls(bucket, prefix, settings.gcs_endpoint, settings.cache)
 
     @property
     def url(self) -> str:
@@ -50,42 +47,19 @@ class BucketRoot:
 
     def store(self) -> GcsBlobStore:
         """The store of this root's objects (one client per process and root)."""
-        return _store(self.bucket, self.prefix, os.environ.get(EMULATOR_ENV) or None)
+        return _store(self.bucket, self.prefix, self.endpoint)
 
-    def local_copy(self, base: str | os.PathLike | None = None) -> Path:
+    def local_copy(self, base: Path) -> Path:
         """The local folder the stages build in: ``<bucket>-<hash of the URL>`` under ``base``
-        (a resource's value), else ``$EPISODE_WAREHOUSE_LOCAL_COPY``, else the system's
-        temporary directory's ``episode-warehouse-scratch``, so two roots never share one."""
+        (``Settings.local_copy``), so two roots never share one."""
         tag = hashlib.sha256(self.url.encode()).hexdigest()[:12]
-        return local_copy_base(base) / f"{self.bucket}-{tag}"
+        return base / f"{self.bucket}-{tag}"
 
     def cache(self) -> Path:
-        """Where trainers keep TEDs downloaded from this root (``$EPISODE_WAREHOUSE_CACHE``,
-        default ``~/.cache/episode-warehouse``), one folder per bucket and prefix."""
-        base = os.environ.get(CACHE_ENV) or "~/.cache/episode-warehouse"
-        return Path(base).expanduser().resolve() / self.bucket / (self.prefix or "_")
-
-
-def local_copy_base(base: str | os.PathLike | None = None) -> Path:
-    """Where bucket roots get their local copies (see :meth:`BucketRoot.local_copy`)."""
-    if not base:
-        base = os.environ.get(LOCAL_COPY_ENV)
-    if not base and os.environ.get(LEGACY_LOCAL_COPY_ENV):
-        base = os.environ[LEGACY_LOCAL_COPY_ENV]
-        _warn_legacy_once()
-    if not base:
-        base = Path(tempfile.gettempdir()) / "episode-warehouse-scratch"
-    return Path(base).expanduser().resolve()
-
-
-@functools.lru_cache(maxsize=1)
-def _warn_legacy_once() -> None:
-    log.warning(
-        "%s set and %s not: a gs:// root's local copy goes under %s as before; set %s for it "
-        "(%s now only places an export's PNG frames)",
-        LEGACY_LOCAL_COPY_ENV, LOCAL_COPY_ENV, os.environ[LEGACY_LOCAL_COPY_ENV],
-        LOCAL_COPY_ENV, LEGACY_LOCAL_COPY_ENV,
-    )  # fmt: skip
+        """Where trainers keep TEDs downloaded from this root, one folder per bucket and
+        prefix under ``Settings.cache``."""
+        base = self.cache_base or Settings.from_env().cache
+        return base / self.bucket / (self.prefix or "_")
 
 
 @functools.lru_cache(maxsize=16)
@@ -113,23 +87,3 @@ def bind(scratch: Path, root: BucketRoot) -> None:
     tmp = marker.with_name(f"{MARKER}.{os.getpid()}")
     tmp.write_text(json.dumps({"url": root.url}))
     os.replace(tmp, marker)
-    _bound.cache_clear()
-
-
-def bucket_of(path: Path) -> tuple[BucketRoot, str] | None:
-    """The bucket root whose scratch folder holds ``path``, and the path's name relative to
-    it (``ted/atari/Pong/1``); None for a path of a local root."""
-    path = Path(path).absolute()
-    for folder in (path, *path.parents):
-        root = _bound(folder)
-        if root is not None:
-            return root, path.relative_to(folder).as_posix()
-    return None
-
-
-@functools.lru_cache(maxsize=1024)
-def _bound(folder: Path) -> BucketRoot | None:
-    marker = folder / MARKER
-    if not marker.is_file():
-        return None
-    return BucketRoot.parse(json.loads(marker.read_text())["url"])

@@ -13,13 +13,13 @@ the allowed directory is ``gs://.../catalog/``, read through a registered gcsfs 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import duckdb
 
 from episode_warehouse.catalog.sandbox import Answer, parse_size, run_in_child
 from episode_warehouse.catalog.store import CatalogStore
 from episode_warehouse.errors import CatalogQueryError, NotMaterializedError
+from episode_warehouse.roots import Root
 
 _ALLOWED = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 
@@ -54,8 +54,9 @@ def check_read_only(sql: str) -> None:
             )
 
 
-def _request_parts(catalog_dir: Path) -> tuple[list[str], str, bool]:
-    """The view statements, the one readable directory and whether it is a bucket.
+def _request_parts(root: Root) -> tuple[list[str], str, bool]:
+    """The view statements, the one readable directory and whether it is a bucket (whose GCS
+    endpoint is ``root.bucket.endpoint``).
 
     The views are made for the folder as it is now (``catalog.duckdb`` keeps them for other
     DuckDB clients), so a warehouse root that was moved or copied still queries itself.
@@ -63,7 +64,7 @@ def _request_parts(catalog_dir: Path) -> tuple[list[str], str, bool]:
     Raises:
         NotMaterializedError: there is no catalog yet.
     """
-    store = CatalogStore(Path(catalog_dir).resolve())
+    store = CatalogStore(root)
     if not store.has_rows():
         raise NotMaterializedError(
             "no catalog yet",
@@ -111,13 +112,14 @@ def _error(answer: Answer, limits: QueryLimits) -> CatalogQueryError:
 
 
 def run_query(
-    catalog_dir: Path,
+    root: Root,
     sql: str,
     params: list | None = None,
     *,
     limits: QueryLimits | None = None,
 ) -> tuple[list[str], list[tuple]]:
-    """Run one read-only query; return (column names, rows), at most ``limits.max_rows`` rows.
+    """Run one read-only query over the catalog of ``root`` (``WarehouseLayout.root``); return
+    (column names, rows), at most ``limits.max_rows`` rows.
 
     The query runs in a sandboxed child process (``catalog/sandbox.py``): it can read the
     catalog and nothing else, its memory is bounded by the operating system, and it is killed
@@ -131,13 +133,14 @@ def run_query(
     limits = limits or QueryLimits()
     check_read_only(sql)
     memory_bytes = _memory_bytes(limits)
-    views, allowed_dir, bucket = _request_parts(catalog_dir)
+    views, allowed_dir, bucket = _request_parts(root)
     answer = run_in_child(
         sql,
         params or [],
         views=views,
         allowed_dir=allowed_dir,
         bucket=bucket,
+        gcs_endpoint=root.bucket.endpoint if root.bucket is not None else None,
         memory_limit=limits.memory_limit,
         memory_bytes=memory_bytes,
         max_rows=limits.max_rows,

@@ -73,6 +73,7 @@ class Request:
     views: list[str]
     allowed_dir: str  # the catalog folder (or gs://.../catalog/), the only readable directory
     bucket: bool  # register the gcsfs filesystem for gs:// views
+    gcs_endpoint: str | None  # of that filesystem: an emulator, or None for GCS
     memory_limit: str
     memory_bytes: int
     max_rows: int | None
@@ -102,7 +103,7 @@ def _run(request: Request) -> Answer:
     if request.bucket:
         from episode_warehouse.bucket.catalog_files import filesystem
 
-        con.register_filesystem(filesystem())
+        con.register_filesystem(filesystem(request.gcs_endpoint))
     con.execute("SET allowed_directories = [?]", [request.allowed_dir])
     con.execute("SET temp_directory = ?", [request.temp_dir])
     for statement in request.views:
@@ -196,6 +197,7 @@ def run_in_child(
     views: list[str],
     allowed_dir: str,
     bucket: bool,
+    gcs_endpoint: str | None = None,
     memory_limit: str,
     memory_bytes: int,
     max_rows: int | None,
@@ -212,6 +214,7 @@ def run_in_child(
         views,
         allowed_dir,
         bucket,
+        gcs_endpoint,
         memory_limit,
         memory_bytes,
         max_rows,

@@ -27,8 +27,8 @@ def publish_statistics(
     from episode_warehouse.ted.statistics import numeric_keys, partition_partials
 
     ted_dir = layout.ted_dir(source, partition)
-    ted = require(ted_dir, f"{source}_ted", partition)
-    store = CatalogStore(layout.catalog_dir)
+    ted = require(layout.root, ted_dir, f"{source}_ted", partition)
+    store = CatalogStore(layout.root)
     store.ensure_database()
 
     def build(tmp: Path) -> dict:
@@ -45,6 +45,7 @@ def publish_statistics(
         return {"keys": [k if isinstance(k, str) else "/".join(k) for k in keys], "rows": n}
 
     return build_if_changed(
+        layout.root,
         store.partition_dir(source, partition, STATISTICS),
         {"ted": ted["version"], "code_version": code_version, "format": STATISTICS.format_id},
         build,
@@ -54,9 +55,9 @@ def publish_statistics(
 def read_partition_statistics(root: Path | str, source: str, partition: str) -> pa.Table | None:
     """The partition's statistics rows when they describe its current TED, else None."""
     layout = WarehouseLayout.from_root(root)
-    folder = CatalogStore(layout.catalog_dir).partition_dir(source, partition, STATISTICS)
-    record = checkout(folder)  # a bucket root: the small statistics file is pulled
-    ted = published(layout.ted_dir(source, partition)).get("version")
+    folder = CatalogStore(layout.root).partition_dir(source, partition, STATISTICS)
+    record = checkout(layout.root, folder)  # a bucket root: the small statistics file is pulled
+    ted = published(layout.root, layout.ted_dir(source, partition)).get("version")
     if not record or record.get("inputs", {}).get("ted") != ted:
         return None
     return pq.read_table(folder / STATISTICS.file_name)

@@ -21,9 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from episode_warehouse.atomic import staging_path, unpublish
-from episode_warehouse.bucket.root import BucketRoot, bucket_of
+from episode_warehouse.bucket.root import BucketRoot
 from episode_warehouse.catalog.schema import EPISODES, PARTITIONS, STATISTICS, TABLES, Table
 from episode_warehouse.incremental import RECORD, Built, build_if_changed
+from episode_warehouse.roots import Root
 
 log = logging.getLogger(__name__)
 DB_NAME = "catalog.duckdb"
@@ -41,12 +42,12 @@ def _empty_tables(tables: list[Table]):
 
 
 class CatalogStore:
-    """The catalog folder of one warehouse root."""
+    """The catalog of one warehouse root (its ``catalog/`` folder)."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = Path(folder)
-        found = bucket_of(self.folder)
-        self.bucket: BucketRoot | None = found[0] if found else None
+    def __init__(self, root: Root) -> None:
+        self.root = root
+        self.folder = root.folder / "catalog"
+        self.bucket: BucketRoot | None = root.bucket
 
     @property
     def url(self) -> str:
@@ -117,7 +118,7 @@ class CatalogStore:
             self.write_rows(tmp, episodes, partition_row)
             return {"episodes": episodes.num_rows, "frames": partition_row["frames"]}
 
-        built = build_if_changed(self.partition_dir(source, key), inputs, build)
+        built = build_if_changed(self.root, self.partition_dir(source, key), inputs, build)
         if built.rebuilt:
             log.info("catalog: published %d episodes of %s/%s", episodes.num_rows, source, key)
         return built
@@ -127,11 +128,9 @@ class CatalogStore:
         removed = False
         for table in (STATISTICS, EPISODES):
             folder = self.partition_dir(source, partition, table)
-            if self.bucket is not None:
-                from episode_warehouse.bucket.artifact import RemoteArtifact
-
-                rel = folder.relative_to(self.folder.parent).as_posix()
-                removed = RemoteArtifact(self.bucket, rel).delete() or removed
+            remote = self.root.remote(folder, RECORD)
+            if remote is not None:
+                removed = remote.delete() or removed
             removed = unpublish(folder) or removed
         return removed
 
@@ -161,6 +160,7 @@ class CatalogStore:
         for folder in sorted({t.folder for t in TABLES}):  # schema-only files: views work empty
             tables = [t for t in TABLES if t.folder == folder]
             build_if_changed(
+                self.root,
                 self.folder / folder / _EMPTY / "_schema",
                 {"schemas": {t.name: t.arrow_schema.to_string() for t in tables}, "layout": LAYOUT},
                 _empty_tables(tables),

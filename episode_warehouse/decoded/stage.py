@@ -26,10 +26,12 @@ def decode_from_raw(
     rebuild the decoded folder when the raw version or the code version changed.
     ``make_build(raw_dir, raw_record, lineage)`` returns the build function."""
     raw_dir = layout.raw_dir(source, key)
-    checkout(raw_dir)  # a bucket root: pull first; a pull swaps the folder, never under reading()
+    # a bucket root: pull first; a pull swaps the folder, never under reading()
+    checkout(layout.root, raw_dir)
     with reading(raw_dir):
-        raw = require(raw_dir, raw_asset, key, here=True)
+        raw = require(layout.root, raw_dir, raw_asset, key, here=True)
         return build_if_changed(
+            layout.root,
             layout.decoded_dir(source, key),
             {"raw": raw["version"], "code_version": code_version, "format": FORMAT_ID},
             make_build(raw_dir, raw, lineage(source, key, raw)),

@@ -46,7 +46,7 @@ def export_episodes(root: Path, rows: list[tuple[str, str, int, int, int]]) -> l
     """``rows`` (source, partition, episode, start, length) with their TEDs opened once each."""
     from episode_warehouse.ted.reader import open_ted_folder
 
-    layout = WarehouseLayout(Path(root))
+    layout = WarehouseLayout.local(root)
     opened: dict[tuple[str, str], tuple[Path, dict, TensorDictBase]] = {}
     out = []
     for source, partition, _, start, length in rows:

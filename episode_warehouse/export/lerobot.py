@@ -27,6 +27,7 @@ from episode_warehouse.export.frames import frame_paths, png_jobs, scratch_bytes
 from episode_warehouse.export.png_writer import PngWriters
 from episode_warehouse.incremental import Built, build_if_changed, published
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.roots import Root
 
 log = logging.getLogger(__name__)
 EXPORT_META = "meta/warehouse_export.json"
@@ -58,7 +59,7 @@ class ExportRequest:
     """What to export: ``episodes`` rows (source, partition, episode, start, length)."""
 
     name: str
-    root: str
+    root: str  # the folder holding the TEDs (a bucket root's local copy)
     episodes: list[tuple[str, str, int, int, int]]
     video: bool = False
     query: str | None = None
@@ -141,6 +142,7 @@ def export_lerobot(
     request: ExportRequest,
     target: Path,
     *,
+    root: Root | None = None,
     workers: int = 1,
     batched_embedding: bool = True,
     scratch_dir: Path | None = None,
@@ -148,6 +150,10 @@ def export_lerobot(
 ) -> Built:
     """Export ``request`` to ``target`` (a LeRobot dataset root); returns what was published
     (``.meta`` is the export's record, ``.rebuilt`` whether it was written now).
+
+    ``root`` is the warehouse root the TEDs and ``target`` belong to (``WarehouseLayout.root``;
+    a bucket root publishes the export to its bucket); without it, ``request.root`` is a local
+    root and ``target`` a plain folder.
 
     ``workers`` processes write the PNG frames while this one feeds lerobot's writer;
     ``batched_embedding=False`` leaves lerobot's row-by-row embedding in place (to measure it);
@@ -174,12 +180,12 @@ def export_lerobot(
         )
     from episode_warehouse.loading.selection import Selection
 
+    layout = WarehouseLayout(root) if root is not None else WarehouseLayout.local(request.root)
     selection = Selection.from_rows(  # the rows match their TEDs
-        list(request.episodes), request.root, query=request.query
+        list(request.episodes), layout, query=request.query
     )
-    layout = WarehouseLayout(Path(request.root))
     teds = {
-        f"{s}:{p}": published(layout.ted_dir(s, p)).get("version")
+        f"{s}:{p}": published(layout.root, layout.ted_dir(s, p)).get("version")
         for s, p in sorted({(e[0], e[1]) for e in request.episodes})
     }
     inputs = {
@@ -212,7 +218,7 @@ def export_lerobot(
             "episode_list": [list(e) for e in request.episodes],
         }
 
-    built = build_if_changed(Path(target), inputs, build, record=EXPORT_META)
+    built = build_if_changed(layout.root, Path(target), inputs, build, record=EXPORT_META)
     if built.rebuilt:
         log.info(
             "exported %d episodes (%d frames) to %s",

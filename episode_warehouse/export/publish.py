@@ -38,7 +38,7 @@ def source_partitions(layout: WarehouseLayout, export: dict) -> list[SourceParti
     if keys:
         where = " OR ".join(["(source = ? AND partition = ?)"] * len(keys))
         _, rows = run_query(
-            layout.catalog_dir,
+            layout.root,
             f"SELECT source, partition, source_url, episodes, frames FROM partitions WHERE {where}",
             [x for k in keys for x in k],
         )
@@ -46,7 +46,7 @@ def source_partitions(layout: WarehouseLayout, export: dict) -> list[SourceParti
     out = []
     for source, partition in keys:
         row = found.get((source, partition), (source, partition, "", 0, 0))
-        raw = published(layout.raw_dir(source, partition))
+        raw = published(layout.root, layout.raw_dir(source, partition))
         out.append(
             SourcePartition(
                 source,
@@ -79,7 +79,7 @@ def publish_export(
     """
     check_export_name(name)
     folder = layout.lerobot_dir(name)
-    export = checkout(folder, EXPORT_META)
+    export = checkout(layout.root, folder, EXPORT_META)
     if not export:
         raise NotMaterializedError(
             "no export of this name in the warehouse",

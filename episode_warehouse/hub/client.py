@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,9 +27,9 @@ from episode_warehouse.errors import (
 )
 from episode_warehouse.hub.url import check_revision
 from episode_warehouse.retry import RetryPolicy, call_with_retries
+from episode_warehouse.settings import Settings
 
 log = logging.getLogger(__name__)
-DEFAULT_ENDPOINT = "https://huggingface.co"
 _LICENSE = re.compile(r"^[a-z0-9][a-z0-9.+-]{0,63}$")  # the hub's license ids
 _TOKEN_FIX = (
     "if the repo is private or gated, accept its terms on the hub and set HF_TOKEN (or run "
@@ -87,10 +86,11 @@ class HubClient:
         from huggingface_hub import HfApi
 
         self.repo_type = repo_type
-        self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+        settings = Settings.from_env(hub_endpoint=endpoint)
+        self.endpoint = settings.hub_endpoint
         self.token = token or None  # None: huggingface_hub finds HF_TOKEN or the saved login
         self.policy = policy or RetryPolicy()
-        self.cache_dir = _cache_dir()
+        self.cache_dir = settings.hub_cache
         self.api = HfApi(endpoint=self.endpoint, token=self.token)
 
     def _call(self, fn, *, repo_id: str, revision: str | None = None, path: str | None = None):
@@ -343,16 +343,6 @@ class HubClient:
             fix="retried; if it persists, the cache or the network alters files: clear the "
             "huggingface_hub cache of this repo",
         )
-
-
-def _cache_dir() -> str | None:
-    """huggingface_hub's cache folder from the environment now (its own constant is read when
-    it is imported): ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else its default."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return os.environ["HF_HUB_CACHE"]
-    if os.environ.get("HF_HOME"):
-        return os.path.join(os.environ["HF_HOME"], "hub")
-    return None
 
 
 def _translate(exc: Exception, subject: str, revision: str | None) -> Exception:

@@ -86,7 +86,7 @@ class Selection:
         """``"source:partition"`` -> the version of the TED each partition is read from."""
         layout = WarehouseLayout.from_root(self.root)
         return {
-            f"{s}:{p}": published(layout.ted_dir(s, p)).get("version", "")
+            f"{s}:{p}": published(layout.root, layout.ted_dir(s, p)).get("version", "")
             for s, p in self.partitions
         }
 
@@ -94,7 +94,7 @@ class Selection:
     def from_rows(
         cls,
         rows: list[tuple],
-        root: str | os.PathLike | None = None,
+        root: str | os.PathLike | WarehouseLayout | None = None,
         *,
         query: str | None = None,
         params: list | tuple | None = None,
@@ -105,14 +105,15 @@ class Selection:
 
         Every row is matched against its partition's TED: the episode must exist there with
         exactly that start and length, so a query cannot read past an episode's end or into
-        another episode (``length + 40``, ``-30 AS start``).
+        another episode (``length + 40``, ``-30 AS start``). ``root``: the warehouse root's
+        setting (see :meth:`WarehouseLayout.from_root`), or its layout.
 
         Raises:
             NotMaterializedError: a row names a partition without a TED (lists them all).
             CatalogQueryError: a row's start or length is not its episode's (names the row), or
                 a weight that is negative, NaN, infinite, or all weights zero.
         """
-        layout = WarehouseLayout.from_root(root)
+        layout = root if isinstance(root, WarehouseLayout) else WarehouseLayout.from_root(root)
         partitions = sorted({(r[0], r[1]) for r in rows})  # one check per partition, not per row
         missing = [p for p in partitions if not _has_ted(layout, *p)]
         if missing:
@@ -126,7 +127,7 @@ class Selection:
         weighted = (len(rows[0]) > 5) if weighted is None and rows else bool(weighted)
         weight = _weights([r[5] for r in rows]) if weighted else None
         selection = cls(
-            layout.root if layout.bucket is None else layout.url,
+            layout.folder if layout.bucket is None else layout.url,
             tuple(r[0] for r in rows),
             tuple(r[1] for r in rows),
             np.array([r[2] for r in rows], dtype=np.int64),
@@ -264,7 +265,7 @@ class Selection:
 def _has_ted(layout: WarehouseLayout, source: str, partition: str) -> bool:
     if layout.bucket is None:
         return (layout.ted_dir(source, partition) / META).is_file()
-    return bool(published(layout.ted_dir(source, partition)))
+    return bool(published(layout.root, layout.ted_dir(source, partition)))
 
 
 def _ted_episodes(layout: WarehouseLayout, source: str, partition: str) -> pa.Table:
@@ -313,7 +314,7 @@ def select_episodes(
         NotMaterializedError: it names partitions that have no TED.
     """
     layout = WarehouseLayout.from_root(root)
-    columns, rows = run_query(layout.catalog_dir, sql, params)
+    columns, rows = run_query(layout.root, sql, params)
     if tuple(columns[:5]) != REQUIRED:
         raise CatalogQueryError(
             f"the query returns {columns[:5]}, a selection needs {list(REQUIRED)} first",
@@ -327,7 +328,7 @@ def select_episodes(
     weighted = len(columns) > 5 and columns[5] == WEIGHT
     return Selection.from_rows(
         [tuple(r[:6]) if weighted else tuple(r[:5]) for r in rows],
-        layout.url,
+        layout,
         query=sql,
         params=params,
         weighted=weighted,

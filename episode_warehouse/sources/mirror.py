@@ -14,6 +14,7 @@ from episode_warehouse.blobstore import BlobInfo, BlobStore, DownloadStats
 from episode_warehouse.confine import inside
 from episode_warehouse.incremental import published
 from episode_warehouse.progress import progress
+from episode_warehouse.roots import Root
 
 
 @dataclass
@@ -33,6 +34,7 @@ def mirror_files(
     staging: Path,
     report: MirrorReport,
     *,
+    root: Root,
     subdir: str,
     workers: int = 4,
 ) -> dict[str, dict]:
@@ -41,7 +43,7 @@ def mirror_files(
 
     Shared by every source whose raw stage is a set of files from a blob store.
     """
-    old = published(target).get("files", {})
+    old = published(root, target).get("files", {})
     folder = staging / subdir
     folder.mkdir(parents=True, exist_ok=True)
     partial = target.parent / f".partial-{target.name}"

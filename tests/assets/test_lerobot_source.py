@@ -8,6 +8,7 @@ import torch
 
 from episode_warehouse import open_ted
 from episode_warehouse.loading import select_episodes
+from episode_warehouse.roots import LocalRoot
 from warehouse_cli.main import main
 from warehouse_fixtures.gcs_emulator import upload_tree
 from warehouse_fixtures.lerobot_writer import TELEOP, LeRobotSpec, write_lerobot_dataset
@@ -43,7 +44,7 @@ def test_a_lerobot_dataset_from_a_folder_and_from_a_bucket(
     from episode_warehouse.catalog import run_query
 
     _, rows = run_query(
-        warehouse_env / "catalog",
+        LocalRoot(warehouse_env),
         "SELECT fps, robot_type, episodes, frames FROM partitions WHERE source = 'lerobot'",
     )
     assert rows == [(SPEC.fps, "fixture_arm", len(SPEC.lengths), sum(SPEC.lengths))]
@@ -76,7 +77,7 @@ def _assert_catalog_keeps_lerobot_metadata(root, lerobot_folder):
 
     meta = pq.read_table(lerobot_folder / SPEC.repo_id / "meta" / "episodes").to_pylist()
     _, rows = run_query(
-        root / "catalog",
+        LocalRoot(root),
         "SELECT episode, tasks, lerobot_stats FROM episodes WHERE source = 'lerobot' "
         "ORDER BY episode",
     )
@@ -86,7 +87,7 @@ def _assert_catalog_keeps_lerobot_metadata(root, lerobot_folder):
         assert stats["observation.state"]["mean"] == m["stats/observation.state/mean"]
         assert stats["observation.images.top"]["max"] == m["stats/observation.images.top/max"]
     _, mean = run_query(
-        root / "catalog",
+        LocalRoot(root),
         "SELECT lerobot_stats->'action'->'count' FROM episodes "
         "WHERE source = 'lerobot' AND episode = 1",
     )
@@ -100,7 +101,9 @@ def _assert_export_round_trips(theirs, root):
     from episode_warehouse.paths import WarehouseLayout
 
     name = "lerobot-" + SPEC.repo_id.replace("/", "-")
-    ours = LeRobotDataset(f"episode-warehouse/{name}", root=WarehouseLayout(root).lerobot_dir(name))
+    ours = LeRobotDataset(
+        f"episode-warehouse/{name}", root=WarehouseLayout.local(root).lerobot_dir(name)
+    )
     assert (ours.fps, ours.meta.robot_type) == (theirs.fps, theirs.meta.robot_type)
     assert ours.meta.total_episodes == theirs.meta.total_episodes
     assert len(ours) == len(theirs)
@@ -131,7 +134,7 @@ def test_a_teleoperation_dataset_goes_through_every_stage(warehouse_env, monkeyp
     td = open_ted("lerobot", TELEOP.repo_id, root=warehouse_env)
     assert ("next", "reward") not in td.keys(True, True)
     _, rows = run_query(
-        warehouse_env / "catalog",
+        LocalRoot(warehouse_env),
         'SELECT length, "return", terminated, truncated FROM episodes ORDER BY episode',
     )
     assert rows == [(n, None, False, True) for n in TELEOP.lengths]
@@ -145,7 +148,7 @@ def test_a_teleoperation_dataset_goes_through_every_stage(warehouse_env, monkeyp
     theirs = LeRobotDataset(TELEOP.repo_id, root=folder / TELEOP.repo_id)
     name = "lerobot-" + TELEOP.repo_id.replace("/", "-")
     ours = LeRobotDataset(
-        f"episode-warehouse/{name}", root=WarehouseLayout(warehouse_env).lerobot_dir(name)
+        f"episode-warehouse/{name}", root=WarehouseLayout.local(warehouse_env).lerobot_dir(name)
     )
     assert "next.reward" not in ours.meta.features and len(ours) == len(theirs)
     assert ours.meta.robot_type == TELEOP.robot_type and ours.fps == TELEOP.fps

@@ -12,6 +12,7 @@ import torch
 
 from episode_warehouse import open_ted
 from episode_warehouse.catalog import run_query
+from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.openx.fingerprints import openx_fingerprints
 from warehouse_cli.main import main
 from warehouse_fixtures.gcs_emulator import upload_tree
@@ -44,14 +45,14 @@ def test_an_rlds_dataset_from_a_folder_and_a_bucket(
     td = open_ted("openx", "toy_robot", root=warehouse_env)
     assert td.batch_size[0] == sum(n for parts in SHARDS.values() for s in parts for _, n, _ in s)
     _, rows = run_query(
-        warehouse_env / "catalog",
+        LocalRoot(warehouse_env),
         "SELECT split, dataset_version, count(*), "
         "min(json_extract_string(episode_metadata, '$.episode_id')) FROM episodes "
         "WHERE source = 'openx' GROUP BY ALL ORDER BY split",
     )
     assert rows == [("train", "1.0.0", 4, "ep-0"), ("val", "1.0.0", 1, "ep-3")]
     _, rows = run_query(
-        warehouse_env / "catalog",
+        LocalRoot(warehouse_env),
         "SELECT source_url FROM partitions WHERE source = 'openx'",
     )
     assert rows[0][0].endswith("toy_robot/1.0.0")  # the version read, in the lineage
@@ -81,9 +82,9 @@ def _assert_export_holds_the_steps(root, td):
 
     ours = LeRobotDataset(
         "episode-warehouse/openx-toy_robot",
-        root=WarehouseLayout(root).lerobot_dir("openx-toy_robot"),
+        root=WarehouseLayout.local(root).lerobot_dir("openx-toy_robot"),
     )
-    ted = WarehouseLayout(root).ted_dir("openx", "toy_robot")
+    ted = WarehouseLayout.local(root).ted_dir("openx", "toy_robot")
     tasks = json.loads((ted / "meta.json").read_text())["tasks"]
     starts = pq.read_table(ted / "episodes.parquet")["start"].to_pylist()
     names = ours.meta.features["action"]["names"]

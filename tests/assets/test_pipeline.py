@@ -45,7 +45,7 @@ def test_catalog_rows_match_the_ted(warehouse_env, instance):
     for source, key in (("atari", "Breakout/2"), ("openx", "cmu_stretch")):
         td = open_ted(source, key)
         cols, rows = run_query(
-            layout.catalog_dir,
+            layout.root,
             'SELECT episode, start, length, "return", terminated, truncated, '
             "source_files, run_id, code_version FROM episodes "
             "WHERE source = ? AND partition = ? ORDER BY episode",
@@ -66,7 +66,7 @@ def test_catalog_rows_match_the_ted(warehouse_env, instance):
             assert len(run_id) == 36 and code == versions.CATALOG_ROWS
         assert sum(r[2] for r in rows) == td.batch_size[0]
     _, parts = run_query(
-        layout.catalog_dir, "SELECT source, partition, frames, episodes FROM partitions ORDER BY 1"
+        layout.root, "SELECT source, partition, frames, episodes FROM partitions ORDER BY 1"
     )
     assert [(s, p) for s, p, *_ in parts] == [("atari", "Breakout/2"), ("openx", "cmu_stretch")]
 
@@ -75,9 +75,7 @@ def test_rematerializing_replaces_rows_without_duplicates(warehouse_env, instanc
     materialize_partition("openx", "bridge", instance=instance)
     materialize_partition("openx", "bridge", instance=instance)
     layout = WarehouseLayout.from_root(warehouse_env)
-    _, rows = run_query(
-        layout.catalog_dir, "SELECT count(*), count(DISTINCT episode) FROM episodes"
-    )
+    _, rows = run_query(layout.root, "SELECT count(*), count(DISTINCT episode) FROM episodes")
     assert rows[0][0] == rows[0][1] == 4
 
 

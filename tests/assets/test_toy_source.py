@@ -73,14 +73,14 @@ def test_the_toy_source_goes_through_every_generated_stage(toy_world, warehouse_
     assert terminated == [ends[0], ends[2]]  # the simulator ends even-numbered episodes
 
     _, rows = run_query(
-        WarehouseLayout.from_root(warehouse_env).catalog_dir,
+        WarehouseLayout.from_root(warehouse_env).root,
         "SELECT episode, length, \"return\", terminated FROM episodes WHERE source = 'toy' "
         "ORDER BY episode",
     )
     assert [(r[0], r[1], r[3]) for r in rows] == [(0, 7, True), (1, 4, False), (2, 9, True)]
     np.testing.assert_allclose([r[2] for r in rows], [e["reward"].sum() for e in truth], rtol=1e-6)
     _, fps = run_query(
-        WarehouseLayout.from_root(warehouse_env).catalog_dir,
+        WarehouseLayout.from_root(warehouse_env).root,
         "SELECT fps FROM partitions WHERE source = 'toy'",
     )
     assert fps == [(toy.FPS,)]

@@ -23,5 +23,15 @@ def bucket_url(gcs_endpoint, tmp_path, monkeypatch) -> str:
     return url
 
 
+def layout_of(url: str) -> WarehouseLayout:
+    """The bucket root ``url`` with its local copy under ``$EPISODE_WAREHOUSE_LOCAL_COPY``."""
+    return WarehouseLayout.from_root(url)
+
+
+def root_of(url: str):
+    return layout_of(url).root
+
+
 def scratch_of(url: str):
-    return WarehouseLayout.from_root(url).root
+    """The local copy of the bucket root ``url``."""
+    return root_of(url).folder

@@ -33,7 +33,7 @@ def test_bucket_root_equals_local_root(warehouse_env, bucket_url, tmp_path, monk
     _materialize_all()  # into the bucket (bucket_url set EPISODE_WAREHOUSE_ROOT)
     bucket = BucketRoot.parse(bucket_url)
     over_bucket = {
-        q: run_query(WarehouseLayout.from_root().catalog_dir, q) for q in (EPISODES, PARTITION_ROWS)
+        q: run_query(WarehouseLayout.from_root().root, q) for q in (EPISODES, PARTITION_ROWS)
     }
     from_bucket = {p: open_ted(*p) for p in PARTITIONS}
     records = {p: RemoteArtifact(bucket, f"ted/{p[0]}/{p[1]}").read()[0] for p in PARTITIONS}
@@ -41,7 +41,7 @@ def test_bucket_root_equals_local_root(warehouse_env, bucket_url, tmp_path, monk
     monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", str(warehouse_env))
     _materialize_all()
     local = WarehouseLayout.from_root()
-    assert {q: run_query(local.catalog_dir, q) for q in (EPISODES, PARTITION_ROWS)} == over_bucket
+    assert {q: run_query(local.root, q) for q in (EPISODES, PARTITION_ROWS)} == over_bucket
     assert len(over_bucket[EPISODES][1]) > 10
     for (source, key), record in records.items():
         folder = local.ted_dir(source, key)

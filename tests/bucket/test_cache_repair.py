@@ -10,7 +10,7 @@ from episode_warehouse.bucket.root import BucketRoot
 from episode_warehouse.ted.layout import META
 from episode_warehouse.ted.reader import open_ted_folder
 from episode_warehouse.ted.remote_cache import cached_ted
-from tests.bucket.conftest import scratch_of
+from tests.bucket.conftest import layout_of, scratch_of
 from tests.helpers import build_atari
 
 
@@ -20,7 +20,7 @@ def _arrays(td) -> dict:
 
 @pytest.fixture
 def cached(bucket_url):
-    build_atari(scratch_of(bucket_url), "Pong/1", 1, episodes=10)
+    build_atari(layout_of(bucket_url), "Pong/1", 1, episodes=10)
     root = BucketRoot.parse(bucket_url)
     folder = cached_ted(root, "atari", "Pong/1")
     return root, folder, _arrays(open_ted_folder(scratch_of(bucket_url) / "ted/atari/Pong/1"))
@@ -78,7 +78,7 @@ def test_a_missing_object_of_the_current_version_fails_at_once(bucket_url, tmp_p
     from episode_warehouse.bucket.artifact import PUBLISHED, RemoteArtifact
     from episode_warehouse.errors import SourceMissingError
 
-    build_atari(scratch_of(bucket_url), "Pong/1", 1, episodes=10)
+    build_atari(layout_of(bucket_url), "Pong/1", 1, episodes=10)
     root = BucketRoot.parse(bucket_url)
     artifact = RemoteArtifact(root, "ted/atari/Pong/1")
     record, _ = artifact.read()

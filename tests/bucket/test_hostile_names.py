@@ -20,7 +20,7 @@ from episode_warehouse.gcs import gcs_client
 from episode_warehouse.incremental import checkout
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources.lerobot.mirror import mirror_dataset
-from tests.bucket.conftest import scratch_of
+from tests.bucket.conftest import layout_of, root_of, scratch_of
 from tests.helpers import build_atari
 
 TED = "ted/atari/Pong/1"
@@ -50,8 +50,7 @@ def test_a_record_entry_that_leaves_the_folder_is_refused_on_trainer_and_worker(
 ):
     absolute = tmp_path / "abs-escaped.txt"
     entry = str(absolute) if entry == "ABSOLUTE" else entry
-    scratch = scratch_of(bucket_url)
-    build_atari(scratch, "Pong/1", 1, episodes=10)
+    build_atari(layout_of(bucket_url), "Pong/1", 1, episodes=10)
 
     def add_entry(record):
         section = record[PUBLISHED]
@@ -67,7 +66,9 @@ def test_a_record_entry_that_leaves_the_folder_is_refused_on_trainer_and_worker(
 
     monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "worker"))
     with pytest.raises(CorruptInputError, match="record entry"):
-        checkout(scratch_of(bucket_url) / TED)  # a worker: pulls into its scratch copy
+        checkout(
+            root_of(bucket_url), scratch_of(bucket_url) / TED
+        )  # a worker: pulls into its scratch copy
     new = _files_under(tmp_path) - before
     assert not [p for p in new if "escaped" in p or p.endswith("/x")], new
     assert not absolute.exists()
@@ -75,9 +76,8 @@ def test_a_record_entry_that_leaves_the_folder_is_refused_on_trainer_and_worker(
 
 @pytest.mark.parametrize("token", ["..", "../Pong", ".", "a/b"])
 def test_a_version_token_with_dot_dot_deletes_no_sibling(bucket_url, tmp_path, token):
-    scratch = scratch_of(bucket_url)
-    build_atari(scratch, "Pong/1", 1, episodes=10)
-    build_atari(scratch, "Pong/2", 2, episodes=10)
+    build_atari(layout_of(bucket_url), "Pong/1", 1, episodes=10)
+    build_atari(layout_of(bucket_url), "Pong/2", 2, episodes=10)
     sibling = open_ted("atari", "Pong/2")  # cached: a complete folder beside Pong/1's
     cached = Path(BucketRoot.parse(bucket_url).cache()) / "ted/atari/Pong/2"
     kept = _files_under(cached)
@@ -104,7 +104,9 @@ def test_object_names_from_a_gcs_source_stay_inside_the_raw_folder(gcs_endpoint,
     store = open_blob_store("gs://hostile-lerobot/lr", endpoint=gcs_endpoint)
     layout = WarehouseLayout.from_root(tmp_path / "wh")
     with pytest.raises(CorruptInputError, match=r"object name .*\.\./"):
-        mirror_dataset(store, "me/ds", layout.raw_dir("lerobot", "me/ds"), code_version="t")
+        mirror_dataset(
+            store, "me/ds", layout.raw_dir("lerobot", "me/ds"), root=layout.root, code_version="t"
+        )
     assert not _files_under(tmp_path / "wh")
     assert not list(tmp_path.rglob("escaped"))
 

@@ -18,11 +18,12 @@ import pytest
 from episode_warehouse import open_ted
 from episode_warehouse.bucket import artifact as artifact_module
 from episode_warehouse.bucket.artifact import PUBLISHED, RemoteArtifact
+from episode_warehouse.bucket.copy import BucketCopy
 from episode_warehouse.bucket.root import BucketRoot, bind
 from episode_warehouse.errors import ConcurrentWriteError
 from episode_warehouse.incremental import build_if_changed, published
 from episode_warehouse.ted.reader import open_ted_folder
-from tests.bucket.conftest import scratch_of
+from tests.bucket.conftest import layout_of, root_of, scratch_of
 from tests.helpers import build_atari
 from tests.reliability.fault_proxy import FaultProxy
 
@@ -53,8 +54,8 @@ def test_the_bucket_holds_the_ted_the_scratch_built_and_a_new_machine_skips_it(
     bucket_url, tmp_path, monkeypatch
 ):
     scratch = scratch_of(bucket_url)
-    build_atari(scratch, "Pong/1", 1)
-    record = published(scratch / TED)
+    build_atari(layout_of(bucket_url), "Pong/1", 1)
+    record = published(root_of(bucket_url), scratch / TED)
     files = record[PUBLISHED]["files"]
     local = sorted(
         p.relative_to(scratch / TED).as_posix()
@@ -74,7 +75,9 @@ def test_the_bucket_holds_the_ted_the_scratch_built_and_a_new_machine_skips_it(
     # another machine (an empty scratch folder): same inputs, nothing rebuilt or re-uploaded
     monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "other-machine"))
     other = scratch_of(bucket_url)
-    built = build_if_changed(other / TED, record["inputs"], lambda tmp: pytest.fail("rebuilt"))
+    built = build_if_changed(
+        root_of(bucket_url), other / TED, record["inputs"], lambda tmp: pytest.fail("rebuilt")
+    )
     assert not built.rebuilt and built.version == record["version"]
     assert _same(_arrays(open_ted("atari", "Pong/1")), _arrays(open_ted_folder(scratch / TED)))
 
@@ -95,9 +98,9 @@ def test_a_publisher_killed_between_files_leaves_the_previous_version(
     bucket_url, gcs_endpoint, tmp_path, monkeypatch
 ):
     scratch = scratch_of(bucket_url)
-    build_atari(scratch, "Pong/1", 1)
+    build_atari(layout_of(bucket_url), "Pong/1", 1)
     before = _arrays(open_ted_folder(scratch / TED))
-    record = published(scratch / TED)
+    record = published(root_of(bucket_url), scratch / TED)
     new = _local_ted(tmp_path, 2)
     spec = json.dumps({"url": bucket_url, "rel": TED, "folder": str(new)})
     with FaultProxy(gcs_endpoint, [], hold_uploads_after=3) as proxy:
@@ -109,7 +112,7 @@ def test_a_publisher_killed_between_files_leaves_the_previous_version(
         assert child.poll() is None, "the publisher ended before it was killed"
         child.kill()  # SIGKILL: between its third and fourth file
         child.wait()
-    after = published(scratch / TED)
+    after = published(root_of(bucket_url), scratch / TED)
     assert after == record  # the record was never replaced
     debris = [n for n in _objects(bucket_url, f"{TED}/.v/") if record[PUBLISHED]["prefix"] not in n]
     assert len(debris) == 3  # the killed writer's objects: listed by no record
@@ -144,7 +147,7 @@ def test_a_publisher_killed_between_files_leaves_the_previous_version(
 
 def test_two_machines_publishing_at_once_one_wins_the_other_fails_clearly(bucket_url, tmp_path):
     scratch = scratch_of(bucket_url)
-    build_atari(scratch, "Pong/1", 1)
+    build_atari(layout_of(bucket_url), "Pong/1", 1)
     root = BucketRoot.parse(bucket_url)
     versions = {"a": _local_ted(tmp_path, 2), "b": _local_ted(tmp_path, 3)}
     both_read = threading.Barrier(2, timeout=60)
@@ -161,7 +164,9 @@ def test_two_machines_publishing_at_once_one_wins_the_other_fails_clearly(bucket
             return json.loads((versions[name] / "meta.json").read_text())
 
         try:
-            outcome[name] = build_if_changed(folder / TED, {"seed": name}, build)
+            outcome[name] = build_if_changed(
+                BucketCopy(root, folder), folder / TED, {"seed": name}, build
+            )
         except ConcurrentWriteError as exc:
             outcome[name] = exc
 
@@ -176,7 +181,7 @@ def test_two_machines_publishing_at_once_one_wins_the_other_fails_clearly(bucket
     winner = "b" if loser == "a" else "a"
     assert "another writer published this artifact first" in str(error)
     assert TED in str(error) and "withdrawn" in str(error)
-    record = published(scratch / TED)
+    record = published(root_of(bucket_url), scratch / TED)
     assert record["inputs"] == {"seed": winner}
     # every object left is the winner's or the version it replaced (retired, kept for its
     # readers); none is the loser's; the reader gets the winner's TED, whole

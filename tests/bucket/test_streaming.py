@@ -26,7 +26,7 @@ from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.ted import remote_ranges as ted_ranges
 from episode_warehouse.ted.reader import open_ted_folder
 from episode_warehouse.ted.remote_ranges import RemoteTed
-from tests.bucket.conftest import scratch_of
+from tests.bucket.conftest import layout_of, root_of, scratch_of
 from tests.helpers import build_atari
 from tests.reliability.fault_proxy import FaultProxy
 
@@ -40,9 +40,9 @@ def _expected(ted, start: int, length: int) -> dict:
 @pytest.mark.slow  # ~50 s: a 9,000-step partition and a fresh interpreter
 def test_a_fresh_node_fetches_only_the_selected_episodes(bucket_url, gcs_endpoint, tmp_path):
     scratch = scratch_of(bucket_url)
-    build_atari(scratch, "Pong/9", 9, capacity=2000, episodes=70, lengths=(120, 181))
+    build_atari(layout_of(bucket_url), "Pong/9", 9, capacity=2000, episodes=70, lengths=(120, 181))
     ted_dir = scratch / "ted/atari/Pong/9"
-    record = published(ted_dir)
+    record = published(root_of(bucket_url), ted_dir)
     assert 8_000 <= record["rows"] <= 10_000
     ted_bytes = sum(int(f["size"]) for f in record["published"]["files"].values())
     spec = tmp_path / "spec.json"
@@ -84,8 +84,8 @@ def test_503s_resets_and_cut_bodies_are_retried_without_losing_or_repeating(
     bucket_url, gcs_endpoint, monkeypatch
 ):
     scratch = scratch_of(bucket_url)
-    build_atari(scratch, "Pong/1", 1)
-    build_atari(scratch, "Pong/2", 2)
+    build_atari(layout_of(bucket_url), "Pong/1", 1)
+    build_atari(layout_of(bucket_url), "Pong/2", 2)
     selection = select_episodes(ALL)
     teds = {p: open_ted_folder(scratch / "ted/atari" / p) for p in ("Pong/1", "Pong/2")}
     faults = ["503", "reset", None, "truncate", "503", None, None, "reset"] * 3
@@ -111,7 +111,7 @@ def test_503s_resets_and_cut_bodies_are_retried_without_losing_or_repeating(
 
 def test_ranks_and_workers_share_a_bucket_selection_exactly_once(bucket_url):
     scratch = scratch_of(bucket_url)
-    build_atari(scratch, "Pong/1", 1)
+    build_atari(layout_of(bucket_url), "Pong/1", 1)
     selection = select_episodes(ALL)
     delivered = []
     for rank in range(2):
@@ -134,7 +134,7 @@ def test_ranks_and_workers_share_a_bucket_selection_exactly_once(bucket_url):
 
 def test_step_windows_over_a_bucket_selection_equal_a_local_copy(bucket_url, tmp_path):
     scratch = scratch_of(bucket_url)
-    build_atari(scratch, "Pong/1", 1)
+    build_atari(layout_of(bucket_url), "Pong/1", 1)
     selection = select_episodes(ALL)
     local = tmp_path / "local-copy"
     shutil.copytree(scratch / "ted", local / "ted", ignore=shutil.ignore_patterns(".*"))
@@ -150,21 +150,21 @@ def test_step_windows_over_a_bucket_selection_equal_a_local_copy(bucket_url, tmp
 
 def test_catalog_queries_over_the_bucket_equal_the_scratch_catalog(bucket_url):
     scratch = scratch_of(bucket_url)
-    build_atari(scratch, "Pong/1", 1)
-    build_atari(scratch, "Pong/2", 2)
+    build_atari(layout_of(bucket_url), "Pong/1", 1)
+    build_atari(layout_of(bucket_url), "Pong/2", 2)
     layout = WarehouseLayout.from_root(bucket_url)
     sql = "SELECT * EXCLUDE (materialized_at) FROM episodes ORDER BY partition, episode"
-    over_bucket = run_query(layout.catalog_dir, sql)
-    local = WarehouseLayout(scratch.parent / "copy")
+    over_bucket = run_query(layout.root, sql)
+    local = WarehouseLayout.local(scratch.parent / "copy")
     shutil.copytree(scratch / "catalog", local.catalog_dir, ignore=shutil.ignore_patterns(".*"))
-    CatalogStore(local.catalog_dir).ensure_database(rebuild=True)
-    assert over_bucket == run_query(local.catalog_dir, sql)
+    CatalogStore(local.root).ensure_database(rebuild=True)
+    assert over_bucket == run_query(local.root, sql)
     assert len(over_bucket[1]) == sum(
         RemoteTed(BucketRoot.parse(bucket_url), "atari", p).record["episodes"]
         for p in ("Pong/1", "Pong/2")
     )
     with pytest.raises(CatalogQueryError, match="queries may read only the catalog"):
-        run_query(layout.catalog_dir, f"SELECT * FROM read_parquet('{bucket_url}/ted/x.parquet')")
+        run_query(layout.root, f"SELECT * FROM read_parquet('{bucket_url}/ted/x.parquet')")
 
 
 def _republish(bucket_url: str, tmp_path, seed: int) -> dict:
@@ -182,7 +182,7 @@ def test_a_stream_finishes_its_epoch_on_the_version_it_started_with(bucket_url, 
     """Republished mid-epoch, the partition's old objects stay readable (retired for RETAIN_S):
     the epoch delivers the old rows to its end; the next epoch reads the new version."""
     scratch = scratch_of(bucket_url)
-    build_atari(scratch, "Pong/1", 1)
+    build_atari(layout_of(bucket_url), "Pong/1", 1)
     old = open_ted_folder(scratch / "ted/atari/Pong/1")
     selection = select_episodes(ALL)
     stream = EpisodeStream(selection, slice_len=16, seed=3, rank=0, world_size=1)
@@ -211,8 +211,7 @@ def test_a_version_removed_under_a_stream_is_a_clear_error(bucket_url, tmp_path,
     from episode_warehouse.bucket import artifact as artifact_module
     from episode_warehouse.errors import StaleSelectionError
 
-    scratch = scratch_of(bucket_url)
-    build_atari(scratch, "Pong/1", 1)
+    build_atari(layout_of(bucket_url), "Pong/1", 1)
     selection = select_episodes(ALL)
     stream = EpisodeStream(selection, slice_len=16, seed=3, rank=0, world_size=1)
     items = iter(stream)

@@ -103,11 +103,11 @@ def _check(folder, url, runs, sources, tmp_path, monkeypatch) -> None:
                 materialize_partition(source, key, "ted", instance=instance,
                                       resources={"warehouse": {"root": str(local)}})  # fmt: skip
                 ours = open_ted(source, key, root=url)
-                theirs = open_ted_folder(WarehouseLayout(local).ted_dir(source, key))
+                theirs = open_ted_folder(WarehouseLayout.local(local).ted_dir(source, key))
                 for k in theirs.keys(True, True):
                     np.testing.assert_array_equal(ours.get(k)[:], theirs.get(k)[:], str(k))
     _, rows = run_query(
-        WarehouseLayout.from_root(url).catalog_dir,
+        WarehouseLayout.from_root(url).root,
         "SELECT source, partition FROM partitions ORDER BY ALL",
     )
     assert rows == [("atari", "Pong/1"), ("atari", "Pong/5"), ("openx", "bridge")]

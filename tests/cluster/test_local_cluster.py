@@ -19,6 +19,7 @@ import dagster as dg
 import pytest
 
 from episode_warehouse.catalog import run_query
+from episode_warehouse.roots import LocalRoot
 from warehouse_cli import processes
 from warehouse_cli.cluster import backfill, credentials, services
 from warehouse_cli.cluster.instance import WORKER_TAG
@@ -142,7 +143,7 @@ def test_a_backfill_spreads_over_both_workers_within_the_limits(cluster, referen
 
     for source, key in (("atari", "Pong/1"), ("atari", "Pong/5"), ("openx", "bridge")):
         _assert_same_ted(cluster.root, reference, source, key)
-    _, rows = run_query(cluster.root / "catalog", "SELECT source, partition FROM partitions")
+    _, rows = run_query(LocalRoot(cluster.root), "SELECT source, partition FROM partitions")
     assert {("atari", "Pong/1"), ("atari", "Pong/5"), ("openx", "bridge")} <= set(rows)
 
 

@@ -41,7 +41,7 @@ def export(tmp_path_factory):
             sel.source, sel.partition, sel.episode, sel.start, sel.length, strict=True
         )
     ]
-    layout = WarehouseLayout(root)
+    layout = WarehouseLayout.local(root)
     export_lerobot(
         ExportRequest("pong-long", str(root), rows, query=QUERY),
         layout.lerobot_dir("pong-long"),
@@ -82,7 +82,7 @@ def test_a_publish_is_one_commit_that_lerobot_reads_back_as_the_export(
     hub, export, monkeypatch, capsys
 ):
     monkeypatch.setenv("HF_TOKEN", TOKEN)
-    folder = WarehouseLayout(export).lerobot_dir("pong-long")
+    folder = WarehouseLayout.local(export).lerobot_dir("pong-long")
     argv = ["-v", "publish", "pong-long", f"hf://datasets/{REPO}", "--root", str(export)]
     assert main(argv) == 0
     printed = capsys.readouterr()
@@ -204,7 +204,7 @@ def test_an_interrupted_publish_leaves_the_repo_as_it_was_and_a_rerun_completes_
     hub.uploads.pause_uploads_after = None
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     assert main(argv) == 0
-    folder = WarehouseLayout(export).lerobot_dir("pong-long")
+    folder = WarehouseLayout.local(export).lerobot_dir("pong-long")
     parquet = [p for p in _files(folder) if p.endswith(".parquet")]
     # every object was sent once in all (the held one may have landed after the kill)
     assert len(hub.uploads.uploaded) == len(set(hub.uploads.uploaded)) == len(parquet)
@@ -291,7 +291,7 @@ def test_the_dagster_job_publishes_a_named_export(hub, export, monkeypatch):
         assert materialization.metadata["commit"].value == _head(hub, "me/from-dagster")
         assert (
             materialization.metadata["uploaded"].value
-            == len(_files(WarehouseLayout(export).lerobot_dir("pong-long"))) + 1
+            == len(_files(WarehouseLayout.local(export).lerobot_dir("pong-long"))) + 1
         )  # and the card
 
         monkeypatch.setenv("HF_TOKEN", "hf_wrong")
@@ -376,7 +376,7 @@ def test_a_publish_from_a_bucket_root_on_another_machine_checks_the_export_out(
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_endpoint)
     monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "first-machine"))
     layout = WarehouseLayout.from_root(url)
-    build_atari(layout.root, "Pong/3", 3, capacity=300, episodes=8, lengths=(20, 70))
+    build_atari(layout.folder, "Pong/3", 3, capacity=300, episodes=8, lengths=(20, 70))
     sel = select_episodes(QUERY, root=url)
     rows = [
         (s, p, int(e), int(a), int(n))
@@ -385,7 +385,7 @@ def test_a_publish_from_a_bucket_root_on_another_machine_checks_the_export_out(
         )
     ]
     export_lerobot(
-        ExportRequest("pong-long", str(layout.root), rows, query=QUERY),
+        ExportRequest("pong-long", str(layout.folder), rows, query=QUERY),
         layout.lerobot_dir("pong-long"),
         workers=1,
     )

@@ -74,7 +74,7 @@ def test_a_bare_install_streams_from_a_local_and_a_bucket_root(
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     from episode_warehouse.catalog import run_query
 
-    count = run_query(WarehouseLayout(local).catalog_dir, "SELECT count(*) FROM episodes")[1][0][0]
+    count = run_query(WarehouseLayout.local(local).root, "SELECT count(*) FROM episodes")[1][0][0]
     assert sql.returncode == 0, sql.stderr  # SQL needs only DuckDB
     assert sql.stdout.splitlines()[2].strip() == str(count)
     run = subprocess.run([warehouse, "materialize", "atari", "Pong/1", "--root", str(local)],

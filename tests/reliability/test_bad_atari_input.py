@@ -9,6 +9,7 @@ import pytest
 
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.incremental import build_if_changed
+from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.atari.decode import decode_run
 from episode_warehouse.sources.atari.dopamine_files import file_name
 from warehouse_fixtures.atari_game import play_episode
@@ -42,7 +43,12 @@ def _load(path):
 def _decode_published(run_dir, tmp_path):
     """Decode into <tmp>/published the way stages do (the incremental rule: stage, publish)."""
     target = tmp_path / "published"
-    build_if_changed(target, {"t": 1}, lambda tmp: decode_run(run_dir, [0, 1], tmp, workers=2))
+    build_if_changed(
+        LocalRoot(tmp_path),
+        target,
+        {"t": 1},
+        lambda tmp: decode_run(run_dir, [0, 1], tmp, workers=2),
+    )
     return target
 
 
@@ -111,7 +117,9 @@ def test_a_failing_partition_leaves_the_others_alone(run_dir, tmp_path):
     good = tmp_path / "good"
     shutil.copytree(run_dir, good)
     other = tmp_path / "other-published"
-    build_if_changed(other, {"t": 1}, lambda tmp: decode_run(good, [0, 1], tmp, workers=1))
+    build_if_changed(
+        LocalRoot(tmp_path), other, {"t": 1}, lambda tmp: decode_run(good, [0, 1], tmp, workers=1)
+    )
     before = {p: p.read_bytes() for p in other.rglob("*") if p.is_file()}
     (run_dir / file_name("terminal", 0)).unlink()
     with pytest.raises(CorruptInputError):

@@ -8,6 +8,7 @@ import pytest
 
 from episode_warehouse.errors import DiskFullError
 from episode_warehouse.incremental import build_if_changed
+from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.atari.decode import decode_run
 from warehouse_fixtures.atari_game import play_episode
 from warehouse_fixtures.dopamine_writer import write_run
@@ -45,12 +46,17 @@ def test_disk_full_while_decoding(small_disk, tmp_path, workers):
         compresslevel=1,
     )
     target = small_disk / "decoded"
-    build_if_changed(target, {"v": 1}, lambda tmp: decode_run(small, [0, 1], tmp, workers=1))
+    build_if_changed(
+        LocalRoot(tmp_path), target, {"v": 1}, lambda tmp: decode_run(small, [0, 1], tmp, workers=1)
+    )
     before = {p.name: p.read_bytes() for p in target.rglob("*") if p.is_file()}
     n = len(list(big.glob("add_count_ckpt.*")))
     with pytest.raises(DiskFullError, match="disk is full.*previous version is intact") as err:
         build_if_changed(
-            target, {"v": 2}, lambda tmp: decode_run(big, list(range(n)), tmp, workers=workers)
+            LocalRoot(tmp_path),
+            target,
+            {"v": 2},
+            lambda tmp: decode_run(big, list(range(n)), tmp, workers=workers),
         )
     assert str(target) in str(err.value) and "EPISODE_WAREHOUSE_ROOT" in str(err.value)
     assert {p.name: p.read_bytes() for p in target.rglob("*") if p.is_file()} == before

@@ -30,6 +30,7 @@ from episode_warehouse.incremental import build_if_changed, published
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.loading import Selection, select_episodes
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset, file_name
 from episode_warehouse.sources.atari.mirror import mirror_run
 from episode_warehouse.sources.atari.stage import decode_atari
@@ -58,7 +59,7 @@ def atari(tmp_path, demo_fixtures):
     mirror = tmp_path / "mirror"
     for key in ("Pong/5", "Pong/1"):
         shutil.copytree(demo_fixtures / "atari-bucket" / "dqn" / key, mirror / key)
-    layout = WarehouseLayout(tmp_path / "wh")
+    layout = WarehouseLayout.local(tmp_path / "wh")
     _atari_build(mirror, layout, "Pong/1")
     return mirror, layout
 
@@ -71,6 +72,7 @@ def _atari_build(mirror, layout, key):
         int(run),
         layout.raw_dir("atari", key),
         CheckpointSubset("all"),
+        root=layout.root,
         code_version="t",
     )
     decode_atari(layout, key, code_version="t", workers=1)
@@ -96,7 +98,7 @@ def _real_slots(mirror, suffix, n):
 )
 def test_atari_values_outside_their_range(atari, element, value, message):
     mirror, layout = atari
-    before = snapshot(layout.root)
+    before = snapshot(layout.folder)
     path = mirror / "Pong/5/replay_logs" / file_name(element, 1)
     array = _load(path).copy()
     array[_real_slots(mirror, 1, 3)] = value
@@ -106,7 +108,7 @@ def test_atari_values_outside_their_range(atari, element, value, message):
     assert f"$store${'_' + element}_ckpt.1.gz" in str(err.value) and "Fix:" in str(err.value)
     assert not layout.decoded_dir("atari", "Pong/5").exists()
     assert not layout.ted_dir("atari", "Pong/5").exists()
-    after = snapshot(layout.root)
+    after = snapshot(layout.folder)
     assert {k: v for k, v in after.items() if "Pong/5" not in k} == before
 
 
@@ -125,7 +127,7 @@ def test_a_ted_that_fails_its_checks_is_never_published(atari):
     ted = layout.ted_dir("atari", "Pong/1")
     before = snapshot(ted)
     decoded = layout.decoded_dir("atari", "Pong/1")
-    record = published(decoded)
+    record = published(layout.root, decoded)
     # decoded episodes that no longer tile the rows (a decoder bug, a damaged folder)
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -169,7 +171,9 @@ def _shard(root, members, name="toto"):
 def _decode(root, tmp_path, name="toto", limits=None):
     target = tmp_path / "decoded"
     shards = list_shards(str(root), name).shards
-    build_if_changed(target, {"t": 1}, lambda tmp: decode_shards(shards, tmp, limits=limits))
+    build_if_changed(
+        LocalRoot(tmp_path), target, {"t": 1}, lambda tmp: decode_shards(shards, tmp, limits=limits)
+    )
     return target
 
 
@@ -376,23 +380,23 @@ def test_selections_must_match_the_catalog(atari, tmp_path):
 
     publish_catalog_rows(layout, "atari", "Pong/1", code_version="t", run_id="r")
     query = "SELECT source, partition, episode, {} FROM episodes WHERE episode = 1"
-    good = select_episodes(query.format("start, length"), root=layout.root)
+    good = select_episodes(query.format("start, length"), root=layout.folder)
     start, length = int(good.start[0]), int(good.length[0])
     for columns, match in (
         ("start, length + 40 AS length", f"length {length + 40}, the TED has start {start}"),
         ("-30 AS start, length", f"start -30 length {length}, the TED has start {start}"),
     ):
         with pytest.raises(CatalogQueryError, match=match) as err:
-            select_episodes(query.format(columns), root=layout.root)
+            select_episodes(query.format(columns), root=layout.folder)
         assert "Fix: select episode, start and length from the episodes view" in str(err.value)
         rows = [tuple(r) for r in zip(good.source, good.partition, good.episode.tolist(),
                                       [start if "-30" not in columns else -30],
                                       [length + 40 if "40" in columns else length],
                                       strict=True)]  # fmt: skip
         with pytest.raises(CatalogQueryError, match=match):
-            export_lerobot(ExportRequest("fab", str(layout.root), rows), tmp_path / "fab")
+            export_lerobot(ExportRequest("fab", str(layout.folder), rows), tmp_path / "fab")
     with pytest.raises(CatalogQueryError, match="episode 999 .* no such episode"):
-        Selection.from_rows([("atari", "Pong/1", 999, 0, 3)], root=layout.root)
+        Selection.from_rows([("atari", "Pong/1", 999, 0, 3)], root=layout.folder)
     assert not (tmp_path / "fab").exists()
 
 
@@ -409,7 +413,7 @@ def test_a_ted_failing_its_consistency_check_stays_in_staging(atari):
     reward[5] = np.nan
     path.unlink()
     np.save(path, reward)
-    record = published(decoded)
+    record = published(layout.root, decoded)
     (decoded / "meta.json").write_text(
         (decoded / "meta.json").read_text().replace(record["version"], "0000000000000000")
     )

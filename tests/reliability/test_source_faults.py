@@ -7,6 +7,7 @@ import pytest
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.errors import SourceUnreachableError
 from episode_warehouse.retry import RetryPolicy
+from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.sources.atari.mirror import mirror_run
 from tests.reliability.fault_proxy import FaultProxy
@@ -35,7 +36,14 @@ def _mirror(proxy_url, dest, attempts=6):
         endpoint=proxy_url,
     )
     _, report = mirror_run(
-        store, "Pong", 5, dest, CheckpointSubset("all"), code_version="t", workers=2
+        store,
+        "Pong",
+        5,
+        dest,
+        CheckpointSubset("all"),
+        root=LocalRoot(dest.parent),
+        code_version="t",
+        workers=2,
     )
     return report
 

@@ -9,6 +9,7 @@ import pytest
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.lerobot.mirror import mirror_dataset
 from episode_warehouse.sources.openx.shards import list_shards
 
@@ -39,6 +40,7 @@ def test_a_link_in_a_local_lerobot_source_is_refused_naming_it(tmp_path, secret,
             open_blob_store(str(tmp_path / "src")),
             "me/ds",
             layout.raw_dir("lerobot", "me/ds"),
+            root=layout.root,
             code_version="t",
         )
     assert str(link) in str(err.value) and "cp -L" in str(err.value)
@@ -53,7 +55,13 @@ def test_mirroring_keeps_a_private_file_private(tmp_path):
     (ds / "meta" / "info.json").chmod(0o644)
     layout = WarehouseLayout.from_root(tmp_path / "wh")
     target = layout.raw_dir("lerobot", "me/ds")
-    mirror_dataset(open_blob_store(str(tmp_path / "src")), "me/ds", target, code_version="t")
+    mirror_dataset(
+        open_blob_store(str(tmp_path / "src")),
+        "me/ds",
+        target,
+        root=LocalRoot(tmp_path),
+        code_version="t",
+    )
     copied = target / "data" / "chunk-000" / "file-000.parquet"
     assert copied.read_bytes() == b"rows"
     assert stat.S_IMODE(copied.stat().st_mode) & 0o077 == 0  # not group/other readable

@@ -10,6 +10,7 @@ import pytest
 
 from assets.graph import ALL_ASSETS, stage_asset
 from episode_warehouse import open_ted
+from episode_warehouse.roots import LocalRoot
 from sensors.sources import SOURCE_SENSORS
 from warehouse_cli.runner import materialize_partition
 from warehouse_fixtures.gcs_emulator import upload_tree
@@ -86,7 +87,7 @@ def test_changed_file_requests_one_partition_and_rebuild_equals_clean(
         from episode_warehouse.catalog import run_query
 
         _, rows = run_query(
-            warehouse_env / "catalog",
+            LocalRoot(warehouse_env),
             "SELECT partition, count(*), "
             "count(DISTINCT run_id) FROM episodes GROUP BY 1 ORDER BY 1",
         )

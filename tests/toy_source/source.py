@@ -20,6 +20,7 @@ from episode_warehouse.decoded.writer import DecodedWriter
 from episode_warehouse.errors import PartitionKeyError
 from episode_warehouse.incremental import Built, build_if_changed
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.roots import Root
 from episode_warehouse.sources.source import Source
 
 FPS = 20
@@ -67,7 +68,7 @@ def write_episodes(folder: Path, partition: str, lengths: list[int], seed: int) 
     return out
 
 
-def mirror(folder: Path, partition: str, target: Path, *, code_version: str) -> Built:
+def mirror(folder: Path, partition: str, target: Path, *, root: Root, code_version: str) -> Built:
     """The raw stage: the partition's files copied, rebuilt when a file's size or mtime moved."""
     files = sorted((folder / partition).glob("episode_*.npz"))
     listing = {f.name: [f.stat().st_size, f.stat().st_mtime_ns] for f in files}
@@ -77,7 +78,7 @@ def mirror(folder: Path, partition: str, target: Path, *, code_version: str) -> 
             shutil.copy2(f, tmp / f.name)
         return {"source_url": str(folder), "files": listing}
 
-    return build_if_changed(target, {"files": listing, "code_version": code_version}, build)
+    return build_if_changed(root, target, {"files": listing, "code_version": code_version}, build)
 
 
 def decode(layout: WarehouseLayout, key: str, *, code_version: str) -> Built:

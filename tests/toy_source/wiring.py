@@ -30,8 +30,9 @@ def toy_files(
     context: dg.AssetExecutionContext, toy_source: ToySource, warehouse: WarehouseStorage
 ) -> dg.MaterializeResult:
     key = check_key(context.partition_key)
+    layout = warehouse.layout()
     built = mirror(
-        Path(toy_source.folder), key, warehouse.layout().raw_dir("toy", key), code_version="1"
+        Path(toy_source.folder), key, layout.raw_dir("toy", key), root=layout.root, code_version="1"
     )
     return dg.MaterializeResult(
         metadata={"files": len(built.meta["files"])}, data_version=dg.DataVersion(built.version)

@@ -20,11 +20,11 @@ from warehouse_fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
 
 
 def _published(root) -> list[str]:
-    layout = WarehouseLayout(root)
+    layout = WarehouseLayout.local(root)
     return sorted(
         str(p.relative_to(root))
         for stage in ("decoded", "ted", "catalog/rows", "lerobot")
-        for p in (layout.root / stage).rglob("meta.json")
+        for p in (layout.folder / stage).rglob("meta.json")
     )
 
 

@@ -27,7 +27,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.paths import DEFAULT_ROOT, ROOT_ENV, is_bucket_root
+from episode_warehouse.paths import is_bucket_root
+from episode_warehouse.settings import DEFAULT_ROOT, ROOT_ENV
 from warehouse_cli import processes
 from warehouse_cli.cluster import credentials
 from warehouse_cli.cluster.credentials import Credentials

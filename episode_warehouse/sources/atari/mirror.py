@@ -28,6 +28,7 @@ from pathlib import Path
 from episode_warehouse.blobstore import BlobInfo, BlobStore
 from episode_warehouse.errors import ConfigError, CorruptInputError, SourceMissingError
 from episode_warehouse.incremental import Built, build_if_changed
+from episode_warehouse.roots import Root
 from episode_warehouse.sources.atari.dopamine_files import (
     ELEMENTS,
     CheckpointSubset,
@@ -145,6 +146,7 @@ def mirror_run(
     target: Path,
     subset: CheckpointSubset,
     *,
+    root: Root,
     code_version: str,
     workers: int = 4,
     layout: str = "auto",
@@ -197,7 +199,7 @@ def mirror_run(
     def build(staging: Path) -> dict:
         if mode == "download":
             files = mirror_files(
-                store, wanted, target, staging, report, subdir=subdir, workers=workers
+                store, wanted, target, staging, report, root=root, subdir=subdir, workers=workers
             )
         else:
             files = {name: blob.to_json() for name, blob in wanted.items()}
@@ -213,6 +215,6 @@ def mirror_run(
             "blobs": {name: blob.name for name, blob in wanted.items()},
         }
 
-    built = build_if_changed(target, inputs, build)
+    built = build_if_changed(root, target, inputs, build)
     report.seconds = time.perf_counter() - started
     return built, report

@@ -23,6 +23,7 @@ from episode_warehouse.blobstore import PART_SUFFIX, crc32c_b64
 from episode_warehouse.errors import ConfigError, SourceUnreachableError
 from episode_warehouse.incremental import Built, build_if_changed, published
 from episode_warehouse.retry import RetryPolicy, call_with_retries
+from episode_warehouse.roots import Root
 from episode_warehouse.sources.openx.shards import Shard, ShardListing, local_version, open_shard
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ def mirror_shards(
     target: Path,
     source_url: str,
     *,
+    root: Root,
     mode: str,
     code_version: str,
     policy: RetryPolicy | None = None,
@@ -91,7 +93,7 @@ def mirror_shards(
         files: dict[str, dict] = {}
         copied = 0
         if mode == "download":
-            old = published(target).get("files", {})
+            old = published(root, target).get("files", {})
             for i, shard in enumerate(listing.shards, 1):
                 dest = staging / shard.name
                 entry = old.get(shard.name, {})
@@ -125,7 +127,7 @@ def mirror_shards(
         raise ConfigError(
             f"unknown mode {mode!r}", subject="OPENX_MODE", fix="use 'download' or 'streaming'"
         )
-    return build_if_changed(target, inputs, build)
+    return build_if_changed(root, target, inputs, build)
 
 
 def manifest_shards(folder: Path, record: dict) -> list[Shard]:

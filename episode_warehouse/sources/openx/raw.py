@@ -15,6 +15,7 @@ from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.errors import ConfigError, SourceMissingError
 from episode_warehouse.incremental import Built
 from episode_warehouse.retry import RetryPolicy
+from episode_warehouse.roots import Root
 from episode_warehouse.sources.openx.mirror import mirror_shards
 from episode_warehouse.sources.openx.rlds.listing import list_rlds, list_versions
 from episode_warehouse.sources.openx.rlds.mirror import mirror_rlds
@@ -73,6 +74,7 @@ def mirror_openx(
     dataset: str,
     target,
     *,
+    root: Root,
     code_version: str,
     mode: str = "download",
     layout: str = "auto",
@@ -96,8 +98,8 @@ def mirror_openx(
                 fix="use hf://datasets/OWNER/REPO or a folder, or OPENX_FORMAT=rlds",
             )
         listing = list_shards(url, dataset, policy)
-        return mirror_shards(listing, target, url, mode=mode, code_version=code_version)
+        return mirror_shards(listing, target, url, root=root, mode=mode, code_version=code_version)
     store = open_blob_store(url, policy, endpoint=endpoint)
     rlds = list_rlds(store, dataset, (versions or {}).get(dataset))
-    built, _ = mirror_rlds(store, rlds, target, mode=mode, code_version=code_version)
+    built, _ = mirror_rlds(store, rlds, target, root=root, mode=mode, code_version=code_version)
     return built

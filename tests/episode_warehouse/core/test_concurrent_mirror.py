@@ -9,6 +9,7 @@ from episode_warehouse.atomic import reading
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.incremental import published
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.sources.atari.mirror import mirror_run
 from episode_warehouse.sources.atari.stage import decode_atari
@@ -29,6 +30,7 @@ def _mirror(src, layout):
         1,
         layout.raw_dir("atari", "Pong/1"),
         CheckpointSubset("all"),
+        root=layout.root,
         code_version="t",
     )[0]
 
@@ -38,7 +40,7 @@ def _files(folder):
 
 
 def test_a_remirror_waits_for_the_reader(tmp_path):
-    src, layout = tmp_path / "src", WarehouseLayout(tmp_path / "wh")
+    src, layout = tmp_path / "src", WarehouseLayout.local(tmp_path / "wh")
     _write_source(src, 0)
     first = _mirror(src, layout)
     raw = layout.raw_dir("atari", "Pong/1")
@@ -50,14 +52,20 @@ def test_a_remirror_waits_for_the_reader(tmp_path):
         thread.start()
         time.sleep(1.5)  # long enough to copy the new files; the publish must still wait
         assert thread.is_alive()
-        assert _files(raw) == before and published(raw)["version"] == first.version
+        assert (
+            _files(raw) == before
+            and published(LocalRoot(tmp_path), raw)["version"] == first.version
+        )
     thread.join(30)
-    assert remirror["built"].rebuilt and published(raw)["version"] != first.version
+    assert (
+        remirror["built"].rebuilt
+        and published(LocalRoot(tmp_path), raw)["version"] != first.version
+    )
     assert _files(raw) != before
 
 
 def _clean_decode(tmp_path, seed):
-    src, layout = tmp_path / f"src-{seed}", WarehouseLayout(tmp_path / f"clean-{seed}")
+    src, layout = tmp_path / f"src-{seed}", WarehouseLayout.local(tmp_path / f"clean-{seed}")
     _write_source(src, seed)
     _mirror(src, layout)
     decode_atari(layout, "Pong/1", code_version="t", workers=1)
@@ -71,7 +79,7 @@ def _arrays(layout):
 
 def test_decoding_while_the_source_changes_decodes_one_whole_version(tmp_path):
     versions = [_clean_decode(tmp_path, seed) for seed in (0, 1)]
-    src, layout = tmp_path / "src", WarehouseLayout(tmp_path / "wh")
+    src, layout = tmp_path / "src", WarehouseLayout.local(tmp_path / "wh")
     _write_source(src, 0)
     _mirror(src, layout)
     _write_source(src, 1)

@@ -7,6 +7,7 @@ import pytest
 
 from episode_warehouse.errors import ForeignArtifactError
 from episode_warehouse.incremental import build_if_changed, fingerprint, published
+from episode_warehouse.roots import LocalRoot
 
 
 def test_fingerprint_is_stable_and_order_free():
@@ -27,7 +28,9 @@ def _writer(calls, text):
 
 def test_builds_once_per_inputs_and_records_them(tmp_path):
     target, calls = tmp_path / "artifact", []
-    first = build_if_changed(target, {"source": "v1", "code_version": "1"}, _writer(calls, "one"))
+    first = build_if_changed(
+        LocalRoot(tmp_path), target, {"source": "v1", "code_version": "1"}, _writer(calls, "one")
+    )
     assert first.rebuilt and calls == ["one"]
     assert (target / "data.txt").read_text() == "one"
     record = json.loads((target / "meta.json").read_text())
@@ -36,26 +39,32 @@ def test_builds_once_per_inputs_and_records_them(tmp_path):
         "inputs": {"source": "v1", "code_version": "1"},
         "version": fingerprint({"source": "v1", "code_version": "1"}),
     }
-    again = build_if_changed(target, {"code_version": "1", "source": "v1"}, _writer(calls, "x"))
+    again = build_if_changed(
+        LocalRoot(tmp_path), target, {"code_version": "1", "source": "v1"}, _writer(calls, "x")
+    )
     assert not again.rebuilt and again.version == first.version and calls == ["one"]
-    changed = build_if_changed(target, {"source": "v2", "code_version": "1"}, _writer(calls, "two"))
+    changed = build_if_changed(
+        LocalRoot(tmp_path), target, {"source": "v2", "code_version": "1"}, _writer(calls, "two")
+    )
     assert changed.rebuilt and changed.version != first.version
-    assert (target / "data.txt").read_text() == "two" and published(target) == changed.meta
+    assert (target / "data.txt").read_text() == "two" and published(
+        LocalRoot(tmp_path), target
+    ) == changed.meta
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".staging-")] == []
 
 
 def test_a_failing_build_keeps_the_previous_version(tmp_path):
     target = tmp_path / "artifact"
-    build_if_changed(target, {"v": 1}, _writer([], "good"))
+    build_if_changed(LocalRoot(tmp_path), target, {"v": 1}, _writer([], "good"))
 
     def broken(tmp):
         (tmp / "data.txt").write_text("half")
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError, match="boom"):
-        build_if_changed(target, {"v": 2}, broken)
+        build_if_changed(LocalRoot(tmp_path), target, {"v": 2}, broken)
     assert (target / "data.txt").read_text() == "good"
-    assert published(target)["inputs"] == {"v": 1}
+    assert published(LocalRoot(tmp_path), target)["inputs"] == {"v": 1}
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".staging-")] == []
 
 
@@ -64,17 +73,19 @@ def test_files_it_did_not_write_are_never_replaced(tmp_path):
     target.mkdir()
     (target / "precious.txt").write_text("mine")
     with pytest.raises(ForeignArtifactError, match="did not write") as err:
-        build_if_changed(target, {"v": 1}, _writer([], "x"))
+        build_if_changed(LocalRoot(tmp_path), target, {"v": 1}, _writer([], "x"))
     assert str(target) in str(err.value) and "Fix:" in str(err.value)
     assert sorted(p.name for p in target.iterdir()) == ["precious.txt"]
 
 
 def test_a_custom_record_path(tmp_path):
     target = tmp_path / "dataset"
-    built = build_if_changed(target, {"v": 1}, _writer([], "x"), record="meta/export.json")
+    built = build_if_changed(
+        LocalRoot(tmp_path), target, {"v": 1}, _writer([], "x"), record="meta/export.json"
+    )
     assert json.loads((target / "meta" / "export.json").read_text())["version"] == built.version
     assert not build_if_changed(
-        target, {"v": 1}, _writer([], "y"), record="meta/export.json"
+        LocalRoot(tmp_path), target, {"v": 1}, _writer([], "y"), record="meta/export.json"
     ).rebuilt
 
 
@@ -101,9 +112,9 @@ def test_an_artifact_of_an_older_format_is_rebuilt_by_the_run_its_error_names(tm
 
     rng = np.random.default_rng(0)
     write_run(tmp_path / "src/Pong/1/replay_logs", [play_episode(rng, 50) for _ in range(3)], 400)
-    layout = WarehouseLayout(tmp_path / "wh")
+    layout = WarehouseLayout.local(tmp_path / "wh")
     mirror_run(open_blob_store(str(tmp_path / "src")), "Pong", 1, layout.raw_dir("atari", "Pong/1"),
-               CheckpointSubset("all"), code_version="t")  # fmt: skip
+               CheckpointSubset("all"), root=layout.root, code_version="t")  # fmt: skip
 
     def build():
         return (
@@ -123,8 +134,8 @@ def test_an_artifact_of_an_older_format_is_rebuilt_by_the_run_its_error_names(tm
     meta["version"] = fingerprint(meta["inputs"])  # ... up to date by its own inputs
     (folder / "meta.json").write_text(json.dumps(meta))
     with pytest.raises(FormatVersionError, match=f"re-materialize the {stage} stage"):
-        open_decoded(folder) if stage == "decoded" else open_ted("atari", "Pong/1", layout.root)
+        open_decoded(folder) if stage == "decoded" else open_ted("atari", "Pong/1", layout.folder)
     decoded, ted = build()
     assert (decoded if stage == "decoded" else ted).rebuilt
     assert (decoded if stage == "decoded" else ted).meta["format_version"] == version
-    assert open_ted("atari", "Pong/1", layout.root)["next", "reward"].shape == (150, 1)
+    assert open_ted("atari", "Pong/1", layout.folder)["next", "reward"].shape == (150, 1)

@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from episode_warehouse.bucket.root import bucket_of
+from episode_warehouse.errors import ConfigError
 from episode_warehouse.paths import WarehouseLayout
 from resources.warehouse import WarehouseStorage
 
@@ -28,8 +28,8 @@ def test_the_local_copy_and_the_png_scratch_are_two_settings(tmp_path, monkeypat
     monkeypatch.setenv("EPISODE_WAREHOUSE_SCRATCH", str(tmp_path / "frames"))
     storage = WarehouseStorage()
     layout = storage.layout()
-    assert _under(layout.root, tmp_path / "copies")
-    assert bucket_of(layout.root)[0].url == ROOT
+    assert _under(layout.folder, tmp_path / "copies")
+    assert layout.root.url == ROOT and layout.root.folder == layout.folder
     assert storage.scratch_dir() == tmp_path / "frames"
     assert not (tmp_path / "frames").exists() or not any((tmp_path / "frames").iterdir())
 
@@ -39,19 +39,20 @@ def test_a_resource_value_reaches_the_bucket_root(tmp_path, monkeypatch):
     monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", ROOT)
     monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "from-env"))
     layout = WarehouseStorage(local_copy=str(tmp_path / "explicit")).layout()
-    assert _under(layout.root, tmp_path / "explicit")
+    assert _under(layout.folder, tmp_path / "explicit")
     assert layout.bucket is not None and layout.bucket.url == ROOT
-    assert bucket_of(layout.root / "ted" / "atari" / "Pong" / "1")[1] == "ted/atari/Pong/1"
+    remote = layout.root.remote(layout.ted_dir("atari", "Pong/1"), "meta.json")
+    assert remote.rel == "ted/atari/Pong/1" and remote.root.url == ROOT
 
 
 def test_the_old_name_still_places_the_local_copy_with_a_warning(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("EPISODE_WAREHOUSE_SCRATCH", str(tmp_path / "old"))
-    from episode_warehouse.bucket import root
+    from episode_warehouse import settings
 
-    root._warn_legacy_once.cache_clear()
-    with caplog.at_level(logging.WARNING, logger="episode_warehouse.bucket.root"):
+    settings._warn_legacy_once.cache_clear()
+    with caplog.at_level(logging.WARNING, logger="episode_warehouse.settings"):
         layout = WarehouseLayout.from_root(ROOT)
-    assert _under(layout.root, tmp_path / "old")
+    assert _under(layout.folder, tmp_path / "old")
     (warning,) = [r.getMessage() for r in caplog.records]
     assert "EPISODE_WAREHOUSE_LOCAL_COPY" in warning and str(tmp_path / "old") in warning
 
@@ -59,4 +60,21 @@ def test_the_old_name_still_places_the_local_copy_with_a_warning(tmp_path, monke
 def test_two_roots_never_share_a_local_copy(tmp_path):
     a = WarehouseLayout.from_root(ROOT, local_copy=tmp_path)
     b = WarehouseLayout.from_root(ROOT + "2", local_copy=tmp_path)
-    assert a.root != b.root and a.root.parent == b.root.parent == tmp_path.resolve()
+    assert a.folder != b.folder and a.folder.parent == b.folder.parent == tmp_path.resolve()
+
+
+def test_an_artifact_outside_the_local_copy_is_refused(tmp_path):
+    """A bucket root's artifacts are built in its local copy; a path elsewhere names no object
+    of the bucket (it used to be taken for a local artifact)."""
+    layout = WarehouseLayout.from_root(ROOT, local_copy=tmp_path / "copies")
+    with pytest.raises(ConfigError, match="must be built in its local copy") as err:
+        layout.root.remote(tmp_path / "elsewhere" / "ted", "meta.json")
+    assert str(tmp_path / "elsewhere" / "ted") in str(err.value)
+
+
+def test_a_folder_is_a_local_root_even_when_it_is_a_bucket_roots_copy(tmp_path):
+    """The root is chosen from the setting, never from marker files found under it."""
+    copy = WarehouseLayout.from_root(ROOT, local_copy=tmp_path).folder
+    local = WarehouseLayout.from_root(copy)
+    assert local.bucket is None and local.url == str(copy)
+    assert local.root.remote(local.ted_dir("atari", "Pong/1"), "meta.json") is None

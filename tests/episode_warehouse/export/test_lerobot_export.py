@@ -21,6 +21,7 @@ from episode_warehouse.export import ExportRequest, export_lerobot
 from episode_warehouse.export.compare import differing_files
 from episode_warehouse.export.per_frame import write_per_frame
 from episode_warehouse.loading import Selection, select_episodes
+from episode_warehouse.roots import LocalRoot
 from tests.helpers import build_atari, build_openx
 from warehouse_fixtures.openx_writer import DatasetSpec
 
@@ -85,7 +86,7 @@ def test_openx_round_trip_tasks_and_cameras(root, tmp_path):
     from episode_warehouse.catalog import run_query
 
     _, instructions = run_query(
-        root / "catalog",
+        LocalRoot(root),
         "SELECT language_instruction FROM episodes WHERE source = 'openx' ORDER BY episode",
     )
     for i in range(len(ds)):

@@ -29,6 +29,7 @@ from episode_warehouse.loading import (
 )
 from episode_warehouse.loading.schedule import Plan, epoch_items
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.roots import LocalRoot
 from tests.helpers import build_atari, build_openx
 from warehouse_fixtures.openx_writer import DatasetSpec
 
@@ -229,7 +230,7 @@ def test_statistics_of_exactly_the_selected_steps(root):
 
 
 def test_statistics_from_the_catalog_equal_the_full_pass(root):
-    layout = WarehouseLayout(root)
+    layout = WarehouseLayout.local(root)
     for key in ("Pong/1", "Pong/2"):
         built = publish_statistics(layout, "atari", key, code_version="t")
         assert "observation" in built.meta["keys"] and "next/observation" not in built.meta["keys"]
@@ -243,7 +244,7 @@ def test_statistics_from_the_catalog_equal_the_full_pass(root):
     from episode_warehouse.catalog import run_query
 
     _, rows = run_query(
-        layout.catalog_dir,
+        layout.root,
         "SELECT count(DISTINCT episode), min(len(hist)) FROM statistics WHERE key = 'action'",
     )
     assert rows[0][0] >= 14 and rows[0][1] == 256
@@ -260,8 +261,8 @@ def test_a_pinned_selection_loads_equal_and_refuses_when_stale(root, tmp_path):
     assert set(manifest["teds"]) == {"atari:Pong/1"}
     assert Selection.load(path) == sel
     # the partition's TED is rebuilt (a new version): the pin no longer holds
-    ted = WarehouseLayout(root).ted_dir("atari", "Pong/1")
-    record = published(ted)
+    ted = WarehouseLayout.local(root).ted_dir("atari", "Pong/1")
+    record = published(LocalRoot(tmp_path), ted)
     (ted / "meta.json").write_text(json.dumps({**record, "version": "0" * 16}))
     try:
         with pytest.raises(StaleSelectionError, match="TED of atari:Pong/1 changed"):

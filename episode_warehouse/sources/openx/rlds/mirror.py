@@ -16,6 +16,7 @@ from pathlib import Path
 from episode_warehouse.blobstore import BlobStore
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.incremental import Built, build_if_changed, fingerprint
+from episode_warehouse.roots import Root
 from episode_warehouse.sources.mirror import MirrorReport, mirror_files
 from episode_warehouse.sources.openx.mirror import MODES
 from episode_warehouse.sources.openx.rlds.dataset_info import parse_dataset_info
@@ -32,6 +33,7 @@ def mirror_rlds(
     listing: RldsListing,
     target: Path,
     *,
+    root: Root,
     mode: str,
     code_version: str,
     workers: int = 4,
@@ -62,7 +64,14 @@ def mirror_rlds(
         files: dict[str, dict] = {}
         if mode == "download":
             files = mirror_files(
-                store, listing.shards, target, staging, report, subdir=SHARDS_DIR, workers=workers
+                store,
+                listing.shards,
+                target,
+                staging,
+                report,
+                root=root,
+                subdir=SHARDS_DIR,
+                workers=workers,
             )
         return {
             "format": RECORD_FORMAT,
@@ -82,7 +91,7 @@ def mirror_rlds(
             "copied": len(report.downloaded),
         }
 
-    return build_if_changed(target, inputs, build), report
+    return build_if_changed(root, target, inputs, build), report
 
 
 def recorded_shards(raw_dir: Path, raw: dict, endpoint: str | None = None) -> list[RldsShard]:

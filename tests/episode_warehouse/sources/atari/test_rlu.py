@@ -20,6 +20,7 @@ from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.errors import ConfigError, CorruptInputError, SourceMissingError
 from episode_warehouse.incremental import published
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.sources.atari.mirror import detect_layout, mirror_run
 from episode_warehouse.sources.atari.stage import decode_atari
@@ -53,7 +54,7 @@ def source(tmp_path_factory):
 
 
 def _build(store, root, key="Pong/3", mode="download", endpoint=None):
-    layout = WarehouseLayout(root)
+    layout = WarehouseLayout.local(root)
     game, run = key.split("/")
     mirror_run(
         store,
@@ -61,6 +62,7 @@ def _build(store, root, key="Pong/3", mode="download", endpoint=None):
         int(run),
         layout.raw_dir("atari", key),
         CheckpointSubset("all"),
+        root=layout.root,
         code_version="t",
         mode=mode,
     )
@@ -94,17 +96,17 @@ def _expected(files):
 def test_ted_keeps_every_logged_transition(source, tmp_path):
     src, files = source
     layout = _build(open_blob_store(str(src)), tmp_path / "wh")
-    td = open_ted("atari", "Pong/3", root=layout.root)
+    td = open_ted("atari", "Pong/3", root=layout.folder)
     want, eps = _expected(files)
     assert sorted(map(str, td.keys(True, True))) == sorted(map(str, ATARI_KEYS))  # one schema
     for key, value in want.items():
         assert np.array_equal(td[key][:].numpy(), value), key
-    meta = published(layout.decoded_dir("atari", "Pong/3"))
+    meta = published(layout.root, layout.decoded_dir("atari", "Pong/3"))
     assert meta["episodes"] == len(eps) and meta["rows"] == sum(len(e.frames) for e in eps)
     from episode_warehouse.catalog import run_query
 
     _, rows = run_query(
-        layout.catalog_dir,
+        layout.root,
         'SELECT checkpoint_idx, episode_idx, "return", recorded_return, length, terminated, '
         "source_files FROM episodes ORDER BY episode",
     )
@@ -129,7 +131,7 @@ def test_same_ted_from_the_emulator_and_streaming_without_a_raw_copy(
         streamed.raw_dir("atari", "Pong/3") / "meta.json"
     ]  # streaming keeps no copy of the files
     for layout in (downloaded, streamed):
-        td = open_ted("atari", "Pong/3", root=layout.root)
+        td = open_ted("atari", "Pong/3", root=layout.folder)
         for key in local.keys(True, True):
             assert np.array_equal(td[key][:].numpy(), local[key][:].numpy()), key
 
@@ -155,18 +157,19 @@ def test_the_layout_is_detected_and_can_be_forced(source, tmp_path, demo_fixture
     assert detect_layout(open_blob_store(str(both)), "Pong", 3, "rlu") == "rlu"
     with pytest.raises(ConfigError, match="streaming reads the RL Unplugged layout only"):
         mirror_run(dopamine, "Pong", 5, tmp_path / "x", CheckpointSubset("all"),
-                   code_version="t", mode="streaming")  # fmt: skip
+                   root=LocalRoot(tmp_path), code_version="t", mode="streaming")  # fmt: skip
 
 
 def test_checkpoint_subsets_select_files(source, tmp_path):
     src, files = source
-    layout = WarehouseLayout(tmp_path / "wh")
+    layout = WarehouseLayout.local(tmp_path / "wh")
     built, _ = mirror_run(
         open_blob_store(str(src)),
         "Pong",
         3,
         layout.raw_dir("atari", "Pong/3"),
         CheckpointSubset("last:2"),
+        root=layout.root,
         code_version="t",
     )
     assert built.meta["suffixes"] == [1, 2]
@@ -196,7 +199,7 @@ def _refused(copy, tmp_path, match):
     with pytest.raises(CorruptInputError, match=match) as err:
         _build(open_blob_store(str(copy)), tmp_path / "wh")
     assert "Fix:" in str(err.value)
-    layout = WarehouseLayout(tmp_path / "wh")
+    layout = WarehouseLayout.local(tmp_path / "wh")
     assert not layout.decoded_dir("atari", "Pong/3").exists()
     assert not layout.ted_dir("atari", "Pong/3").exists()
     return str(err.value)
@@ -376,15 +379,15 @@ def test_the_time_limit_is_a_truncation_not_a_terminal_state(tmp_path):
         [w.encode_episode(e, frames_png=[blank] * len(e.frames)) for e in (long, short)],
     )
     layout = _build(open_blob_store(str(src)), tmp_path / "wh")
-    td = open_ted("atari", "Pong/3", root=layout.root)
+    td = open_ted("atari", "Pong/3", root=layout.folder)
     last = [n - 1, 2 * n - 2]
     assert td["next", "done"][last, 0].tolist() == [True, True]
     assert td["next", "terminated"][last, 0].tolist() == [False, True]  # the limit; game over
     assert td["next", "truncated"][last, 0].tolist() == [True, False]
     from episode_warehouse.catalog import run_query
 
-    _, rows = run_query(
-        layout.catalog_dir, "SELECT length, terminated, truncated, complete FROM episodes"
-    )
+    _, rows = run_query(layout.root, "SELECT length, terminated, truncated, complete FROM episodes")
     assert sorted(rows) == [(n - 1, True, False, True), (n, False, True, True)]
-    assert published(layout.decoded_dir("atari", "Pong/3"))["time_limited_episodes"] == 1
+    assert (
+        published(layout.root, layout.decoded_dir("atari", "Pong/3"))["time_limited_episodes"] == 1
+    )

@@ -33,11 +33,19 @@ EXPECTED = {
 @pytest.fixture(scope="module")
 def warehouse(shared_samples, tmp_path_factory):
     store = open_blob_store(str(shared_samples / "rl_unplugged_atari"))  # ATARI_REPLAY_URL
-    layout = WarehouseLayout(tmp_path_factory.mktemp("real-rlu"))
+    layout = WarehouseLayout.local(tmp_path_factory.mktemp("real-rlu"))
     for key in EXPECTED:
         game, run = key.split("/")
         target = layout.raw_dir("atari", key)
-        mirror_run(store, game, int(run), target, CheckpointSubset("all"), code_version="t")
+        mirror_run(
+            store,
+            game,
+            int(run),
+            target,
+            CheckpointSubset("all"),
+            root=layout.root,
+            code_version="t",
+        )
         decode_atari(layout, key, code_version="t", workers=2)
         build_ted_stage(layout, "atari", key, code_version="t")
         publish_catalog_rows(layout, "atari", key, code_version="t", run_id="real")
@@ -53,7 +61,7 @@ def _records(shared_samples, key):
 
 @pytest.mark.parametrize("key", sorted(EXPECTED))
 def test_every_logged_row_is_a_step(warehouse, shared_samples, key):
-    td = open_ted("atari", key, root=warehouse.root)
+    td = open_ted("atari", key, root=warehouse.folder)
     records = _records(shared_samples, key)
     assert (
         td.batch_size[0]
@@ -78,7 +86,7 @@ def test_every_logged_row_is_a_step(warehouse, shared_samples, key):
 @pytest.mark.integration  # a catalog query (the sandbox)
 def test_the_catalog_returns_are_the_recorded_ones(warehouse):
     _, rows = run_query(
-        warehouse.catalog_dir,
+        warehouse.root,
         'SELECT partition, checkpoint_idx, episode_idx, length, "return", recorded_return '
         "FROM episodes ORDER BY partition, episode",
     )

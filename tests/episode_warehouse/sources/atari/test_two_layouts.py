@@ -36,10 +36,10 @@ pytestmark = pytest.mark.integration  # decode worker processes
 
 
 def _build(src, root, game, run):
-    layout = WarehouseLayout(root)
+    layout = WarehouseLayout.local(root)
     key = f"{game}/{run}"
     mirror_run(open_blob_store(str(src)), game, run, layout.raw_dir("atari", key),
-               CheckpointSubset("all"), code_version="t")  # fmt: skip
+               CheckpointSubset("all"), root=layout.root, code_version="t")  # fmt: skip
     decode_atari(layout, key, code_version="t", workers=1)
     build_ted_stage(layout, "atari", key, code_version="t")
     publish_catalog_rows(layout, "atari", key, code_version="t", run_id="r")
@@ -56,8 +56,8 @@ def test_both_layouts_give_the_same_ted(tmp_path):
     rlu_writer.write_run(src / "Pong", 4, [records])
     _build(src, tmp_path / "wh", "Pong", 3)
     layout = _build(src, tmp_path / "wh", "Pong", 4)
-    dopamine = open_ted("atari", "Pong/3", root=layout.root)
-    rlu = open_ted("atari", "Pong/4", root=layout.root)
+    dopamine = open_ted("atari", "Pong/3", root=layout.folder)
+    rlu = open_ted("atari", "Pong/4", root=layout.folder)
 
     assert set(dopamine.keys(True, True)) == set(rlu.keys(True, True))
     for key in dopamine.keys(True, True):
@@ -69,7 +69,7 @@ def test_both_layouts_give_the_same_ted(tmp_path):
     )
     for partition in ("Pong/3", "Pong/4"):
         _, rows = run_query(
-            layout.catalog_dir,
+            layout.root,
             'SELECT length, "return", terminated, complete FROM episodes '
             f"WHERE partition = '{partition}' ORDER BY episode",
         )
@@ -78,7 +78,7 @@ def test_both_layouts_give_the_same_ted(tmp_path):
     # one schema: a selection spanning both layouts collates into batches
     sel = select_episodes(
         "SELECT source, partition, episode, start, length FROM episodes ORDER BY partition",
-        root=layout.root,
+        root=layout.folder,
     )
     loader = DataLoader(EpisodeSliceDataset(sel, 8), batch_size=16, collate_fn=ted_collate)
     batches = list(loader)

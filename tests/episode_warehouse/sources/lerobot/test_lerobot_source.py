@@ -16,6 +16,7 @@ import torch
 from episode_warehouse.decoded import open_decoded
 from episode_warehouse.errors import CorruptInputError, FormatVersionError
 from episode_warehouse.incremental import build_if_changed
+from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.lerobot.dataset import open_lerobot_folder
 from episode_warehouse.sources.lerobot.decode import decode_lerobot
 from episode_warehouse.ted import build_ted, open_ted_folder
@@ -41,7 +42,9 @@ def any_schema(request, tmp_path_factory) -> tuple[LeRobotSpec, Path]:
 
 def _ted(folder: Path, work: Path):
     source = open_lerobot_folder(folder)
-    build_if_changed(work / "dec", {"t": 1}, lambda tmp: decode_lerobot(source, tmp))
+    build_if_changed(
+        LocalRoot(work), work / "dec", {"t": 1}, lambda tmp: decode_lerobot(source, tmp)
+    )
     (work / "ted").mkdir()
     build_ted(open_decoded(work / "dec"), work / "ted")
     return open_ted_folder(work / "ted"), open_decoded(work / "dec")

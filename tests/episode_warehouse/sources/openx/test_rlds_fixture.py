@@ -31,8 +31,15 @@ from warehouse_fixtures.rlds_robot import TASKS, write_robot_dataset
 
 
 def _build(src, tmp_path, dataset="toy_robot", **kw):
-    layout = WarehouseLayout(tmp_path / "wh")
-    raw = mirror_openx(str(src), dataset, layout.raw_dir("openx", dataset), code_version="t", **kw)
+    layout = WarehouseLayout.local(tmp_path / "wh")
+    raw = mirror_openx(
+        str(src),
+        dataset,
+        layout.raw_dir("openx", dataset),
+        root=layout.root,
+        code_version="t",
+        **kw,
+    )
     decoded = decode_openx(layout, dataset, code_version="t")
     return layout, raw, decoded
 
@@ -316,7 +323,11 @@ def test_a_changed_shard_is_the_only_one_decoded_again_and_the_result_equals_a_f
     for name in ("toy_robot-train.tfrecord-00000-of-00003", "dataset_info.json"):
         shutil.copyfile(staged / name, src / "toy_robot" / "1.0.0" / name)  # only these change
     raw = mirror_openx(
-        str(src), "toy_robot", layout.raw_dir("openx", "toy_robot"), code_version="t"
+        str(src),
+        "toy_robot",
+        layout.raw_dir("openx", "toy_robot"),
+        root=layout.root,
+        code_version="t",
     )
     second = decode_openx(layout, "toy_robot", code_version="t")
     assert raw.rebuilt and second.rebuilt

@@ -76,8 +76,10 @@ def _pil(data: bytes) -> np.ndarray:
 
 def test_bridge_as_published(shared_samples, tmp_path):
     src = shared_samples / "rlds"
-    layout = WarehouseLayout(tmp_path / "wh")
-    raw = mirror_openx(str(src), "bridge", layout.raw_dir("openx", "bridge"), code_version="t")
+    layout = WarehouseLayout.local(tmp_path / "wh")
+    raw = mirror_openx(
+        str(src), "bridge", layout.raw_dir("openx", "bridge"), root=layout.root, code_version="t"
+    )
     assert raw.meta["dataset_version"] == "1.0.0"  # the folder's; its info says 0.0.1
     decode_openx(layout, "bridge", code_version="t")
     build_ted_stage(layout, "openx", "bridge", code_version="t")
@@ -114,8 +116,14 @@ def mt_opt(shared_samples, tmp_path):
 
 def test_mt_opt_rlds_jpeg_and_zlib_tensors(mt_opt, tmp_path):
     src, shard = mt_opt
-    layout = WarehouseLayout(tmp_path / "wh")
-    mirror_openx(str(src), "mt_opt_rlds", layout.raw_dir("openx", "mt_opt_rlds"), code_version="t")
+    layout = WarehouseLayout.local(tmp_path / "wh")
+    mirror_openx(
+        str(src),
+        "mt_opt_rlds",
+        layout.raw_dir("openx", "mt_opt_rlds"),
+        root=layout.root,
+        code_version="t",
+    )
     decode_openx(layout, "mt_opt_rlds", code_version="t")
     folder = layout.decoded_dir("openx", "mt_opt_rlds")
     dec = open_decoded(folder)

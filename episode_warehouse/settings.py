@@ -1,0 +1,113 @@
+"""Every setting the domain package takes from the environment, named and defaulted in one place.
+
+``Settings.from_env(**explicit)`` resolves them at once: an explicit value (a Dagster resource's
+field, a function's argument) wins, else the variable, else the default. The warehouse root
+(``WarehouseLayout.from_settings``) and a bucket root (``BucketRoot.parse``) keep what they were
+resolved with, so one object decides where a run reads and writes.
+
+- ``root``: ``EPISODE_WAREHOUSE_ROOT``, default ``./warehouse-data``.
+- ``local_copy``: ``EPISODE_WAREHOUSE_LOCAL_COPY`` (``EPISODE_WAREHOUSE_SCRATCH`` before it had
+  its own name, with a warning), default ``<tmp>/episode-warehouse-scratch``.
+- ``cache``: ``EPISODE_WAREHOUSE_CACHE``, default ``~/.cache/episode-warehouse``.
+- ``gcs_endpoint``: ``STORAGE_EMULATOR_HOST`` (as google-cloud-storage reads it), default GCS.
+- ``hub_endpoint``: ``HF_ENDPOINT`` (as huggingface_hub reads it), default the hub.
+- ``hub_cache``: ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else huggingface_hub's default.
+
+The export's PNG scratch (``EPISODE_WAREHOUSE_SCRATCH``), the worker counts and the input limits
+are the Dagster resource's (``resources/warehouse.py``): no domain function reads them.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT_ENV = "EPISODE_WAREHOUSE_ROOT"
+DEFAULT_ROOT = "warehouse-data"
+LOCAL_COPY_ENV = "EPISODE_WAREHOUSE_LOCAL_COPY"
+# before LOCAL_COPY_ENV had its own name, the PNG scratch setting also meant this; still read
+LEGACY_LOCAL_COPY_ENV = "EPISODE_WAREHOUSE_SCRATCH"
+CACHE_ENV = "EPISODE_WAREHOUSE_CACHE"
+DEFAULT_CACHE = "~/.cache/episode-warehouse"
+EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
+HUB_ENDPOINT_ENV = "HF_ENDPOINT"
+DEFAULT_HUB_ENDPOINT = "https://huggingface.co"
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved settings (see the module's table)."""
+
+    root: str
+    local_copy: Path
+    cache: Path
+    gcs_endpoint: str | None
+    hub_endpoint: str
+    hub_cache: str | None
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        root: str | os.PathLike | None = None,
+        local_copy: str | os.PathLike | None = None,
+        cache: str | os.PathLike | None = None,
+        gcs_endpoint: str | None = None,
+        hub_endpoint: str | None = None,
+    ) -> Settings:
+        """The settings from ``env`` (default: the process's environment now), each explicit
+        value (not None, not empty) winning over its variable."""
+        env = os.environ if env is None else env
+        return cls(
+            root=str(root or env.get(ROOT_ENV) or DEFAULT_ROOT),
+            local_copy=_folder(local_copy or _local_copy_env(env) or _default_local_copy()),
+            cache=_folder(cache or env.get(CACHE_ENV) or DEFAULT_CACHE),
+            gcs_endpoint=gcs_endpoint or env.get(EMULATOR_ENV) or None,
+            hub_endpoint=(hub_endpoint or env.get(HUB_ENDPOINT_ENV) or DEFAULT_HUB_ENDPOINT).rstrip(
+                "/"
+            ),
+            hub_cache=_hub_cache(env),
+        )
+
+
+def _folder(value: str | os.PathLike) -> Path:
+    return Path(value).expanduser().resolve()
+
+
+def _default_local_copy() -> Path:
+    return Path(tempfile.gettempdir()) / "episode-warehouse-scratch"
+
+
+def _local_copy_env(env: Mapping[str, str]) -> str | None:
+    if env.get(LOCAL_COPY_ENV):
+        return env[LOCAL_COPY_ENV]
+    if env.get(LEGACY_LOCAL_COPY_ENV):
+        _warn_legacy_once(env[LEGACY_LOCAL_COPY_ENV])
+        return env[LEGACY_LOCAL_COPY_ENV]
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _warn_legacy_once(value: str) -> None:
+    log.warning(
+        "%s set and %s not: a gs:// root's local copy goes under %s as before; set %s for it "
+        "(%s now only places an export's PNG frames)",
+        LEGACY_LOCAL_COPY_ENV, LOCAL_COPY_ENV, value, LOCAL_COPY_ENV, LEGACY_LOCAL_COPY_ENV,
+    )  # fmt: skip
+
+
+def _hub_cache(env: Mapping[str, str]) -> str | None:
+    """huggingface_hub's cache folder from the environment now (its own constant is read when
+    it is imported): ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else its default (None)."""
+    if env.get("HF_HUB_CACHE"):
+        return env["HF_HUB_CACHE"]
+    if env.get("HF_HOME"):
+        return os.path.join(env["HF_HOME"], "hub")
+    return None
