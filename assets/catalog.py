@@ -42,11 +42,11 @@ def catalog_rows_asset(
             )
             return dg.MaterializeResult(
                 metadata={
-                    "episodes": built.meta["episodes"],
-                    "frames": built.meta["frames"],
+                    "episodes": built.meta.episodes,
+                    "frames": built.meta.frames,
                     "rebuilt": built.rebuilt,
                     "catalog": dg.MetadataValue.path(str(CatalogStore(layout.root).db_path)),
-                    "dagster/row_count": built.meta["episodes"],
+                    "dagster/row_count": built.meta.episodes,
                     "dagster/column_schema": dg.TableSchema(
                         columns=[
                             dg.TableColumn(c.name, c.sql, description=c.doc)

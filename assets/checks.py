@@ -3,8 +3,9 @@
 import dagster as dg
 
 from episode_warehouse.catalog import run_query
-from episode_warehouse.export.lerobot import EXPORT_META
-from episode_warehouse.incremental import checkout
+from episode_warehouse.export.record import ExportRecord
+from episode_warehouse.incremental import checkout, require
+from episode_warehouse.ted.record import TedRecord
 from episode_warehouse.ted.validate import check_ted
 from resources import WarehouseStorage
 
@@ -53,7 +54,7 @@ def rows_check(source: str, rows_asset: dg.AssetsDefinition) -> dg.AssetChecksDe
     ) -> dg.AssetCheckResult:
         key = context.op_execution_context.partition_key
         layout = warehouse.layout()
-        meta = checkout(layout.root, layout.ted_dir(source, key))
+        meta = require(layout.root, layout.ted_dir(source, key), f"{source}_ted", key, TedRecord)
         _, rows = run_query(
             layout.root,
             "SELECT count(*), coalesce(sum(length), 0) "
@@ -62,12 +63,12 @@ def rows_check(source: str, rows_asset: dg.AssetsDefinition) -> dg.AssetChecksDe
         )
         episodes, frames = rows[0]
         return dg.AssetCheckResult(
-            passed=episodes == meta["episodes"] and frames == meta["rows"],
+            passed=episodes == meta.episodes and frames == meta.rows,
             metadata={
                 "catalog_episodes": episodes,
-                "ted_episodes": meta["episodes"],
+                "ted_episodes": meta.episodes,
                 "catalog_frames": int(frames),
-                "ted_frames": meta["rows"],
+                "ted_frames": meta.rows,
             },
         )
 
@@ -88,11 +89,10 @@ def export_check(export: dg.AssetsDefinition, name_of) -> dg.AssetChecksDefiniti
 
         layout = warehouse.layout()
         target = layout.lerobot_dir(name_of(context.op_execution_context))
-        meta = checkout(layout.root, target, EXPORT_META)
+        meta = require(layout.root, target, "the LeRobot export", target.name, ExportRecord)
         ds = LeRobotDataset(f"episode-warehouse/{target.name}", root=target)
         return dg.AssetCheckResult(
-            passed=ds.meta.total_episodes == meta["episodes"]
-            and ds.meta.total_frames == meta["frames"],
+            passed=ds.meta.total_episodes == meta.episodes and ds.meta.total_frames == meta.frames,
             metadata={
                 "episodes": ds.meta.total_episodes,
                 "frames": ds.meta.total_frames,

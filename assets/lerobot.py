@@ -10,6 +10,7 @@ from assets.retries import only_transient_retries
 from episode_warehouse.catalog import run_query
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.export import ExportRequest, export_lerobot
+from episode_warehouse.export.record import ExportRecord
 from episode_warehouse.incremental import require
 from episode_warehouse.loading.selection import REQUIRED, Selection
 from episode_warehouse.paths import WarehouseLayout
@@ -40,23 +41,23 @@ def _export(
     return _result(built.meta, target, built.rebuilt)
 
 
-def _result(meta: dict, path, rebuilt: bool) -> dg.MaterializeResult:
+def _result(meta: ExportRecord, path, rebuilt: bool) -> dg.MaterializeResult:
     return dg.MaterializeResult(
         metadata={
             "rebuilt": rebuilt,
-            "episodes": meta["episodes"],
-            "frames": meta["frames"],
-            "video": meta["request"]["video"],
+            "episodes": meta.episodes,
+            "frames": meta.frames,
+            "video": meta.request["video"],
             "path": dg.MetadataValue.path(str(path)),
-            "query": meta["request"].get("query") or "",
-            "episode_list": dg.MetadataValue.json(meta["episode_list"][:200]),
+            "query": meta.request.get("query") or "",
+            "episode_list": dg.MetadataValue.json(meta.episode_list[:200]),
             "load_with": dg.MetadataValue.md(
                 "```python\nfrom lerobot.datasets.lerobot_dataset import LeRobotDataset\n"
                 f"ds = LeRobotDataset({json.dumps('episode-warehouse/' + path.name)}, "
                 f"root={json.dumps(str(path))})\n```"
             ),
         },
-        data_version=dg.DataVersion(meta["version"]),
+        data_version=dg.DataVersion(meta.version),
     )
 
 

@@ -2,14 +2,17 @@
 
 import dagster as dg
 
+from episode_warehouse.decoded.record import DecodedRecord
+from episode_warehouse.incremental import Built
 
-def decoded_result(built, path, **details) -> dg.MaterializeResult:
+
+def decoded_result(built: Built[DecodedRecord], path, **details) -> dg.MaterializeResult:
     """Frames, episodes, the source's own ``details``, whether it was rebuilt, where it is, and
     the incremental rule's version as the data version."""
     return dg.MaterializeResult(
         metadata={
-            "frames": built.meta["rows"],
-            "episodes": built.meta["episodes"],
+            "frames": built.meta.rows,
+            "episodes": built.meta.episodes,
             **details,
             "rebuilt": built.rebuilt,
             "path": dg.MetadataValue.path(str(path)),

@@ -34,8 +34,8 @@ def statistics_asset(
             )
             return dg.MaterializeResult(
                 metadata={
-                    "keys": dg.MetadataValue.json(built.meta["keys"]),
-                    "rows": built.meta["rows"],
+                    "keys": dg.MetadataValue.json(built.meta.keys),
+                    "rows": built.meta.rows,
                     "rebuilt": built.rebuilt,
                 },
                 data_version=dg.DataVersion(built.version),

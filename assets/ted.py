@@ -52,10 +52,10 @@ def ted_asset(
             return dg.MaterializeResult(
                 metadata={
                     **picture_metadata(target),
-                    "frames": built.meta["rows"],
-                    "episodes": built.meta["episodes"],
+                    "frames": built.meta.rows,
+                    "episodes": built.meta.episodes,
                     "bytes_on_disk": folder_bytes(target),
-                    "keys": dg.MetadataValue.json(sorted(built.meta["keys"])),
+                    "keys": dg.MetadataValue.json(sorted(built.meta.keys)),
                     "rebuilt": built.rebuilt,
                     "path": dg.MetadataValue.path(str(target)),
                     "load_with": dg.MetadataValue.md(

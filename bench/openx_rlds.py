@@ -125,7 +125,7 @@ def child_ours(root: str, out: str) -> None:
     started = time.perf_counter()
     built = decode_openx(layout, "bench_robot", code_version="b")
     seconds = time.perf_counter() - started
-    print(json.dumps({"rows": built.meta["rows"], "compute_s": seconds, "cores": cores}))
+    print(json.dumps({"rows": built.meta.rows, "compute_s": seconds, "cores": cores}))
 
 
 def _episode_images(root: str) -> list[list[bytes]]:

@@ -24,13 +24,19 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic
+
+from typing_extensions import TypeVar
 
 from episode_warehouse.atomic import read_json, staged, unpublish, write_json, write_lock
 from episode_warehouse.errors import ForeignArtifactError, NotMaterializedError
+from episode_warehouse.records import Record
 from episode_warehouse.roots import Root
 
 log = logging.getLogger(__name__)
-RECORD = "meta.json"
+# the record type a call reads; the functions' ``record_type=Record`` defaults carry a type
+# ignore because mypy cannot check a default for a TypeVar parameter (python/mypy#3737)
+R = TypeVar("R", bound=Record, default=Record)
 
 
 def fingerprint(*parts: object) -> str:
@@ -43,15 +49,15 @@ def fingerprint(*parts: object) -> str:
 
 
 @dataclass(frozen=True)
-class Built:
+class Built(Generic[R]):
     """What :func:`build_if_changed` published: the record, whether it rebuilt, the version."""
 
-    meta: dict
+    meta: R
     rebuilt: bool
 
     @property
     def version(self) -> str:
-        return self.meta["version"]
+        return self.meta.version
 
 
 def _same_copy(local: dict, remote: dict) -> bool:
@@ -60,107 +66,145 @@ def _same_copy(local: dict, remote: dict) -> bool:
     return bool(local) and local.get(PUBLISHED) == remote.get(PUBLISHED)
 
 
-def published(root: Root, target: Path, record: str = RECORD) -> dict:
-    """The record of the published artifact at ``target`` of ``root``, or {} when there is none
-    (with a bucket root: the bucket's record; the files need not be here, see :func:`checkout`).
+def _typed(record_type: type[R], data: dict, subject: Path) -> R | None:
+    return record_type.from_json(data, subject=str(subject / record_type.FILE)) if data else None
+
+
+def published(root: Root, target: Path, record_type: type[R] = Record) -> R | None:  # type: ignore[assignment]
+    """The record of the published artifact at ``target`` of ``root``, or None when there is
+    none (with a bucket root: the bucket's record; the files need not be here, see
+    :func:`checkout`).
+
+    Raises:
+        CorruptInputError: the record is not a ``record_type``.
     """
-    remote = root.remote(Path(target), record)
-    if remote is not None:
-        return remote.read()[0]
-    return read_json(Path(target) / record)
-
-
-def checkout(root: Root, target: Path, record: str = RECORD) -> dict:
-    """:func:`published`, with the artifact's files in ``target``: with a bucket root, the
-    published version is pulled into the scratch folder unless it is there already."""
     target = Path(target)
-    remote = root.remote(target, record)
+    remote = root.remote(target, record_type.FILE)
+    data = remote.read()[0] if remote is not None else read_json(target / record_type.FILE)
+    return _typed(record_type, data, target)
+
+
+def published_version(root: Root, target: Path) -> str | None:
+    """The ``version`` of the artifact published at ``target``, or None."""
+    record = published(root, target)
+    return record.version if record is not None else None
+
+
+def checkout(root: Root, target: Path, record_type: type[R] = Record) -> R | None:  # type: ignore[assignment]
+    """:func:`published`, with the artifact's files in ``target``: with a bucket root, the
+    published version is pulled into the local copy unless it is there already."""
+    target = Path(target)
+    file = record_type.FILE
+    remote = root.remote(target, file)
     if remote is None:
-        return read_json(target / record)
+        return _typed(record_type, read_json(target / file), target)
     current, _ = remote.read()
-    if current and not _same_copy(read_json(target / record), current):
+    if current and not _same_copy(read_json(target / file), current):
         with write_lock(target):
-            if not _same_copy(read_json(target / record), current):
+            if not _same_copy(read_json(target / file), current):
                 remote.pull(target, current)
-    return current
+    return _typed(record_type, current, target)
 
 
 def build_if_changed(
     root: Root,
     target: Path,
     inputs: dict,
-    build: Callable[[Path], dict | None],
+    build: Callable[[Path], Record | dict | None],
     *,
-    record: str = RECORD,
+    record_type: type[R] = Record,  # type: ignore[assignment]
     lock_timeout_s: float = 600.0,
-) -> Built:
+) -> Built[R]:
     """Publish ``build(staging)`` at ``target`` (of ``root``) unless it holds these ``inputs``.
 
     Under the writer lock of ``target``: when its record's ``version`` equals
     ``fingerprint(inputs)``, return it (``rebuilt=False``). Otherwise call ``build`` with an
-    empty staging folder; it writes the artifact's files there and returns extra record fields
-    (or writes ``record`` itself, which is then extended). The record gets ``inputs`` and
-    ``version`` and is written last; the folder is swapped in atomically. A failing ``build``
-    leaves the previous version as it was. With a bucket root the bucket's record is the one
-    compared, and the new version is published to the bucket (meta-last, see
+    empty staging folder; it writes the artifact's files there and returns its record (a
+    ``record_type`` without ``inputs`` and ``version``, or a dict of fields), or writes the
+    record file itself, which is then extended. The record gets ``inputs`` and ``version``, is
+    checked as a ``record_type`` and written last; the folder is swapped in atomically. A
+    failing ``build`` leaves the previous version as it was. With a bucket root the bucket's
+    record is the one compared, and the new version is published to the bucket (meta-last, see
     :class:`~episode_warehouse.bucket.artifact.RemoteArtifact`).
 
     Raises:
         ForeignArtifactError: ``target`` exists but has no record: files this warehouse did not
             write are never replaced.
+        CorruptInputError: the published record, or the one built, is not a ``record_type``.
         DiskFullError: the disk filled up (nothing published).
         ConcurrentWriteError: (bucket root) another machine published this artifact first.
     """
     target = Path(target)
     version = fingerprint(inputs)
-    remote = root.remote(target, record)
+    file = record_type.FILE
+    remote = root.remote(target, file)
+
+    def result(data: dict, rebuilt: bool) -> Built[R]:
+        return Built(record_type.from_json(data, subject=str(target / file)), rebuilt)
+
     with write_lock(target, lock_timeout_s):
         if remote is None:
-            current = read_json(target / record)
+            current = read_json(target / file)
             if current.get("version") == version:
-                return Built(current, False)
-            return Built(_build_here(target, inputs, version, build, record, current), True)
+                return result(current, False)
+            return result(_build_here(target, inputs, version, build, record_type, current), True)
         current, generation = remote.read()
         if current.get("version") == version:
-            return Built(current, False)
-        local = read_json(target / record)
+            return result(current, False)
+        local = read_json(target / file)
         if local.get("version") != version:
             if local and not _same_copy(local, current):
-                unpublish(target)  # a stale scratch copy: never build on files of another version
+                unpublish(target)  # a stale local copy: never build on files of another version
                 local = {}
-            _build_here(target, inputs, version, build, record, local)
-        return Built(remote.push(target, current, generation), True)
+            _build_here(target, inputs, version, build, record_type, local)
+        return result(remote.push(target, current, generation), True)
 
 
 def _build_here(
-    target: Path, inputs: dict, version: str, build, record: str, current: dict
+    target: Path, inputs: dict, version: str, build, record_type: type[Record], current: dict
 ) -> dict:
     """Build into a staging folder and swap it in at ``target`` (the caller holds the lock)."""
+    file = record_type.FILE
     if not current and target.exists() and any(target.iterdir()):
         raise ForeignArtifactError(
-            f"the folder holds files but no {record}: this warehouse did not write it",
+            f"the folder holds files but no {file}: this warehouse did not write it",
             subject=str(target),
             fix="move the folder away (or delete it) and materialize again",
         )
     with staged(target) as tmp:
-        extra = build(tmp) or {}
-        meta = {**read_json(tmp / record), **extra, "inputs": inputs, "version": version}
+        built = build(tmp)
+        extra = built.fields_json() if isinstance(built, Record) else (built or {})
+        meta = {**read_json(tmp / file), **extra, "inputs": inputs, "version": version}
         meta.pop("published", None)
-        (tmp / record).parent.mkdir(parents=True, exist_ok=True)
-        write_json(tmp / record, meta)
+        record_type.from_json(meta, subject=f"{target / file} (as built)")
+        (tmp / file).parent.mkdir(parents=True, exist_ok=True)
+        write_json(tmp / file, meta)
     log.info("published %s (version %s)", target, version)
     return meta
 
 
-def require(root: Root, folder: Path, asset: str, key: str, *, here: bool = False) -> dict:
+def require(
+    root: Root,
+    folder: Path,
+    asset: str,
+    key: str,
+    record_type: type[R] = Record,  # type: ignore[assignment]
+    *,
+    here: bool = False,
+) -> R:
     """The record of an upstream artifact of ``root``, its files in ``folder`` (pulled from the
     bucket when the root is one; ``here``: the copy already in ``folder``, pulled by the caller).
 
     Raises:
         NotMaterializedError: it has not been built.
+        CorruptInputError: its record is not a ``record_type``.
     """
-    meta = read_json(folder / RECORD) if here else checkout(root, folder)
-    if not meta.get("version"):
+    folder = Path(folder)
+    if here:
+        meta = _typed(record_type, read_json(folder / record_type.FILE), folder)
+    else:
+        meta = checkout(root, folder, record_type)
+    if meta is None or not meta.version:
         raise NotMaterializedError(
             "this upstream stage is not materialized",
             subject=str(folder),

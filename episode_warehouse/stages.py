@@ -17,14 +17,19 @@ import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
+from episode_warehouse.catalog.records import RowsRecord
+from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.incremental import Built, build_if_changed, require
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.ted.record import TedRecord
 
 log = logging.getLogger(__name__)
 
 
-def build_ted_stage(layout: WarehouseLayout, source: str, key: str, *, code_version: str) -> Built:
+def build_ted_stage(
+    layout: WarehouseLayout, source: str, key: str, *, code_version: str
+) -> Built[TedRecord]:
     """The TED of one partition, validated in staging before it is published.
 
     Raises:
@@ -38,9 +43,9 @@ def build_ted_stage(layout: WarehouseLayout, source: str, key: str, *, code_vers
     from episode_warehouse.ted.validate import check_ted
 
     decoded_dir = layout.decoded_dir(source, key)
-    decoded = require(layout.root, decoded_dir, f"{source}_episodes", key)
+    decoded = require(layout.root, decoded_dir, f"{source}_episodes", key, DecodedRecord)
 
-    def build(tmp: Path) -> dict:
+    def build(tmp: Path) -> TedRecord:
         meta = build_ted(open_decoded(decoded_dir), tmp)
         report = check_ted(tmp)
         if not report.ok:
@@ -55,14 +60,15 @@ def build_ted_stage(layout: WarehouseLayout, source: str, key: str, *, code_vers
     return build_if_changed(
         layout.root,
         layout.ted_dir(source, key),
-        {"decoded": decoded["version"], "code_version": code_version, "format": FORMAT_ID},
+        {"decoded": decoded.version, "code_version": code_version, "format": FORMAT_ID},
         build,
+        record_type=TedRecord,
     )
 
 
 def publish_catalog_rows(
     layout: WarehouseLayout, source: str, key: str, *, code_version: str, run_id: str
-) -> Built:
+) -> Built[RowsRecord]:
     """The catalog rows of one partition (episodes and partitions tables) from its TED.
 
     Rows that describe the same TED are kept, with the lineage (run id, time) of the run that
@@ -73,15 +79,15 @@ def publish_catalog_rows(
     from episode_warehouse.catalog.schema import ROWS_FORMAT
 
     ted_dir = layout.ted_dir(source, key)
-    ted = require(layout.root, ted_dir, f"{source}_ted", key)
+    ted = require(layout.root, ted_dir, f"{source}_ted", key, TedRecord)
     episodes, partition_row = catalog_rows(
         ted_dir,
         source,
         key,
         code_version=code_version,
         run_id=run_id,
-        data_version=ted["version"],
+        data_version=ted.version,
         materialized_at=datetime.now(UTC),
     )
-    inputs = {"ted": ted["version"], "code_version": code_version, "format": ROWS_FORMAT}
+    inputs = {"ted": ted.version, "code_version": code_version, "format": ROWS_FORMAT}
     return CatalogStore(layout.root).publish_partition(source, key, episodes, partition_row, inputs)

@@ -12,6 +12,7 @@ from episode_warehouse.retry import RetryPolicy
 from episode_warehouse.roots import Root
 from episode_warehouse.sources.openx.mirror import MODES
 from episode_warehouse.sources.openx.raw import LAYOUTS, mirror_openx
+from episode_warehouse.sources.openx.record import RldsRawRecord, ShardsRawRecord
 from episode_warehouse.sources.openx.rlds.listing import parse_version_pins
 from resources.settings import setting
 
@@ -67,7 +68,9 @@ class OpenXSource(dg.ConfigurableResource):
     def endpoint(self) -> str | None:
         return setting(self.emulator_host, EMULATOR_ENV, "") or None
 
-    def mirror(self, root: Root, dataset: str, target, code_version: str) -> Built:
+    def mirror(
+        self, root: Root, dataset: str, target, code_version: str
+    ) -> Built[ShardsRawRecord] | Built[RldsRawRecord]:
         """The raw stage of ``dataset``, in the layout the source holds it."""
         timeout = setting(self.timeout_s, "OPENX_TIMEOUT_S", 60, cast=int)
         return mirror_openx(

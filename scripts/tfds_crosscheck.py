@@ -130,7 +130,7 @@ def compare(folder: Path, dump_file: Path) -> int:
         seconds = time.perf_counter() - started
         dec = open_decoded(layout.decoded_dir("openx", dataset))
         ours = {k: dec.array(k)[: dec.rows] for k in dec.arrays}
-        texts, tasks = dec.meta.get("texts", {}), dec.meta.get("tasks", [])
+        texts, tasks = dec.meta.extra.get("texts", {}), dec.meta.tasks
         from episode_warehouse.sources.openx.rlds.decode import INSTRUCTION_PATHS
 
         for path in INSTRUCTION_PATHS:  # the instruction is the TED's task_index

@@ -128,7 +128,8 @@ def _stream_from_bucket(root: str) -> None:
     frames = sum(item.batch_size[0] for item in stream)
     layout = WarehouseLayout.from_root(root)
     record = published(layout.root, layout.ted_dir("atari", "Pong/5"))
-    size = sum(int(f["size"]) for f in record["published"]["files"].values())
+    files = record.extra["published"]["files"] if record is not None else {}
+    size = sum(int(f["size"]) for f in files.values())
     print(
         f"\nStreamed the 2 best episodes of atari Pong/5 from {root}: {frames} frames, "
         f"{stream.cache.bytes_fetched / 1e6:.1f} MB fetched of the partition's "

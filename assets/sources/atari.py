@@ -46,14 +46,14 @@ def atari_replay_files(
             layout=atari_replay.layout(),
             mode=atari_replay.source_mode(),
         )
-    files = built.meta["files"]
+    files = built.meta.files
     return dg.MaterializeResult(
         metadata={
-            "source_url": built.meta["source_url"],
-            "suffixes": dg.MetadataValue.json(built.meta["suffixes"]),
-            "checkpoint_subset": built.meta["subset"],
-            "layout": built.meta["layout"],
-            "mode": built.meta["mode"],
+            "source_url": built.meta.source_url,
+            "suffixes": dg.MetadataValue.json(built.meta.suffixes),
+            "checkpoint_subset": built.meta.subset,
+            "layout": built.meta.layout,
+            "mode": built.meta.mode,
             "files": len(files),
             "bytes": sum(f["size"] for f in files.values()),
             "downloaded": len(report.downloaded),
@@ -93,16 +93,16 @@ def atari_episodes(
             endpoint=atari_replay.endpoint(),
             limits=warehouse.input_limits(),
         )
-        meta = built.meta
-        details = {"time_limited_episodes": meta.get("time_limited_episodes", 0)}
-        if meta.get("format_source") == "rl_unplugged":
-            details["files"] = dg.MetadataValue.json(meta["files"])
+        own = built.meta.extra  # the Atari decoders' own fields (DecodedRecord.extra)
+        details = {"time_limited_episodes": own.get("time_limited_episodes", 0)}
+        if own.get("format_source") == "rl_unplugged":
+            details["files"] = dg.MetadataValue.json(own["files"])
         else:
             details |= {
-                "padding_rows_dropped": meta["padding_rows"],
-                "lost_rows": meta["lost_rows"],
-                "gaps": dg.MetadataValue.json(meta["gaps"]),
-                "suffixes": dg.MetadataValue.json(meta["suffixes"]),
+                "padding_rows_dropped": own["padding_rows"],
+                "lost_rows": own["lost_rows"],
+                "gaps": dg.MetadataValue.json(own["gaps"]),
+                "suffixes": dg.MetadataValue.json(own["suffixes"]),
             }
         return decoded_result(built, layout.decoded_dir("atari", key), **details)
 

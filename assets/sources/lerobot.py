@@ -44,9 +44,9 @@ def lerobot_files(
         )
     return dg.MaterializeResult(
         metadata={
-            "source_url": built.meta["source_url"],
-            "files": len(built.meta["files"]),
-            "bytes": sum(f["size"] for f in built.meta["files"].values()),
+            "source_url": built.meta.source_url,
+            "files": len(built.meta.files),
+            "bytes": sum(f["size"] for f in built.meta.files.values()),
             "downloaded": len(report.downloaded),
             "rebuilt": built.rebuilt,
             "path": dg.MetadataValue.path(str(target)),
@@ -77,9 +77,9 @@ def lerobot_episodes(
         return decoded_result(
             built,
             layout.decoded_dir("lerobot", repo_id),
-            tasks=len(built.meta.get("tasks", [])),
-            fps=built.meta.get("fps"),
-            keys=dg.MetadataValue.json(built.meta["arrays"]),
+            tasks=len(built.meta.tasks),
+            fps=built.meta.fps,
+            keys=dg.MetadataValue.json(built.meta.arrays),
         )
 
 

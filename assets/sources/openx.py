@@ -9,6 +9,7 @@ from assets.retries import RAW_RETRY_POLICY, only_transient_retries
 from assets.sources.spec import SourceAssets
 from episode_warehouse.sources.openx.datasets import check_dataset_id
 from episode_warehouse.sources.openx.fingerprints import openx_fingerprints
+from episode_warehouse.sources.openx.record import RldsRawRecord
 from episode_warehouse.sources.openx.stage import decode_openx
 from resources import OpenXSource, WarehouseStorage
 
@@ -37,15 +38,15 @@ def openx_shards(
         built = openx_source.mirror(layout.root, dataset, target, versions.of(context))
     return dg.MaterializeResult(
         metadata={
-            "source_url": built.meta["source_url"],
-            "layout": built.meta.get("layout", "webdataset"),
-            "mode": built.meta["mode"],
-            "revision": built.meta["revision"],
-            "shards": len(built.meta["shards"]),
-            "bytes": sum(s["size"] for s in built.meta["shards"].values()),
-            "copied": built.meta["copied"] if built.rebuilt else 0,
+            "source_url": built.meta.source_url,
+            "layout": "rlds" if isinstance(built.meta, RldsRawRecord) else "webdataset",
+            "mode": built.meta.mode,
+            "revision": built.meta.revision,
+            "shards": len(built.meta.shards),
+            "bytes": sum(s["size"] for s in built.meta.shards.values()),
+            "copied": built.meta.copied if built.rebuilt else 0,
             "rebuilt": built.rebuilt,
-            "shard_versions": dg.MetadataValue.json(built.meta["shards"]),
+            "shard_versions": dg.MetadataValue.json(built.meta.shards),
             "path": dg.MetadataValue.path(str(target)),
         },
         data_version=dg.DataVersion(built.version),
@@ -80,10 +81,10 @@ def openx_episodes(
         return decoded_result(
             built,
             layout.decoded_dir("openx", dataset),
-            tasks=len(built.meta.get("tasks", [])),
-            shards=len(built.meta.get("shards", {})),
-            shards_copied=built.meta.get("reused_shards", 0),  # unchanged since the last build
-            keys=dg.MetadataValue.json(built.meta["arrays"]),
+            tasks=len(built.meta.tasks),
+            shards=len(built.meta.extra.get("shards", {})),
+            shards_copied=built.meta.extra.get("reused_shards", 0),  # unchanged since last build
+            keys=dg.MetadataValue.json(built.meta.arrays),
         )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import datetime
 from pathlib import Path
@@ -11,7 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from episode_warehouse.sources import registry
-from episode_warehouse.ted.layout import EPISODES, META
+from episode_warehouse.ted.layout import EPISODES
+from episode_warehouse.ted.reader import read_meta
 
 
 def folder_bytes(folder: Path) -> int:
@@ -38,13 +38,13 @@ def catalog_rows(
     materialized_at: datetime,
 ) -> tuple[pa.Table, dict]:
     """The ``episodes`` rows and the ``partitions`` row of one TED folder."""
-    meta = json.loads((Path(ted_folder) / META).read_text())
+    meta = read_meta(ted_folder)
     episodes = pq.read_table(Path(ted_folder) / EPISODES)
     n = episodes.num_rows
     lineage = {
         "source": pa.array([source] * n, pa.string()),
         "partition": pa.array([partition] * n, pa.string()),
-        "source_version": pa.array([meta.get("source_version", "")] * n, pa.string()),
+        "source_version": pa.array([meta.source_version] * n, pa.string()),
         "code_version": pa.array([code_version] * n, pa.string()),
         "run_id": pa.array([run_id] * n, pa.string()),
         "materialized_at": pa.array([materialized_at] * n, pa.timestamp("us", tz="UTC")),
@@ -55,15 +55,15 @@ def catalog_rows(
     partition_row = {
         "source": source,
         "partition": partition,
-        "frames": int(meta["rows"]),
+        "frames": meta.rows,
         "episodes": n,
         "bytes_on_disk": folder_bytes(Path(ted_folder)),
         "data_version": data_version,
         "code_version": code_version,
         "run_id": run_id,
         "materialized_at": materialized_at,
-        "source_url": meta.get("source_url", ""),
-        "fps": registry.fps(source, partition, meta),
-        "robot_type": meta.get("robot_type"),
+        "source_url": meta.source_url,
+        "fps": registry.fps(source, partition, meta.fps),
+        "robot_type": meta.robot_type,
     }
     return episodes, partition_row

@@ -12,26 +12,28 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from episode_warehouse.catalog.records import StatisticsRecord
 from episode_warehouse.catalog.schema import STATISTICS
 from episode_warehouse.catalog.store import CatalogStore
-from episode_warehouse.incremental import Built, build_if_changed, checkout, published
+from episode_warehouse.incremental import Built, build_if_changed, checkout, published_version
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.ted.record import TedRecord
 
 
 def publish_statistics(
     layout: WarehouseLayout, source: str, partition: str, *, code_version: str
-) -> Built:
+) -> Built[StatisticsRecord]:
     """Compute (once per TED version) and publish one partition's statistics rows."""
     from episode_warehouse.incremental import require
     from episode_warehouse.ted.reader import open_ted_folder
     from episode_warehouse.ted.statistics import numeric_keys, partition_partials
 
     ted_dir = layout.ted_dir(source, partition)
-    ted = require(layout.root, ted_dir, f"{source}_ted", partition)
+    ted = require(layout.root, ted_dir, f"{source}_ted", partition, TedRecord)
     store = CatalogStore(layout.root)
     store.ensure_database()
 
-    def build(tmp: Path) -> dict:
+    def build(tmp: Path) -> StatisticsRecord:
         td = open_ted_folder(ted_dir)
         episodes = pq.read_table(ted_dir / "episodes.parquet")
         keys = numeric_keys(td)
@@ -42,13 +44,16 @@ def publish_statistics(
         table = table.add_column(0, "partition", pa.array([partition] * n, pa.string()))
         table = table.add_column(0, "source", pa.array([source] * n, pa.string()))
         pq.write_table(table.cast(STATISTICS.arrow_schema), tmp / STATISTICS.file_name)
-        return {"keys": [k if isinstance(k, str) else "/".join(k) for k in keys], "rows": n}
+        return StatisticsRecord(
+            keys=[k if isinstance(k, str) else "/".join(k) for k in keys], rows=n
+        )
 
     return build_if_changed(
         layout.root,
         store.partition_dir(source, partition, STATISTICS),
-        {"ted": ted["version"], "code_version": code_version, "format": STATISTICS.format_id},
+        {"ted": ted.version, "code_version": code_version, "format": STATISTICS.format_id},
         build,
+        record_type=StatisticsRecord,
     )
 
 
@@ -56,8 +61,9 @@ def read_partition_statistics(root: Path | str, source: str, partition: str) -> 
     """The partition's statistics rows when they describe its current TED, else None."""
     layout = WarehouseLayout.from_root(root)
     folder = CatalogStore(layout.root).partition_dir(source, partition, STATISTICS)
-    record = checkout(layout.root, folder)  # a bucket root: the small statistics file is pulled
-    ted = published(layout.root, layout.ted_dir(source, partition)).get("version")
-    if not record or record.get("inputs", {}).get("ted") != ted:
+    # a bucket root: the small statistics file is pulled
+    record = checkout(layout.root, folder, StatisticsRecord)
+    ted = published_version(layout.root, layout.ted_dir(source, partition))
+    if record is None or record.inputs.get("ted") != ted:
         return None
     return pq.read_table(folder / STATISTICS.file_name)

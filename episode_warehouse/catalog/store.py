@@ -22,8 +22,10 @@ import pyarrow.parquet as pq
 
 from episode_warehouse.atomic import staging_path, unpublish
 from episode_warehouse.bucket.root import BucketRoot
+from episode_warehouse.catalog.records import RowsRecord
 from episode_warehouse.catalog.schema import EPISODES, PARTITIONS, STATISTICS, TABLES, Table
-from episode_warehouse.incremental import RECORD, Built, build_if_changed
+from episode_warehouse.incremental import Built, build_if_changed
+from episode_warehouse.records import RECORD
 from episode_warehouse.roots import Root
 
 log = logging.getLogger(__name__)
@@ -110,15 +112,17 @@ class CatalogStore:
 
     def publish_partition(
         self, source: str, key: str, episodes: pa.Table, partition_row: dict, inputs: dict
-    ) -> Built:
+    ) -> Built[RowsRecord]:
         """Replace the rows of one partition unless they were built from the same ``inputs``."""
         self.ensure_database()
 
-        def build(tmp: Path) -> dict:
+        def build(tmp: Path) -> RowsRecord:
             self.write_rows(tmp, episodes, partition_row)
-            return {"episodes": episodes.num_rows, "frames": partition_row["frames"]}
+            return RowsRecord(episodes=episodes.num_rows, frames=partition_row["frames"])
 
-        built = build_if_changed(self.root, self.partition_dir(source, key), inputs, build)
+        built = build_if_changed(
+            self.root, self.partition_dir(source, key), inputs, build, record_type=RowsRecord
+        )
         if built.rebuilt:
             log.info("catalog: published %d episodes of %s/%s", episodes.num_rows, source, key)
         return built

@@ -11,13 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from episode_warehouse.decoded.episode_table import EPISODE_DATA
+from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import FormatVersionError, NotMaterializedError
-from episode_warehouse.incremental import RECORD
+from episode_warehouse.records import RECORD
 
-FORMAT = "episode-warehouse-decoded"
-VERSION = 3  # 3: RL Unplugged rows are all steps, no "final" role
-FORMAT_ID = f"{FORMAT}/v{VERSION}"  # an input of the decode stage: a new version rebuilds it
-META = RECORD
+FORMAT_ID = DecodedRecord.format_id()  # an input of the decode stage: a new version rebuilds it
 EPISODES = "episodes.parquet"
 ARRAYS = "arrays"
 # observation: stored once, rows+1 rows; TED's ("next", key) is the same file shifted by one
@@ -66,15 +64,15 @@ class DecodedEpisodes:
     """A published decoded folder, opened lazily (arrays are memory-mapped on request)."""
 
     folder: Path
-    meta: dict
+    meta: DecodedRecord
 
     @property
     def rows(self) -> int:
-        return int(self.meta["rows"])
+        return self.meta.rows
 
     @property
     def arrays(self) -> dict[str, ArraySpec]:
-        return {k: ArraySpec.from_json(k, v) for k, v in self.meta["arrays"].items()}
+        return {k: ArraySpec.from_json(k, v) for k, v in self.meta.arrays.items()}
 
     def array(self, key: str) -> np.ndarray:
         """The memory-mapped array of ``key`` (rows+1 rows for observations)."""
@@ -99,20 +97,15 @@ def open_decoded(folder: Path) -> DecodedEpisodes:
     Raises:
         NotMaterializedError: the folder has no ``meta.json`` (never built).
     """
-    meta_path = Path(folder) / META
+    meta_path = Path(folder) / RECORD
     if not meta_path.is_file():
         raise NotMaterializedError(
             "decoded episodes are not materialized",
             subject=str(folder),
             fix="materialize the decoded stage of this partition first",
         )
-    meta = json.loads(meta_path.read_text())
-    if meta.get("format") != FORMAT or meta.get("format_version") != VERSION:
-        raise FormatVersionError(
-            f"format {meta.get('format')} v{meta.get('format_version')} is not {FORMAT} v{VERSION}",
-            subject=str(meta_path),
-            fix=_REBUILD,
-        )
+    data = json.loads(meta_path.read_text())
+    meta = DecodedRecord.from_json_checked(data, subject=str(meta_path), fix=_REBUILD)
     return DecodedEpisodes(Path(folder), meta)
 
 

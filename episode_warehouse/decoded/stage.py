@@ -4,35 +4,47 @@ decoded format changed. A source's ``stage.py`` calls :func:`decode_from_raw` wi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 from episode_warehouse.atomic import reading
 from episode_warehouse.decoded.format import FORMAT_ID
+from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.incremental import Built, build_if_changed, checkout, require
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.records import RawRecord
 
 
-def lineage(source: str, key: str, raw: dict) -> dict:
+def lineage(source: str, key: str, raw: RawRecord) -> dict:
     return {
         "source": source,
         "partition": key,
-        "source_url": raw["source_url"],
-        "source_version": raw["version"],
+        "source_url": raw.source_url,
+        "source_version": raw.version,
     }
 
 
-def decode_from_raw(
-    layout: WarehouseLayout, source: str, key: str, raw_asset: str, code_version: str, make_build
-) -> Built:
-    """The one shape of every decode stage: hold the raw folder still, require its record, and
-    rebuild the decoded folder when the raw version or the code version changed.
-    ``make_build(raw_dir, raw_record, lineage)`` returns the build function."""
+def decode_from_raw[Raw: RawRecord](
+    layout: WarehouseLayout,
+    source: str,
+    key: str,
+    raw_asset: str,
+    raw_type: type[Raw],
+    code_version: str,
+    make_build: Callable[[Path, Raw, dict], Callable[[Path], DecodedRecord]],
+) -> Built[DecodedRecord]:
+    """The one shape of every decode stage: hold the raw folder still, require its record (a
+    ``raw_type``), and rebuild the decoded folder when the raw version or the code version
+    changed. ``make_build(raw_dir, raw_record, lineage)`` returns the build function."""
     raw_dir = layout.raw_dir(source, key)
     # a bucket root: pull first; a pull swaps the folder, never under reading()
-    checkout(layout.root, raw_dir)
+    checkout(layout.root, raw_dir, raw_type)
     with reading(raw_dir):
-        raw = require(layout.root, raw_dir, raw_asset, key, here=True)
+        raw = require(layout.root, raw_dir, raw_asset, key, raw_type, here=True)
         return build_if_changed(
             layout.root,
             layout.decoded_dir(source, key),
-            {"raw": raw["version"], "code_version": code_version, "format": FORMAT_ID},
+            {"raw": raw.version, "code_version": code_version, "format": FORMAT_ID},
             make_build(raw_dir, raw, lineage(source, key, raw)),
+            record_type=DecodedRecord,
         )

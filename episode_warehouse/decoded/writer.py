@@ -12,15 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from episode_warehouse.decoded.format import (
-    ARRAYS,
-    EPISODES,
-    FORMAT,
-    META,
-    ROLES,
-    VERSION,
-    ArraySpec,
-)
+from episode_warehouse.decoded.format import ARRAYS, EPISODES, ROLES, ArraySpec
+from episode_warehouse.decoded.record import DecodedRecord
+from episode_warehouse.records import RECORD
 
 _PREAMBLE = 4096  # bytes reserved for the .npy header of appended arrays: one page, so rows of a
 # whole number of pages (a 256x320 RGB frame is 60) stay page-aligned and copy_file_range can
@@ -179,19 +173,22 @@ class DecodedWriter:
             self._set_rows(appender.close())
         self._appenders.clear()
 
-    def finish(self, episodes: pa.Table, meta: dict) -> dict:
-        """Close appended arrays, write episodes.parquet, then meta.json (the commit marker)."""
+    def finish(self, episodes: pa.Table, meta: dict) -> DecodedRecord:
+        """Close appended arrays, write episodes.parquet, then meta.json (the commit marker).
+        ``meta``: the decoder's fields (lineage, tasks, a source's own)."""
         self.close_arrays()
         if self.rows is None:
             self.rows = 0
         pq.write_table(episodes, self.folder / EPISODES)
         full = {
-            "format": FORMAT,
-            "format_version": VERSION,
+            **DecodedRecord.current(),
             "rows": self.rows,
             "episodes": episodes.num_rows,
             "arrays": {k: s.to_json() for k, s in sorted(self.specs.items())},
             **meta,
         }
-        (self.folder / META).write_text(json.dumps(full, indent=1, sort_keys=True))
-        return full
+        record = DecodedRecord.from_json(full, subject=str(self.folder / RECORD))
+        (self.folder / RECORD).write_text(
+            json.dumps(record.fields_json(), indent=1, sort_keys=True)
+        )
+        return record

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import yaml
 
+from episode_warehouse.export.record import ExportRecord
+
 UNKNOWN_LICENSE = "other"
 
 
@@ -57,7 +59,7 @@ def _cell(text: object) -> str:
 def dataset_card(
     repo_id: str,
     info: Mapping,
-    export: Mapping,
+    export: ExportRecord,
     partitions: list[SourcePartition],
     *,
     license: str | None = None,
@@ -71,7 +73,7 @@ def dataset_card(
     carried = len(stated) == 1 and None not in stated
     license = license or (stated.pop() if carried else None)
     fps, robot = info.get("fps"), info.get("robot_type") or "unknown"
-    episodes, frames = int(export["episodes"]), int(export["frames"])
+    episodes, frames = export.episodes, export.frames
     sources = sorted({p.source for p in partitions})
     header: dict = {
         "license": license or UNKNOWN_LICENSE,
@@ -83,8 +85,8 @@ def dataset_card(
         "robot_type": robot,
         "configs": [{"config_name": "default", "data_files": "data/*/*.parquet"}],
     }
-    query = (export.get("request") or {}).get("query")
-    picked = Counter((e[0], e[1]) for e in export.get("episode_list", []))
+    query = export.request.get("query")
+    picked = Counter((e[0], e[1]) for e in export.episode_list)
     lines = [
         "---",
         yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(),

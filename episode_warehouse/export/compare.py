@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from episode_warehouse.export.lerobot import EXPORT_META, SELECTION_MANIFEST
+from episode_warehouse.export.lerobot import SELECTION_MANIFEST
+from episode_warehouse.records import EXPORT_RECORD
 
 
 def differing_files(a: Path, b: Path) -> list[str]:
@@ -22,7 +23,7 @@ def differing_files(a: Path, b: Path) -> list[str]:
 
     def files(root: Path) -> set[str]:
         return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()} - {
-            EXPORT_META,
+            EXPORT_RECORD,
             SELECTION_MANIFEST,
         }
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from tensordict import TensorDictBase
 
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.ted.record import TedRecord
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class ExportEpisode:
     source: str
     partition: str
     ted_dir: Path
-    meta: dict
+    meta: TedRecord
     ted: TensorDictBase
     start: int
     length: int
@@ -28,7 +28,7 @@ class ExportEpisode:
         return self.ted[self.start : self.start + self.length]
 
 
-def _task(source: str, partition: str, meta: dict, steps: TensorDictBase) -> str:
+def _task(source: str, partition: str, meta: TedRecord, steps: TensorDictBase) -> str:
     """The partition's task where the source has one (Atari: the game), else the episode's
     instruction (``task_index`` into the TED's ``tasks``)."""
     from episode_warehouse.sources import registry
@@ -36,7 +36,7 @@ def _task(source: str, partition: str, meta: dict, steps: TensorDictBase) -> str
     task = registry.partition_task(source, partition)
     if task is not None:
         return task
-    tasks = meta.get("tasks", [])
+    tasks = meta.tasks
     if "task_index" not in steps.keys() or not tasks:  # noqa: SIM118 - TensorDict needs keys()
         return ""
     return tasks[int(steps["task_index"][0])]
@@ -44,17 +44,17 @@ def _task(source: str, partition: str, meta: dict, steps: TensorDictBase) -> str
 
 def export_episodes(root: Path, rows: list[tuple[str, str, int, int, int]]) -> list[ExportEpisode]:
     """``rows`` (source, partition, episode, start, length) with their TEDs opened once each."""
-    from episode_warehouse.ted.reader import open_ted_folder
+    from episode_warehouse.ted.reader import open_ted_folder, read_meta
 
     layout = WarehouseLayout.local(root)
-    opened: dict[tuple[str, str], tuple[Path, dict, TensorDictBase]] = {}
+    opened: dict[tuple[str, str], tuple[Path, TedRecord, TensorDictBase]] = {}
     out = []
     for source, partition, _, start, length in rows:
         if (source, partition) not in opened:
             folder = layout.ted_dir(source, partition)
             opened[(source, partition)] = (
                 folder,
-                json.loads((folder / "meta.json").read_text()),
+                read_meta(folder),
                 open_ted_folder(folder),
             )
         folder, meta, ted = opened[(source, partition)]
@@ -75,9 +75,9 @@ def create_dataset(repo_id: str, episodes: list[ExportEpisode], out: Path, video
         out.rmdir()  # lerobot creates the dataset root itself (an empty staging folder here)
     return LeRobotDataset.create(
         repo_id,
-        fps=registry.fps(first.source, first.partition, first.meta),
+        fps=registry.fps(first.source, first.partition, first.meta.fps),
         features=features_for(first.ted, video),
         root=out,
         use_videos=video,
-        robot_type=first.meta.get("robot_type") or first.source,
+        robot_type=first.meta.robot_type or first.source,
     )

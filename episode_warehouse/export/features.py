@@ -22,6 +22,7 @@ import torch
 from tensordict import TensorDictBase
 
 from episode_warehouse.export.png_writer import CHW, GRAY, to_hwc
+from episode_warehouse.ted.record import TedRecord
 
 Path_ = tuple[str, ...]
 
@@ -118,14 +119,14 @@ def _action_leaves(td: TensorDictBase) -> list[tuple[Path_, torch.Tensor]]:
     return [(k, action[k]) for k in keys]
 
 
-def image_sources(meta: dict, td: TensorDictBase, feats: dict) -> dict[str, tuple[str, str]]:
+def image_sources(meta: TedRecord, td: TensorDictBase, feats: dict) -> dict[str, tuple[str, str]]:
     """Each image feature's TED file (relative to the TED folder) and its row layout."""
     images = _images(td)
     out = {}
     for key, ft in feats.items():
         if ft["dtype"] in ("image", "video"):
             path, layout = images[key]
-            out[key] = (meta["keys"]["/".join(("observation", *path))]["file"], layout)
+            out[key] = (meta.keys["/".join(("observation", *path))]["file"], layout)
     return out
 
 

@@ -25,12 +25,12 @@ from episode_warehouse.export import lerobot_compat
 from episode_warehouse.export.episodes import ExportEpisode, create_dataset, export_episodes
 from episode_warehouse.export.frames import frame_paths, png_jobs, scratch_bytes, scratch_root
 from episode_warehouse.export.png_writer import PngWriters
-from episode_warehouse.incremental import Built, build_if_changed, published
+from episode_warehouse.export.record import ExportRecord
+from episode_warehouse.incremental import Built, build_if_changed, published_version
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.roots import Root
 
 log = logging.getLogger(__name__)
-EXPORT_META = "meta/warehouse_export.json"
 # an input of every export: lerobot's dataset format and our layout of it (bump on change)
 EXPORT_FORMAT = "lerobot-v3.0/warehouse-export-v1"
 SELECTION_MANIFEST = "meta/warehouse_selection.json"  # Selection.load reads it back
@@ -147,7 +147,7 @@ def export_lerobot(
     batched_embedding: bool = True,
     scratch_dir: Path | None = None,
     code_version: str = "1",
-) -> Built:
+) -> Built[ExportRecord]:
     """Export ``request`` to ``target`` (a LeRobot dataset root); returns what was published
     (``.meta`` is the export's record, ``.rebuilt`` whether it was written now).
 
@@ -185,7 +185,7 @@ def export_lerobot(
         list(request.episodes), layout, query=request.query
     )
     teds = {
-        f"{s}:{p}": published(layout.root, layout.ted_dir(s, p)).get("version")
+        f"{s}:{p}": published_version(layout.root, layout.ted_dir(s, p))
         for s, p in sorted({(e[0], e[1]) for e in request.episodes})
     }
     inputs = {
@@ -195,7 +195,7 @@ def export_lerobot(
         "format": EXPORT_FORMAT,
     }
 
-    def build(staging: Path) -> dict:
+    def build(staging: Path) -> ExportRecord:
         if lerobot_compat.fast_path_available():
             embedding = (
                 lerobot_compat.batched_image_embedding() if batched_embedding else nullcontext()
@@ -210,20 +210,17 @@ def export_lerobot(
                 request.repo_id, Path(request.root), rows, staging, video=request.video
             )
         selection.save(staging / SELECTION_MANIFEST)  # what trained on it can pin it again
-        return {
-            "name": request.name,
-            "frames": frames,
-            "episodes": len(request.episodes),
-            "request": {k: v for k, v in asdict(request).items() if k != "episodes"},
-            "episode_list": [list(e) for e in request.episodes],
-        }
+        return ExportRecord(
+            name=request.name,
+            frames=frames,
+            episodes=len(request.episodes),
+            request={k: v for k, v in asdict(request).items() if k != "episodes"},
+            episode_list=[list(e) for e in request.episodes],
+        )
 
-    built = build_if_changed(layout.root, Path(target), inputs, build, record=EXPORT_META)
+    built = build_if_changed(layout.root, Path(target), inputs, build, record_type=ExportRecord)
     if built.rebuilt:
         log.info(
-            "exported %d episodes (%d frames) to %s",
-            built.meta["episodes"],
-            built.meta["frames"],
-            target,
+            "exported %d episodes (%d frames) to %s", built.meta.episodes, built.meta.frames, target
         )
     return built

@@ -17,22 +17,24 @@ from episode_warehouse.bucket.artifact import VERIFIED
 from episode_warehouse.catalog import run_query
 from episode_warehouse.errors import NotMaterializedError
 from episode_warehouse.export.card import SourcePartition, dataset_card
-from episode_warehouse.export.lerobot import EXPORT_META, check_export_name
+from episode_warehouse.export.lerobot import check_export_name
+from episode_warehouse.export.record import ExportRecord
 from episode_warehouse.hub.client import HubClient
 from episode_warehouse.hub.publish import Published, publish_folder
 from episode_warehouse.hub.url import HubUrl
 from episode_warehouse.incremental import checkout, published
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.records import RawRecord
 from episode_warehouse.sources.lerobot.dataset import CODEBASE_VERSION
 
 log = logging.getLogger(__name__)
 
 
-def source_partitions(layout: WarehouseLayout, export: dict) -> list[SourcePartition]:
+def source_partitions(layout: WarehouseLayout, export: ExportRecord) -> list[SourcePartition]:
     """The partitions ``export`` read, with their TED versions (as exported), from the catalog
     where their source files were read and their sizes, and from their raw records the
     license their source states (LeRobot datasets on the hub: their card's)."""
-    teds: dict[str, str] = export["inputs"]["teds"]
+    teds: dict[str, str] = export.inputs["teds"]
     keys = [tuple(k.split(":", 1)) for k in sorted(teds)]
     found: dict[tuple[str, str], tuple] = {}
     if keys:
@@ -46,7 +48,7 @@ def source_partitions(layout: WarehouseLayout, export: dict) -> list[SourceParti
     out = []
     for source, partition in keys:
         row = found.get((source, partition), (source, partition, "", 0, 0))
-        raw = published(layout.root, layout.raw_dir(source, partition))
+        raw = published(layout.root, layout.raw_dir(source, partition), RawRecord)
         out.append(
             SourcePartition(
                 source,
@@ -55,7 +57,7 @@ def source_partitions(layout: WarehouseLayout, export: dict) -> list[SourceParti
                 row[2] or "",
                 row[3],
                 row[4],
-                license=raw.get("license"),
+                license=raw.license if raw is not None else None,
             )
         )
     return out
@@ -79,8 +81,8 @@ def publish_export(
     """
     check_export_name(name)
     folder = layout.lerobot_dir(name)
-    export = checkout(layout.root, folder, EXPORT_META)
-    if not export:
+    export = checkout(layout.root, folder, ExportRecord)
+    if export is None:
         raise NotMaterializedError(
             "no export of this name in the warehouse",
             subject=str(folder),
@@ -101,8 +103,8 @@ def publish_export(
         replace={"README.md": card.encode()},
         leave_out=(VERIFIED,),  # a bucket root's checkout notes which files it verified
         private=private,
-        message=f"Publish {name}: {export['episodes']} episodes, {export['frames']} frames",
-        description=f"episode-warehouse export {name}, version {export['version']}",
+        message=f"Publish {name}: {export.episodes} episodes, {export.frames} frames",
+        description=f"episode-warehouse export {name}, version {export.version}",
     )
     if branch == "main":  # what LeRobotDataset(repo_id) reads, as lerobot's push_to_hub tags it
         _, tags = client.refs(str(target.repo_id))

@@ -26,9 +26,10 @@ from episode_warehouse.errors import (
     NotMaterializedError,
     StaleSelectionError,
 )
-from episode_warehouse.incremental import published
+from episode_warehouse.incremental import published, published_version
 from episode_warehouse.paths import WarehouseLayout, is_bucket_root
-from episode_warehouse.ted.layout import EPISODES, META
+from episode_warehouse.records import RECORD
+from episode_warehouse.ted.layout import EPISODES
 
 REQUIRED = ("source", "partition", "episode", "start", "length")
 WEIGHT = "weight"
@@ -86,7 +87,7 @@ class Selection:
         """``"source:partition"`` -> the version of the TED each partition is read from."""
         layout = WarehouseLayout.from_root(self.root)
         return {
-            f"{s}:{p}": published(layout.root, layout.ted_dir(s, p)).get("version", "")
+            f"{s}:{p}": published_version(layout.root, layout.ted_dir(s, p)) or ""
             for s, p in self.partitions
         }
 
@@ -264,7 +265,7 @@ class Selection:
 
 def _has_ted(layout: WarehouseLayout, source: str, partition: str) -> bool:
     if layout.bucket is None:
-        return (layout.ted_dir(source, partition) / META).is_file()
+        return (layout.ted_dir(source, partition) / RECORD).is_file()
     return bool(published(layout.root, layout.ted_dir(source, partition)))
 
 

@@ -14,6 +14,7 @@ from episode_warehouse.blobstore import BlobInfo, BlobStore, DownloadStats
 from episode_warehouse.confine import inside
 from episode_warehouse.incremental import published
 from episode_warehouse.progress import progress
+from episode_warehouse.records import RawRecord
 from episode_warehouse.roots import Root
 
 
@@ -43,7 +44,8 @@ def mirror_files(
 
     Shared by every source whose raw stage is a set of files from a blob store.
     """
-    old = published(root, target).get("files", {})
+    record = published(root, target, RawRecord)
+    old = record.files if record is not None else {}
     folder = staging / subdir
     folder.mkdir(parents=True, exist_ok=True)
     partial = target.parent / f".partial-{target.name}"

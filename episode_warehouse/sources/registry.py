@@ -79,10 +79,11 @@ def check_partition(name: str, partition: str) -> str:
     return partition
 
 
-def fps(name: str, partition: str, meta: dict | None = None) -> int:
-    """Frames per second of a partition: what its TED recorded (LeRobot), else the source's."""
-    if meta and meta.get("fps"):
-        return int(meta["fps"])
+def fps(name: str, partition: str, recorded: float | None = None) -> int:
+    """Frames per second of a partition: what its TED recorded (``TedRecord.fps``, LeRobot),
+    else the source's."""
+    if recorded:
+        return int(recorded)
     return get(name).fps(partition)
 
 

@@ -12,16 +12,9 @@ import pyarrow.parquet as pq
 from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.decoded import DecodedEpisodes
 from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.ted.layout import (
-    ARRAY,
-    EPISODES,
-    FORMAT,
-    META,
-    NEXT_OF,
-    UNSQUEEZE,
-    VERSION,
-    ZEROS,
-)
+from episode_warehouse.records import RECORD
+from episode_warehouse.ted.layout import ARRAY, EPISODES, NEXT_OF, UNSQUEEZE, ZEROS
+from episode_warehouse.ted.record import TedRecord
 
 log = logging.getLogger(__name__)
 # lineage and lookup tables carried over from the decoded meta.json
@@ -46,8 +39,8 @@ def _save(path: Path, values: np.ndarray) -> None:
     np.save(path, values, allow_pickle=False)
 
 
-def build_ted(decoded: DecodedEpisodes, staging: Path) -> dict:
-    """Write the TED folder of ``decoded`` into ``staging`` and return its meta.json.
+def build_ted(decoded: DecodedEpisodes, staging: Path) -> TedRecord:
+    """Write the TED folder of ``decoded`` into ``staging`` and return its record.
 
     Per step t: observation keys at the root and, shifted, under "next" (zeros on an
     episode's last step: the observation after it is not in the data); reward under
@@ -117,14 +110,17 @@ def build_ted(decoded: DecodedEpisodes, staging: Path) -> dict:
         keys[flag] = {"kind": ZEROS, "shape": [1], "dtype": "bool"}
 
     pq.write_table(episodes, staging / EPISODES)
-    meta = {
-        "format": FORMAT,
-        "format_version": VERSION,
-        "rows": rows,
-        "episodes": len(starts),
-        "keys": dict(sorted(keys.items())),
-        **{k: decoded.meta[k] for k in _CARRIED if k in decoded.meta},
-    }
-    (staging / META).write_text(json.dumps(meta, indent=1, sort_keys=True))
+    carried = decoded.meta.to_json()
+    record = TedRecord.from_json(
+        {
+            **TedRecord.current(),
+            "rows": rows,
+            "episodes": len(starts),
+            "keys": dict(sorted(keys.items())),
+            **{k: carried[k] for k in _CARRIED if k in carried},
+        },
+        subject=str(staging / RECORD),
+    )
+    (staging / RECORD).write_text(json.dumps(record.fields_json(), indent=1, sort_keys=True))
     log.info("laid out TED: %d rows, %d episodes, %d keys", rows, len(starts), len(keys))
-    return meta
+    return record

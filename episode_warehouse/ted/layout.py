@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from episode_warehouse.decoded.format import EPISODES, META
+from episode_warehouse.decoded.format import EPISODES
+from episode_warehouse.ted.record import TedRecord
 
-FORMAT = "episode-warehouse-ted"
-VERSION = 3  # 3: RL Unplugged rows are all steps (no "final" files); one Atari schema
-FORMAT_ID = f"{FORMAT}/v{VERSION}"  # an input of the TED stage: a new version rebuilds it
-__all__ = [
-    "ARRAY", "EPISODES", "FORMAT", "FORMAT_ID", "META", "NEXT_OF", "UNSQUEEZE", "VERSION", "ZEROS",
-]  # fmt: skip
+FORMAT_ID = TedRecord.format_id()  # an input of the TED stage: a new version rebuilds it
+__all__ = ["ARRAY", "EPISODES", "FORMAT_ID", "NEXT_OF", "UNSQUEEZE", "ZEROS"]
 
 # How a TED key is stored (the "kind" of an entry in meta.json "keys"):
 ARRAY = "array"  # the file as it is

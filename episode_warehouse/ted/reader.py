@@ -11,10 +11,12 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from episode_warehouse.errors import CorruptInputError, FormatVersionError, NotMaterializedError
+from episode_warehouse.errors import CorruptInputError, NotMaterializedError
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.ted.layout import ARRAY, FORMAT, META, NEXT_OF, UNSQUEEZE, VERSION, ZEROS
+from episode_warehouse.records import RECORD
+from episode_warehouse.ted.layout import ARRAY, NEXT_OF, UNSQUEEZE, ZEROS
 from episode_warehouse.ted.next_view import NextObservation
+from episode_warehouse.ted.record import TedRecord
 
 
 def _map(path: Path) -> torch.Tensor:
@@ -35,9 +37,9 @@ def _map(path: Path) -> torch.Tensor:
 NEXT_OBS = ("view", "copy")
 
 
-def read_meta(folder: Path) -> dict:
+def read_meta(folder: Path) -> TedRecord:
     """The TED record of ``folder``, checked for format and version."""
-    meta_path = Path(folder) / META
+    meta_path = Path(folder) / RECORD
     if not meta_path.is_file():
         raise NotMaterializedError(
             "no TED here (meta.json is missing)",
@@ -45,24 +47,25 @@ def read_meta(folder: Path) -> dict:
             fix="materialize the ted stage of this partition, e.g. "
             "'warehouse materialize atari Pong/5 --through ted'",
         )
-    meta = json.loads(meta_path.read_text())
-    check_format(meta, str(meta_path))
-    return meta
+    return checked_record(json.loads(meta_path.read_text()), str(meta_path))
 
 
-def check_format(meta: dict, subject: str) -> None:
-    if meta.get("format") != FORMAT or meta.get("format_version") != VERSION:
-        raise FormatVersionError(
-            f"TED format {meta.get('format')} v{meta.get('format_version')} is not v{VERSION}",
-            subject=subject,
-            fix="re-materialize the ted stage with this warehouse version",
-        )
+def checked_record(data: object, subject: str) -> TedRecord:
+    """``data`` as a TED record of this format version.
+
+    Raises:
+        FormatVersionError: a TED of another format version.
+        CorruptInputError: a field missing or of another type.
+    """
+    return TedRecord.from_json_checked(
+        data, subject=subject, fix="re-materialize the ted stage with this warehouse version"
+    )
 
 
-def files_of(meta: dict) -> list[str]:
+def files_of(meta: TedRecord) -> list[str]:
     """The per-step files a TED's keys read."""
     steps = {"next/done.npy"}
-    for entry in meta["keys"].values():
+    for entry in meta.keys.values():
         if entry["kind"] != ZEROS:
             steps.add(entry["file"])
     return sorted(steps)
@@ -79,10 +82,10 @@ def open_ted_folder(folder: Path, next_obs: str = "view") -> TensorDictBase:
             mapped[file] = _map(folder / file)
         return mapped[file]
 
-    return assemble(meta, tensor_of, int(meta["rows"]), next_obs)
+    return assemble(meta, tensor_of, meta.rows, next_obs)
 
 
-def assemble(meta: dict, tensor_of, rows: int, next_obs: str = "view") -> TensorDictBase:
+def assemble(meta: TedRecord, tensor_of, rows: int, next_obs: str = "view") -> TensorDictBase:
     """The TensorDict of ``rows`` steps of a TED from its record and ``tensor_of(file)``: the
     rows of each per-step file (one more row for observation files). A memory-mapped folder
     and the rows of one episode fetched from a bucket are assembled by this same code, so both
@@ -91,21 +94,22 @@ def assemble(meta: dict, tensor_of, rows: int, next_obs: str = "view") -> Tensor
         raise ValueError(f"next_obs must be one of {NEXT_OBS}, not {next_obs!r}")
     leaves: dict[tuple[str, ...], torch.Tensor] = {}
     done = tensor_of("next/done.npy")
-    for key, entry in meta["keys"].items():
+    for name, entry in meta.keys.items():
+        key = tuple(name.split("/"))
         kind = entry["kind"]
         if kind == ZEROS:
-            leaves[tuple(key.split("/"))] = torch.zeros(
+            leaves[key] = torch.zeros(
                 1, *entry["shape"], dtype=getattr(torch, entry["dtype"])
             ).expand(rows, *entry["shape"])
             continue
         tensor = tensor_of(entry["file"])
         if kind == ARRAY:
-            leaves[tuple(key.split("/"))] = tensor[:rows] if entry.get("rows_plus_one") else tensor
+            leaves[key] = tensor[:rows] if entry.get("rows_plus_one") else tensor
         elif kind == UNSQUEEZE:
-            leaves[tuple(key.split("/"))] = tensor.unsqueeze(-1)
+            leaves[key] = tensor.unsqueeze(-1)
         elif kind == NEXT_OF:
             view = NextObservation(tensor[1 : rows + 1], done)
-            leaves[tuple(key.split("/"))] = view if next_obs == "view" else view.corrected()
+            leaves[key] = view if next_obs == "view" else view.corrected()
         else:
             raise NotMaterializedError(f"unknown key kind {kind!r}", subject="TED meta.json")
     td = TensorDict(batch_size=[rows])

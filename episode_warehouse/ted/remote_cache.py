@@ -21,7 +21,7 @@ from episode_warehouse.atomic import write_lock
 from episode_warehouse.bucket.artifact import PUBLISHED, RemoteArtifact
 from episode_warehouse.bucket.root import BucketRoot
 from episode_warehouse.errors import NotMaterializedError, SourceMissingError
-from episode_warehouse.ted.layout import META
+from episode_warehouse.records import RECORD
 
 log = logging.getLogger(__name__)
 
@@ -48,20 +48,20 @@ def cached_ted(root: BucketRoot, source: str, partition: str) -> Path:
     for attempt in range(3):
         artifact, record = ted_record(root, source, partition)
         folder = root.cache() / artifact.rel / record[PUBLISHED]["token"]
-        if (folder / META).is_file() and not artifact.changed_files(record, folder):
+        if (folder / RECORD).is_file() and not artifact.changed_files(record, folder):
             return folder
         try:
             with write_lock(folder):
                 changed = artifact.changed_files(record, folder)
-                if not (folder / META).is_file() or changed:
-                    if (folder / META).is_file():
+                if not (folder / RECORD).is_file() or changed:
+                    if (folder / RECORD).is_file():
                         log.warning(
                             "re-verifying %s in %s: %s changed",
                             artifact.url,
                             folder,
                             ", ".join(changed),
                         )
-                        (folder / META).unlink()  # incomplete until every file checks out
+                        (folder / RECORD).unlink()  # incomplete until every file checks out
                     log.info("downloading %s into %s", artifact.url, folder)
                     artifact.download(record, folder)
         except SourceMissingError:
@@ -84,5 +84,5 @@ def _remove_older(folder: Path) -> None:
     """Delete the partition's other complete versions (one being downloaded by another
     process has no meta.json yet and is left to it)."""
     for other in folder.parent.iterdir():
-        if other != folder and not other.name.startswith(".") and (other / META).is_file():
+        if other != folder and not other.name.startswith(".") and (other / RECORD).is_file():
             shutil.rmtree(other, ignore_errors=True)

@@ -33,7 +33,7 @@ from episode_warehouse.bucket.artifact import PUBLISHED, RETAIN_S
 from episode_warehouse.bucket.root import BucketRoot
 from episode_warehouse.errors import CorruptInputError, SourceMissingError, StaleSelectionError
 from episode_warehouse.ted.layout import EPISODES
-from episode_warehouse.ted.reader import assemble, check_format, files_of
+from episode_warehouse.ted.reader import assemble, checked_record, files_of
 from episode_warehouse.ted.remote_cache import ted_record
 from episode_warehouse.threads import TRANSFER_THREADS
 
@@ -48,9 +48,9 @@ class RemoteTed:
 
     def __init__(self, root: BucketRoot, source: str, partition: str) -> None:
         self.artifact, self.record = ted_record(root, source, partition)
-        check_format(self.record, self.artifact.url)
-        self.rows = int(self.record["rows"])
-        self.step_files = files_of(self.record)
+        self.ted = checked_record(self.record, self.artifact.url)  # record: the bucket's dict
+        self.rows = self.ted.rows
+        self.step_files = files_of(self.ted)
         self.bytes_fetched = 0
         self._lock = threading.Lock()
         self._headers: dict[str, tuple[int, np.dtype, tuple[int, ...]]] = {}
@@ -194,4 +194,4 @@ class RemoteTed:
                     )
             tensors.update(self._pool.map(fetch, remote))
         tensors.update(fetch(f) for f in self.step_files if f not in tensors)
-        return assemble(self.record, tensors.__getitem__, length)
+        return assemble(self.ted, tensors.__getitem__, length)

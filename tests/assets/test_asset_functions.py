@@ -35,7 +35,7 @@ def test_raw_decoded_and_ted_assets_report_the_files_versions(resources, tmp_pat
     raw = _call(atari_replay_files, "Pong/5", **resources)
     layout = resources["warehouse"].layout()
     record = published(layout.root, layout.raw_dir("atari", "Pong/5"))
-    assert raw.data_version == dg.DataVersion(record["version"])
+    assert raw.data_version == dg.DataVersion(record.version)
     assert raw.metadata["files"] == 24 and raw.metadata["rebuilt"] is True
     assert raw.metadata["suffixes"].value == [0, 1, 2, 3]
     again = _call(atari_replay_files, "Pong/5", **resources)
@@ -45,11 +45,11 @@ def test_raw_decoded_and_ted_assets_report_the_files_versions(resources, tmp_pat
     decoded = _call(atari_episodes, "Pong/5", **resources)
     assert decoded.metadata["frames"] == 3088 and decoded.metadata["episodes"] == 12
     assert (
-        published(layout.root, layout.decoded_dir("atari", "Pong/5"))["inputs"]["raw"]
-        == record["version"]
+        published(layout.root, layout.decoded_dir("atari", "Pong/5")).inputs["raw"]
+        == record.version
     )
     ted = _call(stage_asset("atari", "ted"), "Pong/5", warehouse=resources["warehouse"])
-    ted_version = published(layout.root, layout.ted_dir("atari", "Pong/5"))["version"]
+    ted_version = published(layout.root, layout.ted_dir("atari", "Pong/5")).version
     assert ted.data_version == dg.DataVersion(ted_version)
 
 

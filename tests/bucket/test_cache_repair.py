@@ -7,7 +7,7 @@ import pytest
 from episode_warehouse import open_ted
 from episode_warehouse.bucket.artifact import VERIFIED
 from episode_warehouse.bucket.root import BucketRoot
-from episode_warehouse.ted.layout import META
+from episode_warehouse.records import RECORD
 from episode_warehouse.ted.reader import open_ted_folder
 from episode_warehouse.ted.remote_cache import cached_ted
 from tests.bucket.conftest import layout_of, scratch_of
@@ -49,12 +49,12 @@ def test_a_truncated_cached_file_is_fetched_again_on_the_next_open(cached):
         fh.truncate(path.stat().st_size // 2)
     got = _arrays(open_ted("atari", "Pong/1"))
     assert all(np.array_equal(got[k], truth[k]) for k in truth)
-    assert (folder / META).is_file() and (folder / VERIFIED).is_file()
+    assert (folder / RECORD).is_file() and (folder / VERIFIED).is_file()
 
 
 def test_planted_files_in_an_unfinished_cache_folder_are_verified_before_use(cached):
     root, folder, truth = cached
-    (folder / META).unlink()  # as if a download had been interrupted
+    (folder / RECORD).unlink()  # as if a download had been interrupted
     path = _observation_file(folder)
     path.write_bytes(b"\0" * path.stat().st_size)  # right size, wrong bytes
     (folder / VERIFIED).unlink()

@@ -55,7 +55,7 @@ def test_the_bucket_holds_the_ted_the_scratch_built_and_a_new_machine_skips_it(
 ):
     scratch = scratch_of(bucket_url)
     build_atari(layout_of(bucket_url), "Pong/1", 1)
-    record = published(root_of(bucket_url), scratch / TED)
+    record = published(root_of(bucket_url), scratch / TED).to_json()
     files = record[PUBLISHED]["files"]
     local = sorted(
         p.relative_to(scratch / TED).as_posix()
@@ -100,7 +100,7 @@ def test_a_publisher_killed_between_files_leaves_the_previous_version(
     scratch = scratch_of(bucket_url)
     build_atari(layout_of(bucket_url), "Pong/1", 1)
     before = _arrays(open_ted_folder(scratch / TED))
-    record = published(root_of(bucket_url), scratch / TED)
+    record = published(root_of(bucket_url), scratch / TED).to_json()
     new = _local_ted(tmp_path, 2)
     spec = json.dumps({"url": bucket_url, "rel": TED, "folder": str(new)})
     with FaultProxy(gcs_endpoint, [], hold_uploads_after=3) as proxy:
@@ -112,7 +112,7 @@ def test_a_publisher_killed_between_files_leaves_the_previous_version(
         assert child.poll() is None, "the publisher ended before it was killed"
         child.kill()  # SIGKILL: between its third and fourth file
         child.wait()
-    after = published(root_of(bucket_url), scratch / TED)
+    after = published(root_of(bucket_url), scratch / TED).to_json()
     assert after == record  # the record was never replaced
     debris = [n for n in _objects(bucket_url, f"{TED}/.v/") if record[PUBLISHED]["prefix"] not in n]
     assert len(debris) == 3  # the killed writer's objects: listed by no record
@@ -181,7 +181,7 @@ def test_two_machines_publishing_at_once_one_wins_the_other_fails_clearly(bucket
     winner = "b" if loser == "a" else "a"
     assert "another writer published this artifact first" in str(error)
     assert TED in str(error) and "withdrawn" in str(error)
-    record = published(root_of(bucket_url), scratch / TED)
+    record = published(root_of(bucket_url), scratch / TED).to_json()
     assert record["inputs"] == {"seed": winner}
     # every object left is the winner's or the version it replaced (retired, kept for its
     # readers); none is the loser's; the reader gets the winner's TED, whole

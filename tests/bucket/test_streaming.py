@@ -42,7 +42,7 @@ def test_a_fresh_node_fetches_only_the_selected_episodes(bucket_url, gcs_endpoin
     scratch = scratch_of(bucket_url)
     build_atari(layout_of(bucket_url), "Pong/9", 9, capacity=2000, episodes=70, lengths=(120, 181))
     ted_dir = scratch / "ted/atari/Pong/9"
-    record = published(root_of(bucket_url), ted_dir)
+    record = published(root_of(bucket_url), ted_dir).to_json()
     assert 8_000 <= record["rows"] <= 10_000
     ted_bytes = sum(int(f["size"]) for f in record["published"]["files"].values())
     spec = tmp_path / "spec.json"
@@ -160,7 +160,7 @@ def test_catalog_queries_over_the_bucket_equal_the_scratch_catalog(bucket_url):
     CatalogStore(local.root).ensure_database(rebuild=True)
     assert over_bucket == run_query(local.root, sql)
     assert len(over_bucket[1]) == sum(
-        RemoteTed(BucketRoot.parse(bucket_url), "atari", p).record["episodes"]
+        RemoteTed(BucketRoot.parse(bucket_url), "atari", p).ted.episodes
         for p in ("Pong/1", "Pong/2")
     )
     with pytest.raises(CatalogQueryError, match="queries may read only the catalog"):

@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from episode_warehouse.export import ExportRequest, export_lerobot
-from episode_warehouse.export.lerobot import EXPORT_META
 from episode_warehouse.loading import select_episodes
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.records import EXPORT_RECORD
 from tests.helpers import build_atari
 from warehouse_cli.main import main
 
@@ -113,7 +113,7 @@ def test_a_publish_is_one_commit_that_lerobot_reads_back_as_the_export(
     assert header["task_categories"] == ["robotics"] and "LeRobot" in header["tags"]
     assert header["fps"] == info["fps"] and header["robot_type"] == info["robot_type"]
     assert header["license"] == "other"  # the sources' licenses are not known here
-    meta = json.loads(local[EXPORT_META])
+    meta = json.loads(local[EXPORT_RECORD])
     ted = meta["inputs"]["teds"]["atari:Pong/3"]
     assert QUERY in card and f"`{ted}`" in card
     assert f"**{meta['episodes']} episodes** ({meta['frames']} frames" in card
@@ -376,7 +376,7 @@ def test_a_publish_from_a_bucket_root_on_another_machine_checks_the_export_out(
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_endpoint)
     monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "first-machine"))
     layout = WarehouseLayout.from_root(url)
-    build_atari(layout.folder, "Pong/3", 3, capacity=300, episodes=8, lengths=(20, 70))
+    build_atari(layout, "Pong/3", 3, capacity=300, episodes=8, lengths=(20, 70))
     sel = select_episodes(QUERY, root=url)
     rows = [
         (s, p, int(e), int(a), int(n))
@@ -387,6 +387,7 @@ def test_a_publish_from_a_bucket_root_on_another_machine_checks_the_export_out(
     export_lerobot(
         ExportRequest("pong-long", str(layout.folder), rows, query=QUERY),
         layout.lerobot_dir("pong-long"),
+        root=layout.root,
         workers=1,
     )
     exported = _files(layout.lerobot_dir("pong-long"))

@@ -136,7 +136,7 @@ def test_a_ted_that_fails_its_checks_is_never_published(atari):
     table = table.set_column(2, "length", pc.add(table.column("length"), 1))
     pq.write_table(table, decoded / "episodes.parquet")
     (decoded / "meta.json").write_text(
-        (decoded / "meta.json").read_text().replace(record["version"], "0000000000000000")
+        (decoded / "meta.json").read_text().replace(record.version, "0000000000000000")
     )
     with pytest.raises(CorruptInputError, match="episodes do not tile the 3229 rows"):
         build_ted_stage(layout, "atari", "Pong/1", code_version="t")
@@ -415,7 +415,7 @@ def test_a_ted_failing_its_consistency_check_stays_in_staging(atari):
     np.save(path, reward)
     record = published(layout.root, decoded)
     (decoded / "meta.json").write_text(
-        (decoded / "meta.json").read_text().replace(record["version"], "0000000000000000")
+        (decoded / "meta.json").read_text().replace(record.version, "0000000000000000")
     )
     with pytest.raises(CorruptInputError, match="consistency check: 1 rewards are NaN"):
         build_ted_stage(layout, "atari", "Pong/1", code_version="t")

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
+from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.progress import progress
 from episode_warehouse.sources.atari.checkpoint_reader import CheckpointMeta, read_checkpoint_meta
@@ -41,7 +42,7 @@ def decode_run(
     workers: int = 2,
     file_prefix: str = "",
     lineage: dict | None = None,
-) -> dict:
+) -> DecodedRecord:
     """Decode checkpoints ``suffixes`` of ``replay_dir`` into the folder ``staging``.
 
     Args:

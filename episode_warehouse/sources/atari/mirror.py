@@ -35,6 +35,7 @@ from episode_warehouse.sources.atari.dopamine_files import (
     file_name,
     parse_file_name,
 )
+from episode_warehouse.sources.atari.record import DOPAMINE_FORMAT, RLU_FORMAT, AtariRawRecord
 from episode_warehouse.sources.atari.rlu_files import RLU_GAMES, list_rlu_run
 from episode_warehouse.sources.mirror import MirrorReport, mirror_files
 
@@ -151,7 +152,7 @@ def mirror_run(
     workers: int = 4,
     layout: str = "auto",
     mode: str = "download",
-) -> tuple[Built, MirrorReport]:
+) -> tuple[Built[AtariRawRecord], MirrorReport]:
     """Bring the raw folder ``target`` of one run in line with the chosen checkpoints.
 
     Raises:
@@ -176,14 +177,14 @@ def mirror_run(
         chosen, wanted = chosen_files(store, game, run, subset)
         subdir, record_format, source_url = (
             REPLAY_LOGS,
-            "atari-dopamine-raw",
+            DOPAMINE_FORMAT,
             (f"{store.url}/{game}/{run}/{REPLAY_LOGS}"),
         )
     else:
         listing = list_rlu_run(store, game, run)
         chosen = subset.select(sorted(listing))
         wanted = {listing[i].name.rsplit("/", 1)[-1]: listing[i] for i in chosen}
-        subdir, record_format, source_url = RLU, "atari-rlu-raw", f"{store.url}/{game}"
+        subdir, record_format, source_url = RLU, RLU_FORMAT, f"{store.url}/{game}"
     inputs = {
         "source_url": source_url,
         "layout": layout,
@@ -196,25 +197,25 @@ def mirror_run(
     }
     report = MirrorReport()
 
-    def build(staging: Path) -> dict:
+    def build(staging: Path) -> AtariRawRecord:
         if mode == "download":
             files = mirror_files(
                 store, wanted, target, staging, report, root=root, subdir=subdir, workers=workers
             )
         else:
             files = {name: blob.to_json() for name, blob in wanted.items()}
-        return {
-            "format": record_format,
-            "layout": layout,
-            "mode": mode,
-            "source_url": source_url,
-            "store_url": store.url,
-            "subset": subset.spec,
-            "suffixes": chosen,
-            "files": files,
-            "blobs": {name: blob.name for name, blob in wanted.items()},
-        }
+        return AtariRawRecord(
+            format=record_format,
+            layout=layout,
+            mode=mode,
+            source_url=source_url,
+            store_url=store.url,
+            subset=subset.spec,
+            suffixes=list(chosen),
+            files=files,
+            blobs={name: blob.name for name, blob in wanted.items()},
+        )
 
-    built = build_if_changed(root, target, inputs, build)
+    built = build_if_changed(root, target, inputs, build, record_type=AtariRawRecord)
     report.seconds = time.perf_counter() - started
     return built, report

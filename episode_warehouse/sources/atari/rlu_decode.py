@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
+from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.progress import progress
@@ -47,7 +48,7 @@ def decode_rlu_run(
     file_prefix: str = "",
     lineage: dict | None = None,
     max_record_bytes: int = InputLimits.max_record_bytes,
-) -> dict:
+) -> DecodedRecord:
     """Decode the files ``sources`` (in checkpoint order) into the folder ``staging``.
 
     Returns:

@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
+from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.image_header import image_size
 from episode_warehouse.progress import progress
@@ -205,7 +206,9 @@ def _check_schema(table: pa.Table, dataset: LeRobotFolder, file: Path) -> None:
         )
 
 
-def decode_lerobot(dataset: LeRobotFolder, staging: Path, *, lineage: dict | None = None) -> dict:
+def decode_lerobot(
+    dataset: LeRobotFolder, staging: Path, *, lineage: dict | None = None
+) -> DecodedRecord:
     """Every frame of ``dataset`` into the decoded folder ``staging``; returns its meta.json.
 
     Raises:

@@ -21,6 +21,7 @@ from episode_warehouse.blobstore import BlobInfo, BlobStore
 from episode_warehouse.errors import CorruptInputError, FormatVersionError, SourceMissingError
 from episode_warehouse.hub.store import HubBlobStore
 from episode_warehouse.incremental import Built, build_if_changed
+from episode_warehouse.records import RawRecord
 from episode_warehouse.roots import Root
 from episode_warehouse.sources.lerobot.dataset import CODEBASE_VERSION
 from episode_warehouse.sources.lerobot.hub_revision import CONVERT, lerobot_revision
@@ -81,7 +82,7 @@ def check_info(store: BlobStore, repo_id: str, blob: BlobInfo) -> None:
 
 def mirror_dataset(
     store: BlobStore, repo_id: str, target, *, root: Root, code_version: str, workers: int = 4
-) -> tuple[Built, MirrorReport]:
+) -> tuple[Built[RawRecord], MirrorReport]:
     """Bring the raw folder ``target`` in line with the dataset's files in ``store``."""
     check_repo_id(repo_id)
     if isinstance(store, HubBlobStore) and store.hub.repo_id is None:
@@ -102,15 +103,16 @@ def mirror_dataset(
     }
     report = MirrorReport()
 
-    def build(staging) -> dict:
+    def build(staging) -> RawRecord:
         files = mirror_files(
             store, wanted, target, staging, report, root=root, subdir=".", workers=workers
         )
-        record = {"format": "lerobot-raw", "source_url": source_url, "files": files}
-        if revision:
-            record["revision"] = revision
-        if license:
-            record["license"] = license
-        return record
+        return RawRecord(
+            format="lerobot-raw",
+            source_url=source_url,
+            files=files,
+            revision=revision or None,
+            license=license or None,
+        )
 
-    return build_if_changed(root, target, inputs, build), report
+    return build_if_changed(root, target, inputs, build, record_type=RawRecord), report

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.decoded.stage import decode_from_raw
 from episode_warehouse.incremental import Built
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.records import RawRecord
 
 
-def decode_lerobot_stage(layout: WarehouseLayout, key: str, *, code_version: str) -> Built:
+def decode_lerobot_stage(
+    layout: WarehouseLayout, key: str, *, code_version: str
+) -> Built[DecodedRecord]:
     """Decoded episodes of one LeRobot dataset, from its mirrored folder."""
     from episode_warehouse.sources.lerobot.dataset import open_lerobot_folder
     from episode_warehouse.sources.lerobot.decode import decode_lerobot
 
-    def make_build(raw_dir: Path, raw: dict, lineage: dict):
+    def make_build(raw_dir: Path, raw: RawRecord, lineage: dict):
         return lambda tmp: decode_lerobot(open_lerobot_folder(raw_dir), tmp, lineage=lineage)
 
-    return decode_from_raw(layout, "lerobot", key, "lerobot_files", code_version, make_build)
+    return decode_from_raw(
+        layout, "lerobot", key, "lerobot_files", RawRecord, code_version, make_build
+    )

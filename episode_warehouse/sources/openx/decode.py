@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from episode_warehouse.decoded import DecodedEpisodes
+from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.incremental import fingerprint
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.progress import progress
@@ -49,7 +50,7 @@ def decode_shards(
     limits: InputLimits | None = None,
     previous: DecodedEpisodes | None = None,
     salt: str = "",
-) -> dict:
+) -> DecodedRecord:
     """Decode every episode of ``shards`` (in order) into ``staging``; return meta.json.
 
     A shard whose version and ``salt`` (what else the rows depend on: code and format versions)

@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from episode_warehouse.decoded import ArraySpec, DecodedEpisodes, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
+from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 
 log = logging.getLogger(__name__)
@@ -87,9 +88,9 @@ class EpisodeSink:
         self._started = time.perf_counter()
         if self.previous is not None:
             old = self.previous.meta
-            self.tasks = {t: i for i, t in enumerate(old.get("tasks", []))}
+            self.tasks = {t: i for i, t in enumerate(old.tasks)}
             self.texts = {
-                k: {t: i for i, t in enumerate(v)} for k, v in old.get("texts", {}).items()
+                k: {t: i for i, t in enumerate(v)} for k, v in old.extra.get("texts", {}).items()
             }
 
     def __enter__(self) -> EpisodeSink:
@@ -142,11 +143,11 @@ class EpisodeSink:
         """The previous build's entry of this shard, when it can be copied as it is."""
         if self.previous is None:
             return None
-        old = self.previous.meta.get("shards", {}).get(name)
+        old = self.previous.meta.extra.get("shards", {}).get(name)
         if not isinstance(old, dict) or old.get("fingerprint") != fingerprint:
             return None
         ends = (old["first_episode"] + old["episodes"], old["start"] + old["rows"])
-        if ends[0] > int(self.previous.meta["episodes"]) or ends[1] > self.previous.rows:
+        if ends[0] > self.previous.meta.episodes or ends[1] > self.previous.rows:
             return None  # not a range of that build: decode the shard again
         return old
 
@@ -251,7 +252,7 @@ class EpisodeSink:
             fix="the dataset mixes episode layouts; remove this one",
         )
 
-    def finish(self, lineage: dict, *, subject: str, fix: str) -> dict:
+    def finish(self, lineage: dict, *, subject: str, fix: str) -> DecodedRecord:
         """Write the episodes table and meta.json; return meta.json.
 
         Raises:

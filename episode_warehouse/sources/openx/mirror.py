@@ -24,6 +24,7 @@ from episode_warehouse.errors import ConfigError, SourceUnreachableError
 from episode_warehouse.incremental import Built, build_if_changed, published
 from episode_warehouse.retry import RetryPolicy, call_with_retries
 from episode_warehouse.roots import Root
+from episode_warehouse.sources.openx.record import ShardsRawRecord
 from episode_warehouse.sources.openx.shards import Shard, ShardListing, local_version, open_shard
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ def mirror_shards(
     mode: str,
     code_version: str,
     policy: RetryPolicy | None = None,
-) -> Built:
+) -> Built[ShardsRawRecord]:
     """Publish the raw folder of one dataset: shards copied (``download``) or listed.
 
     Raises:
@@ -89,11 +90,12 @@ def mirror_shards(
         "format": "openx-raw/v1",  # the record's format: a new one rebuilds the folder
     }
 
-    def build(staging: Path) -> dict:
+    def build(staging: Path) -> ShardsRawRecord:
         files: dict[str, dict] = {}
         copied = 0
         if mode == "download":
-            old = published(root, target).get("files", {})
+            record = published(root, target, ShardsRawRecord)
+            old = record.files if record is not None else {}
             for i, shard in enumerate(listing.shards, 1):
                 dest = staging / shard.name
                 entry = old.get(shard.name, {})
@@ -113,27 +115,27 @@ def mirror_shards(
                     len(listing.shards),
                     shard.size / 1e6,
                 )
-        return {
-            "format": "openx-raw",
-            "source_url": source_url,
-            "revision": listing.revision,
-            "mode": mode,
-            "shards": {s.name: s.to_json() for s in listing.shards},
-            "files": files,
-            "copied": copied,
-        }
+        return ShardsRawRecord(
+            format="openx-raw",
+            source_url=source_url,
+            revision=listing.revision,
+            mode=mode,
+            shards={s.name: s.to_json() for s in listing.shards},
+            files=files,
+            copied=copied,
+        )
 
     if mode not in MODES:
         raise ConfigError(
             f"unknown mode {mode!r}", subject="OPENX_MODE", fix="use 'download' or 'streaming'"
         )
-    return build_if_changed(root, target, inputs, build)
+    return build_if_changed(root, target, inputs, build, record_type=ShardsRawRecord)
 
 
-def manifest_shards(folder: Path, record: dict) -> list[Shard]:
+def manifest_shards(folder: Path, record: ShardsRawRecord) -> list[Shard]:
     """The shards a raw record names: the local copies, or the source itself in streaming mode."""
-    streaming = record.get("mode") == "streaming"
+    streaming = record.mode == "streaming"
     return [
         Shard(name, e["location"] if streaming else str(folder / name), e["size"], e["version"])
-        for name, e in sorted(record["shards"].items())
+        for name, e in sorted(record.shards.items())
     ]

@@ -17,6 +17,7 @@ from episode_warehouse.incremental import Built
 from episode_warehouse.retry import RetryPolicy
 from episode_warehouse.roots import Root
 from episode_warehouse.sources.openx.mirror import mirror_shards
+from episode_warehouse.sources.openx.record import RldsRawRecord, ShardsRawRecord
 from episode_warehouse.sources.openx.rlds.listing import list_rlds, list_versions
 from episode_warehouse.sources.openx.rlds.mirror import mirror_rlds
 from episode_warehouse.sources.openx.shards import list_shards
@@ -81,7 +82,7 @@ def mirror_openx(
     versions: dict[str, str] | None = None,
     endpoint: str | None = None,
     policy: RetryPolicy | None = None,
-) -> Built:
+) -> Built[ShardsRawRecord] | Built[RldsRawRecord]:
     """Bring the raw folder ``target`` of one dataset in line with the source, in its layout.
 
     Raises:

@@ -53,13 +53,11 @@ def test_a_remirror_waits_for_the_reader(tmp_path):
         time.sleep(1.5)  # long enough to copy the new files; the publish must still wait
         assert thread.is_alive()
         assert (
-            _files(raw) == before
-            and published(LocalRoot(tmp_path), raw)["version"] == first.version
+            _files(raw) == before and published(LocalRoot(tmp_path), raw).version == first.version
         )
     thread.join(30)
     assert (
-        remirror["built"].rebuilt
-        and published(LocalRoot(tmp_path), raw)["version"] != first.version
+        remirror["built"].rebuilt and published(LocalRoot(tmp_path), raw).version != first.version
     )
     assert _files(raw) != before
 

@@ -61,8 +61,8 @@ def test_atari_lossless_round_trip_in_two_workers(root, tmp_path):
     meta = export_lerobot(request, tmp_path / "pong3", workers=2).meta
     ds = _load(request, tmp_path / "pong3")
     td = open_ted("atari", "Pong/3", root)
-    assert ds.meta.total_episodes == len(sel) == meta["episodes"]
-    assert ds.meta.total_frames == int(sel.length.sum()) == meta["frames"]
+    assert ds.meta.total_episodes == len(sel) == meta.episodes
+    assert ds.meta.total_frames == int(sel.length.sum()) == meta.frames
     k = 0
     for e, (start, length) in enumerate(zip(sel.start, sel.length, strict=True)):
         for t in range(length):

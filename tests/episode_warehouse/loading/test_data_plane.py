@@ -233,7 +233,7 @@ def test_statistics_from_the_catalog_equal_the_full_pass(root):
     layout = WarehouseLayout.local(root)
     for key in ("Pong/1", "Pong/2"):
         built = publish_statistics(layout, "atari", key, code_version="t")
-        assert "observation" in built.meta["keys"] and "next/observation" not in built.meta["keys"]
+        assert "observation" in built.meta.keys and "next/observation" not in built.meta.keys
     sel = select_episodes(ALL + " WHERE source = 'atari' AND length > 40", root=root)
     keys = ["observation", "action", ("next", "reward")]
     stored = selection_stats(sel, keys)
@@ -262,7 +262,7 @@ def test_a_pinned_selection_loads_equal_and_refuses_when_stale(root, tmp_path):
     assert Selection.load(path) == sel
     # the partition's TED is rebuilt (a new version): the pin no longer holds
     ted = WarehouseLayout.local(root).ted_dir("atari", "Pong/1")
-    record = published(LocalRoot(tmp_path), ted)
+    record = published(LocalRoot(tmp_path), ted).to_json()
     (ted / "meta.json").write_text(json.dumps({**record, "version": "0" * 16}))
     try:
         with pytest.raises(StaleSelectionError, match="TED of atari:Pong/1 changed"):

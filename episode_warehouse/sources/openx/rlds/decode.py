@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from episode_warehouse.decoded import DecodedEpisodes
+from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.incremental import fingerprint
 from episode_warehouse.limits import InputLimits
@@ -87,7 +88,7 @@ def decode_rlds(
     limits: InputLimits | None = None,
     previous: DecodedEpisodes | None = None,
     salt: str = "",
-) -> dict:
+) -> DecodedRecord:
     """Decode every episode of ``shards`` (in order) into ``staging``; return meta.json.
 
     A shard whose fingerprint (its ``version``, ``salt`` and the dataset version) is one the

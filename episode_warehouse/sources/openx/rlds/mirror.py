@@ -19,6 +19,7 @@ from episode_warehouse.incremental import Built, build_if_changed, fingerprint
 from episode_warehouse.roots import Root
 from episode_warehouse.sources.mirror import MirrorReport, mirror_files
 from episode_warehouse.sources.openx.mirror import MODES
+from episode_warehouse.sources.openx.record import RldsRawRecord
 from episode_warehouse.sources.openx.rlds.dataset_info import parse_dataset_info
 from episode_warehouse.sources.openx.rlds.decode import RldsShard
 from episode_warehouse.sources.openx.rlds.listing import DATASET_INFO, RldsListing
@@ -37,7 +38,7 @@ def mirror_rlds(
     mode: str,
     code_version: str,
     workers: int = 4,
-) -> tuple[Built, MirrorReport]:
+) -> tuple[Built[RldsRawRecord], MirrorReport]:
     """Publish the raw folder of one RLDS dataset version: shards copied, or listed.
 
     Raises:
@@ -60,7 +61,7 @@ def mirror_rlds(
     }
     report = MirrorReport()
 
-    def build(staging: Path) -> dict:
+    def build(staging: Path) -> RldsRawRecord:
         files: dict[str, dict] = {}
         if mode == "download":
             files = mirror_files(
@@ -73,40 +74,41 @@ def mirror_rlds(
                 subdir=SHARDS_DIR,
                 workers=workers,
             )
-        return {
-            "format": RECORD_FORMAT,
-            "layout": "rlds",
-            "source_url": source_url,
-            "store_url": store.url,
-            "dataset": listing.dataset,
-            "dataset_version": listing.version,  # "version" is the artifact's own
-            "revision": listing.version,
-            "mode": mode,
-            "features": listing.features_doc,
-            "dataset_info": listing.dataset_info_doc,
-            "shards": {
+        return RldsRawRecord(
+            format=RECORD_FORMAT,
+            layout="rlds",
+            source_url=source_url,
+            store_url=store.url,
+            dataset=listing.dataset,
+            dataset_version=listing.version,
+            revision=listing.version,
+            mode=mode,
+            features=listing.features_doc,
+            dataset_info=listing.dataset_info_doc,
+            shards={
                 name: {**blob.to_json(), "blob": blob.name} for name, blob in listing.shards.items()
             },
-            "files": files,
-            "copied": len(report.downloaded),
-        }
+            files=files,
+            copied=len(report.downloaded),
+        )
 
-    return build_if_changed(root, target, inputs, build), report
+    built = build_if_changed(root, target, inputs, build, record_type=RldsRawRecord)
+    return built, report
 
 
-def recorded_shards(raw_dir: Path, raw: dict, endpoint: str | None = None) -> list[RldsShard]:
+def recorded_shards(
+    raw_dir: Path, raw: RldsRawRecord, endpoint: str | None = None
+) -> list[RldsShard]:
     """The shards a raw record names, in dataset_info.json's order: the local copies, or the
     bucket's objects in streaming mode."""
-    info = parse_dataset_info(
-        raw["dataset_info"], f"{raw_dir}/{DATASET_INFO}", dataset=raw["dataset"]
-    )
+    info = parse_dataset_info(raw.dataset_info, f"{raw_dir}/{DATASET_INFO}", dataset=raw.dataset)
     shards = []
     for shard in info.shards:
-        entry = raw["shards"][shard.name]
-        if raw["mode"] == "streaming":
+        entry = raw.shards[shard.name]
+        if raw.mode == "streaming":
             file = SourceFile(
                 shard.name,
-                store_url=raw["store_url"],
+                store_url=raw.store_url,
                 endpoint=endpoint,
                 blob=entry["blob"],
                 size=entry["size"],

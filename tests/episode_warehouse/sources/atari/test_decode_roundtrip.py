@@ -114,8 +114,8 @@ def test_lost_lap_is_detected_and_episodes_after_it_start_true(tmp_path):
     decoded, td = _decode(tmp_path, tmp_path / "replay_logs", list(range(len(truth.log_counts))))
     counts = truth.log_counts
     assert any(b - a >= 20 for a, b in zip(counts[:-2], counts[1:-1], strict=False)), counts
-    assert decoded.meta["lost_rows"] > 0
-    assert any(g["kind"] == "lost_lap" for g in decoded.meta["gaps"])
+    assert decoded.meta.extra["lost_rows"] > 0
+    assert any(g["kind"] == "lost_lap" for g in decoded.meta.extra["gaps"])
     _check_against_truth(truth, 10, list(range(len(counts))), decoded, td)
 
 

@@ -102,7 +102,7 @@ def test_ted_keeps_every_logged_transition(source, tmp_path):
     for key, value in want.items():
         assert np.array_equal(td[key][:].numpy(), value), key
     meta = published(layout.root, layout.decoded_dir("atari", "Pong/3"))
-    assert meta["episodes"] == len(eps) and meta["rows"] == sum(len(e.frames) for e in eps)
+    assert meta.episodes == len(eps) and meta.rows == sum(len(e.frames) for e in eps)
     from episode_warehouse.catalog import run_query
 
     _, rows = run_query(
@@ -123,7 +123,8 @@ def test_same_ted_from_the_emulator_and_streaming_without_a_raw_copy(
 ):
     src, _ = source
     upload_tree(gcs_endpoint, DEMO_BUCKET, src, prefix="rlu-test")
-    local = open_ted("atari", "Pong/3", root=_build(open_blob_store(str(src)), tmp_path / "a").root)
+    built = _build(open_blob_store(str(src)), tmp_path / "a")
+    local = open_ted("atari", "Pong/3", root=built.folder)
     gcs = open_blob_store(f"gs://{DEMO_BUCKET}/rlu-test", endpoint=gcs_endpoint)
     downloaded = _build(gcs, tmp_path / "b", endpoint=gcs_endpoint)
     streamed = _build(gcs, tmp_path / "c", mode="streaming", endpoint=gcs_endpoint)
@@ -172,10 +173,10 @@ def test_checkpoint_subsets_select_files(source, tmp_path):
         root=layout.root,
         code_version="t",
     )
-    assert built.meta["suffixes"] == [1, 2]
-    assert sorted(built.meta["files"]) == [w.file_name(3, 1, 3), w.file_name(3, 2, 3)]
+    assert built.meta.suffixes == [1, 2]
+    assert sorted(built.meta.files) == [w.file_name(3, 1, 3), w.file_name(3, 2, 3)]
     decoded = decode_atari(layout, "Pong/3", code_version="t", workers=1)
-    assert decoded.meta["episodes"] == len([e for f in files[1:] for e in f])
+    assert decoded.meta.episodes == len([e for f in files[1:] for e in f])
 
 
 # --- malformed files: each one a clear error naming the file and the record's offset --------
@@ -389,5 +390,6 @@ def test_the_time_limit_is_a_truncation_not_a_terminal_state(tmp_path):
     _, rows = run_query(layout.root, "SELECT length, terminated, truncated, complete FROM episodes")
     assert sorted(rows) == [(n - 1, True, False, True), (n, False, True, True)]
     assert (
-        published(layout.root, layout.decoded_dir("atari", "Pong/3"))["time_limited_episodes"] == 1
+        published(layout.root, layout.decoded_dir("atari", "Pong/3")).extra["time_limited_episodes"]
+        == 1
     )

@@ -74,7 +74,7 @@ def test_the_ted_equals_what_lerobot_returns_frame_by_frame(any_schema, tmp_path
         assert int(td["frame"][i]) == int(frame["frame_index"])
         assert float(td["timestamp"][i]) == float(frame["timestamp"])
         assert int(td["episode"][i]) == int(frame["episode_index"])
-        task = decoded.meta["tasks"][int(td["task_index"][i])]
+        task = decoded.meta.tasks[int(td["task_index"][i])]
         assert task == frame["task"]
         if spec.rewards:
             assert float(td["next", "reward"][i, 0]) == float(frame["next.reward"])
@@ -101,7 +101,7 @@ def test_the_ted_equals_what_lerobot_returns_frame_by_frame(any_schema, tmp_path
     else:
         assert all(e["return"] is None for e in episodes)
         assert all(e["truncated"] and not e["terminated"] for e in episodes)
-    assert decoded.meta["fps"] == spec.fps and decoded.meta["robot_type"] == spec.robot_type
+    assert decoded.meta.fps == spec.fps and decoded.meta.robot_type == spec.robot_type
     assert check_ted(tmp_path / "ted").ok
 
 

@@ -41,7 +41,7 @@ def test_ted_equals_torchrl_openx_formatting(tmp_path):
     episodes = write_dataset(tmp_path / "mirror", DatasetSpec("cmu_stretch"), [[6, 9], [4, 1]])
     decoded, td = _build(tmp_path, tmp_path / "mirror", "cmu_stretch")
     start = 0
-    tasks = decoded.meta["tasks"]
+    tasks = decoded.meta.tasks
     for i, ep in enumerate(episodes):
         ref = torch.stack([_make_tensordict_image_conv(copy.deepcopy(s)) for s in ep["steps"]])
         _format_data(ref, i)
@@ -163,11 +163,13 @@ def test_an_unchanged_shard_is_copied_from_the_previous_build_not_decoded(tmp_pa
         folder.mkdir()
     previous = open_decoded(first)
     meta = decode_shards(shards, again, previous=previous, salt="v1")
-    assert meta["reused_shards"] == 1
-    assert decode_shards(shards, other_code, previous=previous, salt="v2")["reused_shards"] == 0
+    assert meta.extra["reused_shards"] == 1
+    assert (
+        decode_shards(shards, other_code, previous=previous, salt="v2").extra["reused_shards"] == 0
+    )
     decode_shards(shards, fresh, salt="v1")
     a, b = open_decoded(again), open_decoded(fresh)
-    assert a.meta["shards"] == b.meta["shards"] and a.meta["tasks"] == b.meta["tasks"]
+    assert a.meta.extra["shards"] == b.meta.extra["shards"] and a.meta.tasks == b.meta.tasks
     assert a.episodes().equals(b.episodes())
     for key in a.arrays:
         np.testing.assert_array_equal(a.array(key), b.array(key), err_msg=key)

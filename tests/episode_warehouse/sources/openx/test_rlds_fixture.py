@@ -64,7 +64,7 @@ def _flat(episodes):
 def test_every_leaf_kind_decodes_to_the_values_written(robot, tmp_path):
     src, _, episodes = robot
     layout, raw, decoded = _build(src, tmp_path)
-    assert raw.meta["layout"] == "rlds" and raw.meta["dataset_version"] == "1.0.0"
+    assert raw.meta.layout == "rlds" and raw.meta.dataset_version == "1.0.0"
     flat = _flat(episodes)
     folder = layout.decoded_dir("openx", "toy_robot")
     dec = open_decoded(folder)
@@ -157,7 +157,7 @@ def test_gzip_shards_are_sniffed(tmp_path):
     src = tmp_path / "src"
     _, episodes = write_robot_dataset(src, gzipped=True)
     _, _, decoded = _build(src, tmp_path)
-    assert decoded.meta["episodes"] == len(_flat(episodes))
+    assert decoded.meta.episodes == len(_flat(episodes))
 
 
 def test_newest_version_is_read_unless_pinned(tmp_path):
@@ -165,10 +165,10 @@ def test_newest_version_is_read_unless_pinned(tmp_path):
     for version, shards in [("0.9.0", [[(0, 3, True)]]), ("0.10.0", [[(1, 4, True)]])]:
         write_robot_dataset(src, version=version, shards={"train": shards})
     _, raw, decoded = _build(src, tmp_path / "a")
-    assert raw.meta["dataset_version"] == "0.10.0"  # numerically newest, not by text
-    assert decoded.meta["rows"] == 4
+    assert raw.meta.dataset_version == "0.10.0"  # numerically newest, not by text
+    assert decoded.meta.rows == 4
     _, raw, decoded = _build(src, tmp_path / "b", versions={"toy_robot": "0.9.0"})
-    assert raw.meta["dataset_version"] == "0.9.0" and decoded.meta["rows"] == 3
+    assert raw.meta.dataset_version == "0.9.0" and decoded.meta.rows == 3
     with pytest.raises(SourceMissingError, match="version 2.0.0 of toy_robot is not there"):
         _build(src, tmp_path / "c", versions={"toy_robot": "2.0.0"})
     assert parse_version_pins("bridge=0.1.0, toy_robot=0.9.0") == {
@@ -229,7 +229,7 @@ def test_values_that_do_not_fit_their_dtype_are_refused(tmp_path, leaf, value, m
     info = {"name": "bad_leaf", "splits": [{"name": "train", "shardLengths": ["1"]}]}
     (folder / "dataset_info.json").write_text(json.dumps(info))
     if match is None:
-        assert _build(src, tmp_path, "bad_leaf")[2].meta["rows"] == 1
+        assert _build(src, tmp_path, "bad_leaf")[2].meta.rows == 1
     else:
         with pytest.raises(CorruptInputError, match=match):
             _build(src, tmp_path, "bad_leaf")
@@ -302,7 +302,7 @@ def _decoded_content(layout, dataset="toy_robot"):
     dec = open_decoded(layout.decoded_dir("openx", dataset))
     arrays = {k: np.asarray(dec.array(k)) for k in dec.arrays}
     episodes = dec.episodes().to_pylist()
-    return dec.meta, arrays, episodes
+    return dec.meta.to_json(), arrays, episodes
 
 
 def test_a_changed_shard_is_the_only_one_decoded_again_and_the_result_equals_a_fresh_build(
@@ -315,7 +315,7 @@ def test_a_changed_shard_is_the_only_one_decoded_again_and_the_result_equals_a_f
     src = tmp_path / "src"
     write_robot_dataset(src, shards=shards)
     layout, _, first = _build(src, tmp_path)
-    assert first.meta["reused_shards"] == 0 and len(first.meta["shards"]) == 4
+    assert first.meta.extra["reused_shards"] == 0 and len(first.meta.extra["shards"]) == 4
     # shard 0 of train rewritten: its first episode now uses the other task and text first, so
     # the previous build's numbering of both is not a fresh build's and must be redone
     changed = dict(shards, train=[[(1, 4, False), (7, 8, True)], [(2, 6, True)], [(4, 3, False)]])
@@ -331,9 +331,9 @@ def test_a_changed_shard_is_the_only_one_decoded_again_and_the_result_equals_a_f
     )
     second = decode_openx(layout, "toy_robot", code_version="t")
     assert raw.rebuilt and second.rebuilt
-    assert second.meta["reused_shards"] == 3  # the unchanged shards were copied, not decoded
+    assert second.meta.extra["reused_shards"] == 3  # the unchanged shards were copied, not decoded
     fresh_layout, _, fresh = _build(src, tmp_path / "fresh")
-    assert fresh.meta["reused_shards"] == 0
+    assert fresh.meta.extra["reused_shards"] == 0
     meta, arrays, episodes = _decoded_content(layout)
     fmeta, farrays, fepisodes = _decoded_content(fresh_layout)
     assert arrays.keys() == farrays.keys()

@@ -80,7 +80,7 @@ def test_bridge_as_published(shared_samples, tmp_path):
     raw = mirror_openx(
         str(src), "bridge", layout.raw_dir("openx", "bridge"), root=layout.root, code_version="t"
     )
-    assert raw.meta["dataset_version"] == "1.0.0"  # the folder's; its info says 0.0.1
+    assert raw.meta.dataset_version == "1.0.0"  # the folder's; its info says 0.0.1
     decode_openx(layout, "bridge", code_version="t")
     build_ted_stage(layout, "openx", "bridge", code_version="t")
     td = open_ted_folder(layout.ted_dir("openx", "bridge"))

@@ -1,0 +1,24 @@
+"""The records of a partition's catalog files: its rows and its statistics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from episode_warehouse.records import Record
+
+
+@dataclass(frozen=True, kw_only=True)
+class RowsRecord(Record):
+    """``catalog/rows/<source>/<partition>/meta.json``: its episodes and partitions rows (the
+    schema-only ``_empty`` set has neither count)."""
+
+    episodes: int = 0
+    frames: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatisticsRecord(Record):
+    """``catalog/statistics/<source>/<partition>/meta.json``: which keys, how many rows."""
+
+    keys: list[str]
+    rows: int
