@@ -20,8 +20,10 @@ section) are kept in ``extra`` as they were written.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
@@ -52,7 +54,7 @@ class Record:
             raise CorruptInputError(
                 "the record is not a JSON object", subject=subject, fix=_fix(cls)
             )
-        hints = typing.get_type_hints(cls)
+        hints = _declared(cls)
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             if f.name == "extra":
@@ -151,6 +153,16 @@ class RawRecord(Record):
     mode: str = "download"
     revision: str | None = None
     license: str | None = None
+
+
+def _declared(cls: type) -> dict[str, Any]:
+    """The field types of a record class (resolved once: annotations are strings here)."""
+    return _hints_of(cls)
+
+
+@functools.cache
+def _hints_of(cls: Hashable) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
 
 
 def _fix(cls: type) -> str:

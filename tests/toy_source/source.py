@@ -15,11 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from episode_warehouse.decoded.format import ArraySpec, episode_table
+from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.decoded.stage import decode_from_raw
 from episode_warehouse.decoded.writer import DecodedWriter
 from episode_warehouse.errors import PartitionKeyError
 from episode_warehouse.incremental import Built, build_if_changed
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.records import RawRecord
 from episode_warehouse.roots import Root
 from episode_warehouse.sources.source import Source
 
@@ -68,27 +70,30 @@ def write_episodes(folder: Path, partition: str, lengths: list[int], seed: int) 
     return out
 
 
-def mirror(folder: Path, partition: str, target: Path, *, root: Root, code_version: str) -> Built:
+def mirror(
+    folder: Path, partition: str, target: Path, *, root: Root, code_version: str
+) -> Built[RawRecord]:
     """The raw stage: the partition's files copied, rebuilt when a file's size or mtime moved."""
     files = sorted((folder / partition).glob("episode_*.npz"))
-    listing = {f.name: [f.stat().st_size, f.stat().st_mtime_ns] for f in files}
+    listing = {f.name: {"size": f.stat().st_size, "mtime_ns": f.stat().st_mtime_ns} for f in files}
 
-    def build(tmp: Path) -> dict:
+    def build(tmp: Path) -> RawRecord:
         for f in files:
             shutil.copy2(f, tmp / f.name)
-        return {"source_url": str(folder), "files": listing}
+        return RawRecord(format="toy-raw", source_url=str(folder), files=listing)
 
-    return build_if_changed(root, target, {"files": listing, "code_version": code_version}, build)
+    inputs = {"files": listing, "code_version": code_version}
+    return build_if_changed(root, target, inputs, build, record_type=RawRecord)
 
 
-def decode(layout: WarehouseLayout, key: str, *, code_version: str) -> Built:
+def decode(layout: WarehouseLayout, key: str, *, code_version: str) -> Built[DecodedRecord]:
     """The decoded stage, through the shape every source's decode stage has."""
 
-    def make_build(raw_dir: Path, raw: dict, lineage: dict):
-        def build(tmp: Path) -> dict:
+    def make_build(raw_dir: Path, raw: RawRecord, lineage: dict):
+        def build(tmp: Path) -> DecodedRecord:
             writer = DecodedWriter(tmp)
             starts, lengths, returns, terminated = [], [], [], []
-            for name in sorted(raw["files"], key=lambda n: int(n[8:-4])):
+            for name in sorted(raw.files, key=lambda n: int(n[8:-4])):
                 with np.load(raw_dir / name) as episode:
                     for key, spec in SPECS.items():
                         writer.append(spec, episode[FIELDS[key]])
@@ -107,11 +112,11 @@ def decode(layout: WarehouseLayout, key: str, *, code_version: str) -> Built:
                     "truncated": ~done,
                     "true_start": np.ones(len(starts), bool),
                     "complete": done,
-                    "source_files": [[n] for n in sorted(raw["files"])],
+                    "source_files": [[n] for n in sorted(raw.files)],
                 }
             )
             return writer.finish(table, lineage)
 
         return build
 
-    return decode_from_raw(layout, "toy", key, "toy_files", code_version, make_build)
+    return decode_from_raw(layout, "toy", key, "toy_files", RawRecord, code_version, make_build)

@@ -35,7 +35,7 @@ def toy_files(
         Path(toy_source.folder), key, layout.raw_dir("toy", key), root=layout.root, code_version="1"
     )
     return dg.MaterializeResult(
-        metadata={"files": len(built.meta.extra["files"])},
+        metadata={"files": len(built.meta.files)},
         data_version=dg.DataVersion(built.version),
     )
 

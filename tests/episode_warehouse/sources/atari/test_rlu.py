@@ -17,6 +17,7 @@ import pytest
 
 from episode_warehouse import open_ted
 from episode_warehouse.blobstore import open_blob_store
+from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import ConfigError, CorruptInputError, SourceMissingError
 from episode_warehouse.incremental import published
 from episode_warehouse.paths import WarehouseLayout
@@ -101,7 +102,7 @@ def test_ted_keeps_every_logged_transition(source, tmp_path):
     assert sorted(map(str, td.keys(True, True))) == sorted(map(str, ATARI_KEYS))  # one schema
     for key, value in want.items():
         assert np.array_equal(td[key][:].numpy(), value), key
-    meta = published(layout.root, layout.decoded_dir("atari", "Pong/3"))
+    meta = published(layout.root, layout.decoded_dir("atari", "Pong/3"), DecodedRecord)
     assert meta.episodes == len(eps) and meta.rows == sum(len(e.frames) for e in eps)
     from episode_warehouse.catalog import run_query
 
