@@ -37,6 +37,13 @@ QUERIES = {
 }
 
 
+_SET_COLUMNS = {
+    "source", "partition", "episode", "start", "length", "return", "terminated", "truncated",
+    "true_start", "complete", "language_instruction", "source_files", "source_version",
+    "code_version", "run_id", "materialized_at",
+}  # fmt: skip
+
+
 def partition_rows(i: int, n: int, rng: np.random.Generator) -> tuple[str, str, pa.Table, dict]:
     source = "atari" if i % 2 == 0 else "openx"
     key = f"Game{i // 10}/{i % 10 + 1}" if source == "atari" else f"dataset_{i}"
@@ -66,16 +73,12 @@ def partition_rows(i: int, n: int, rng: np.random.Generator) -> tuple[str, str, 
             "code_version": ["ted=1,rows=1"] * n,
             "run_id": ["r"] * n,
             "materialized_at": [now] * n,
-            # source-specific columns (RL Unplugged ids, LeRobot tasks and stats): NULL here
+            # source-specific columns (RL Unplugged ids, LeRobot tasks and stats, RLDS split and
+            # episode metadata): NULL here, every one the schema has that is not set above
             **{
-                name: [None] * n
-                for name in (
-                    "checkpoint_idx",
-                    "episode_idx",
-                    "recorded_return",
-                    "tasks",
-                    "lerobot_stats",
-                )
+                f.name: [None] * n
+                for f in EPISODES.arrow_schema
+                if f.name not in _SET_COLUMNS
             },
         },
         schema=EPISODES.arrow_schema,

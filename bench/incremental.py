@@ -21,8 +21,9 @@ def main() -> None:
     replay = make_files(100_000, 3)
     with tempfile.TemporaryDirectory(dir=DATA) as tmp:
         mirror = Path(tmp) / "mirror" / "Pong" / "1" / "replay_logs"
-        mirror.parent.mkdir(parents=True)
-        os.symlink(replay.resolve(), mirror)
+        mirror.mkdir(parents=True)
+        for f in replay.iterdir():  # hard links: a source folder's links are refused (#25)
+            os.link(f, mirror / f.name)
         resources = {
             "atari_replay": {"url": str(Path(tmp) / "mirror")},
             "warehouse": {"root": str(Path(tmp) / "wh")},
