@@ -99,11 +99,12 @@ def checkout(root: Root, target: Path, record_type: type[R] = Record) -> R | Non
     if remote is None:
         return _typed(record_type, read_json(target / file), target)
     current, _ = remote.read()
+    record = _typed(record_type, current, target)  # checked before any file is pulled
     if current and not _same_copy(read_json(target / file), current):
         with write_lock(target):
             if not _same_copy(read_json(target / file), current):
                 remote.pull(target, current)
-    return _typed(record_type, current, target)
+    return record
 
 
 def build_if_changed(
