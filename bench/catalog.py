@@ -75,11 +75,7 @@ def partition_rows(i: int, n: int, rng: np.random.Generator) -> tuple[str, str, 
             "materialized_at": [now] * n,
             # source-specific columns (RL Unplugged ids, LeRobot tasks and stats, RLDS split and
             # episode metadata): NULL here, every one the schema has that is not set above
-            **{
-                f.name: [None] * n
-                for f in EPISODES.arrow_schema
-                if f.name not in _SET_COLUMNS
-            },
+            **{f.name: [None] * n for f in EPISODES.arrow_schema if f.name not in _SET_COLUMNS},
         },
         schema=EPISODES.arrow_schema,
     )
