@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from episode_warehouse.paths import WarehouseLayout
-from tests.bucket.conftest import scratch_of
+from tests.bucket.conftest import layout_of
 from tests.helpers import build_atari
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,7 +90,7 @@ def test_a_bare_install_streams_from_a_local_and_a_bucket_root(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     url = "gs://bare-trainer/wh"
-    build_atari(scratch_of(url), "Pong/1", 1, episodes=6)
+    build_atari(layout_of(url), "Pong/1", 1, episodes=6)
     assert WarehouseLayout.from_root(url).bucket is not None
     remote = _train(bare_python, url, env)
     _check(remote)
