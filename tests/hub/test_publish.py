@@ -33,21 +33,20 @@ REPO = "me/pong-long"
 def export(tmp_path_factory):
     """A warehouse root with one selection export (three parquet files: LFS on the hub)."""
     root = tmp_path_factory.mktemp("publish") / "wh"
-    build_atari(root, "Pong/3", 3, capacity=300, episodes=8, lengths=(20, 70))
-    sel = select_episodes(QUERY, root=root)
-    rows = [
-        (s, p, int(e), int(a), int(n))
-        for s, p, e, a, n in zip(
-            sel.source, sel.partition, sel.episode, sel.start, sel.length, strict=True
-        )
-    ]
-    layout = WarehouseLayout.local(root)
+    _export_pong_long(WarehouseLayout.local(root), str(root))
+    return root
+
+
+def _export_pong_long(layout: WarehouseLayout, setting: str) -> None:
+    """Build Pong/3 into ``layout`` and export the QUERY selection as ``pong-long``."""
+    build_atari(layout, "Pong/3", 3, capacity=300, episodes=8, lengths=(20, 70))
+    rows = select_episodes(QUERY, root=setting).rows()
     export_lerobot(
-        ExportRequest("pong-long", str(root), rows, query=QUERY),
+        ExportRequest("pong-long", str(layout.folder), rows, query=QUERY),
         layout.lerobot_dir("pong-long"),
+        root=layout.root,
         workers=1,
     )
-    return root
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -376,20 +375,7 @@ def test_a_publish_from_a_bucket_root_on_another_machine_checks_the_export_out(
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_endpoint)
     monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "first-machine"))
     layout = WarehouseLayout.from_root(url)
-    build_atari(layout, "Pong/3", 3, capacity=300, episodes=8, lengths=(20, 70))
-    sel = select_episodes(QUERY, root=url)
-    rows = [
-        (s, p, int(e), int(a), int(n))
-        for s, p, e, a, n in zip(
-            sel.source, sel.partition, sel.episode, sel.start, sel.length, strict=True
-        )
-    ]
-    export_lerobot(
-        ExportRequest("pong-long", str(layout.folder), rows, query=QUERY),
-        layout.lerobot_dir("pong-long"),
-        root=layout.root,
-        workers=1,
-    )
+    _export_pong_long(layout, url)
     exported = _files(layout.lerobot_dir("pong-long"))
 
     monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "second-machine"))
