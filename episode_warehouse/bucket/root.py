@@ -30,8 +30,8 @@ class BucketRoot:
 
     bucket: str
     prefix: str
-    endpoint: str | None = None  # the GCS API (an emulator); None: GCS itself
-    cache_base: Path | None = None  # where trainers keep downloaded TEDs (Settings.cache)
+    endpoint: str | None  # the GCS API (an emulator); None: GCS itself
+    cache_base: Path  # where trainers keep downloaded TEDs (Settings.cache)
 
     @classmethod
     def parse(cls, url: str, settings: Settings | None = None) -> BucketRoot:
@@ -58,8 +58,7 @@ class BucketRoot:
     def cache(self) -> Path:
         """Where trainers keep TEDs downloaded from this root, one folder per bucket and
         prefix under ``Settings.cache``."""
-        base = self.cache_base or Settings.from_env().cache
-        return base / self.bucket / (self.prefix or "_")
+        return self.cache_base / self.bucket / (self.prefix or "_")
 
 
 @functools.lru_cache(maxsize=16)
