@@ -19,7 +19,6 @@ from typing import BinaryIO, Protocol
 import google_crc32c
 
 from episode_warehouse.blobs import BlobInfo, DownloadStats, crc32c_b64, file_crc32c
-from episode_warehouse.confine import checked_name, inside
 from episode_warehouse.errors import (
     ConfigError,
     CorruptInputError,
@@ -27,6 +26,7 @@ from episode_warehouse.errors import (
     SourceUnreachableError,
 )
 from episode_warehouse.gcs import gcs_client, refuse_near_url, split_gs_url
+from episode_warehouse.guards.names import checked_name, inside
 from episode_warehouse.retry import RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)

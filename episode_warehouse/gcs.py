@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 from episode_warehouse import settings
-from episode_warehouse.confine import name_problem
 from episode_warehouse.errors import ConfigError
+from episode_warehouse.guards.names import name_problem
 from episode_warehouse.settings import Settings
 
 EMULATOR_ENV = settings.EMULATOR_ENV  # re-exported: the sources' resources name it

@@ -31,8 +31,8 @@ from pathlib import Path
 from episode_warehouse.atomic import read_json, staged, write_json
 from episode_warehouse.blobstore import BlobInfo, DownloadStats, GcsBlobStore, file_crc32c
 from episode_warehouse.bucket.root import BucketRoot
-from episode_warehouse.confine import checked_name, checked_segment, inside
 from episode_warehouse.errors import ConcurrentWriteError, CorruptInputError, SourceMissingError
+from episode_warehouse.guards.names import checked_name, checked_segment, inside
 from episode_warehouse.threads import TRANSFER_THREADS
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ from typing import BinaryIO
 
 from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.blobs import BlobInfo, DownloadStats, file_crc32c
-from episode_warehouse.confine import checked_name
 from episode_warehouse.errors import SourceMissingError
+from episode_warehouse.guards.names import checked_name
 from episode_warehouse.hub.client import HubClient, HubFile
 from episode_warehouse.hub.url import HubUrl, check_repo_id, check_revision
 

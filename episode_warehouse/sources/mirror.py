@@ -11,7 +11,7 @@ from pathlib import Path
 
 from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.blobstore import BlobInfo, BlobStore, DownloadStats
-from episode_warehouse.confine import inside
+from episode_warehouse.guards.names import inside
 from episode_warehouse.incremental import published
 from episode_warehouse.progress import progress
 from episode_warehouse.records import RawRecord

@@ -14,9 +14,9 @@ from episode_warehouse import open_ted
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.bucket.artifact import PUBLISHED, RemoteArtifact
 from episode_warehouse.bucket.root import BucketRoot
-from episode_warehouse.confine import checked_name, inside
 from episode_warehouse.errors import ConfigError, CorruptInputError
 from episode_warehouse.gcs import gcs_client
+from episode_warehouse.guards.names import checked_name, inside
 from episode_warehouse.incremental import checkout
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources.lerobot.mirror import mirror_dataset

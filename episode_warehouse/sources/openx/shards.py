@@ -12,13 +12,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from episode_warehouse.confine import checked_segment
 from episode_warehouse.errors import (
     ConfigError,
     CorruptInputError,
     SourceMissingError,
 )
 from episode_warehouse.gcs import refuse_near_url
+from episode_warehouse.guards.names import checked_segment
 from episode_warehouse.retry import RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from episode_warehouse.confine import checked_segment
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.guards.names import checked_segment
 
 DEFAULT_TEMPLATE = "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"
 MAX_SHARDS = 100_000  # per split; DROID, the largest OXE dataset, has 2,048
