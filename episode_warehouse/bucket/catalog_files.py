@@ -44,11 +44,34 @@ def table_urls(root: BucketRoot, records: dict[str, dict], file_name: str) -> li
 
 
 @functools.lru_cache(maxsize=4)
-def filesystem(endpoint: str | None):
+def filesystem(endpoint: str | None, *, read_only: bool = False):
     """A gcsfs filesystem for ``endpoint`` (an emulator, ``BucketRoot.endpoint``) or GCS
-    (default credentials, else anonymous)."""
+    (default credentials, else anonymous); ``read_only``: every call that would write or delete
+    raises ``PermissionError`` (what user SQL reads the catalog through)."""
     import gcsfs
 
+    cls = _read_only_class(gcsfs.GCSFileSystem) if read_only else gcsfs.GCSFileSystem
     if endpoint:
-        return gcsfs.GCSFileSystem(endpoint_url=endpoint, token="anon")
-    return gcsfs.GCSFileSystem()
+        return cls(endpoint_url=endpoint, token="anon")
+    return cls()
+
+
+_WRITES = (
+    "rm", "rm_file", "_rm", "_rm_file", "mkdir", "makedirs", "_mkdir", "_makedirs", "mv",
+    "_mv", "put", "put_file", "_put", "_put_file", "pipe", "pipe_file", "_pipe", "_pipe_file",
+    "touch", "copy", "cp_file", "_cp_file", "_copy", "rmdir", "_rmdir", "merge", "_merge",
+)  # fmt: skip
+
+
+@functools.cache
+def _read_only_class(base: type) -> type:
+    def refuse(self, *args, **kwargs):
+        raise PermissionError("the catalog is read-only here")
+
+    def open_read_only(self, path, mode="rb", *args, **kwargs):
+        if set(mode) - {"r", "b", "t"}:
+            raise PermissionError(f"{path}: the catalog is read-only here")
+        return base.open(self, path, mode, *args, **kwargs)
+
+    methods = {name: refuse for name in _WRITES if hasattr(base, name)}
+    return type(f"ReadOnly{base.__name__}", (base,), {**methods, "open": open_read_only})

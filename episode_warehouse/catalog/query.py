@@ -12,16 +12,19 @@ the allowed directory is ``gs://.../catalog/``, read through a registered gcsfs 
 
 from __future__ import annotations
 
+import functools
+import logging
+import re
 from dataclasses import dataclass
 
 import duckdb
 
-from episode_warehouse.catalog.sandbox import Answer, parse_size, run_in_child
+from episode_warehouse.catalog.sandbox import Answer, duckdb_message, parse_size, run_in_child
 from episode_warehouse.catalog.store import CatalogStore
 from episode_warehouse.errors import CatalogQueryError, NotMaterializedError
 from episode_warehouse.roots import Root
 
-_ALLOWED = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -33,25 +36,58 @@ class QueryLimits:
     max_rows: int | None = None  # None: all rows
 
 
+# comments and white space, then EXPLAIN [ANALYZE] [(options)]: what is left is the statement
+# EXPLAIN wraps (EXPLAIN ANALYZE runs it)
+_GAP = r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*"
+_EXPLAIN = re.compile(
+    rf"^{_GAP}EXPLAIN\b{_GAP}(?:ANALY[SZ]E\b{_GAP})?(?:\([^()]*\){_GAP})?",
+    re.IGNORECASE | re.DOTALL,
+)
+_READ_ONLY_FIX = "write a SELECT statement; the warehouse writes the catalog"
+
+
 def check_read_only(sql: str) -> None:
-    """Refuse anything but SELECT (and EXPLAIN) statements.
+    """Refuse anything but SELECT statements and EXPLAIN of a SELECT (what an EXPLAIN wraps is
+    checked as a statement of its own: ``EXPLAIN ANALYZE COPY ... TO`` runs the COPY).
 
     Raises:
-        CatalogQueryError: a write, DDL, COPY, ATTACH, PRAGMA or an unparsable query.
+        CatalogQueryError: a write, DDL, COPY, ATTACH, PRAGMA or SET (wrapped or not), or an
+            unparsable query.
     """
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
-        raise CatalogQueryError(str(exc).splitlines()[0], subject="query") from None
+        raise CatalogQueryError(duckdb_message(exc), subject="query") from None
     if not statements:
         raise CatalogQueryError("empty query", subject="query", fix="write a SELECT statement")
     for st in statements:
-        if st.type not in _ALLOWED:
+        if st.type == duckdb.StatementType.EXPLAIN:
+            wrapped = _EXPLAIN.match(st.query)
+            if wrapped is None or not st.query[wrapped.end() :].strip(" \t\n;"):
+                raise CatalogQueryError(
+                    "an EXPLAIN whose statement cannot be checked is refused",
+                    subject="query",
+                    fix="write EXPLAIN SELECT ... (or EXPLAIN ANALYZE SELECT ...)",
+                )
+            check_read_only(st.query[wrapped.end() :])
+        elif st.type != duckdb.StatementType.SELECT:
             raise CatalogQueryError(
                 f"{st.type.name} statements are refused: the catalog is read-only here",
                 subject="query",
-                fix="write a SELECT statement; the warehouse writes the catalog",
+                fix=_READ_ONLY_FIX,
             )
+
+
+_SETTING_HINT = re.compile(
+    r"(Possible solutions:|[^.:]*\b(?:SET|PRAGMA|RESET)\s+[a-z_]+).*$", re.DOTALL
+)
+
+
+def _without_setting_hints(text: str) -> str:
+    """DuckDB's message less its advice to change a setting (``SET memory_limit``, ``SET
+    threads``): the sandbox locks the configuration, so a query cannot follow it; the caller's
+    fix names the setting that does apply."""
+    return _SETTING_HINT.sub("", text).rstrip(" .;:(") or text
 
 
 def _request_parts(root: Root) -> tuple[list[str], str, bool]:
@@ -85,6 +121,14 @@ def _memory_bytes(limits: QueryLimits) -> int:
     return size
 
 
+@functools.lru_cache(maxsize=1)
+def _warn_unconfined() -> None:
+    log.warning(
+        "this kernel has no Landlock: user SQL is kept from writing by the statement check "
+        "alone (a Linux kernel of 5.13 or later also refuses writes at the system level)"
+    )
+
+
 def _error(answer: Answer, limits: QueryLimits) -> CatalogQueryError:
     if answer.error_kind == "timeout":
         return CatalogQueryError(
@@ -100,7 +144,7 @@ def _error(answer: Answer, limits: QueryLimits) -> CatalogQueryError:
             fix="query the catalog's views (episodes, partitions); files outside it are refused",
         )
     if answer.error_kind in ("memory", "died"):
-        what = answer.error or "out of memory"
+        what = _without_setting_hints(answer.error) or "out of memory"
         if answer.error_kind == "died":
             what = f"the query process ended without an answer ({answer.error})"
         return CatalogQueryError(
@@ -108,7 +152,7 @@ def _error(answer: Answer, limits: QueryLimits) -> CatalogQueryError:
             subject="query",
             fix="narrow it, or raise the limit (--memory-limit, EPISODE_WAREHOUSE_SQL_MEMORY)",
         )
-    return CatalogQueryError(answer.error, subject="query")
+    return CatalogQueryError(_without_setting_hints(answer.error), subject="query")
 
 
 def run_query(
@@ -146,6 +190,8 @@ def run_query(
         max_rows=limits.max_rows,
         timeout_s=limits.timeout_s,
     )
+    if not answer.writes_confined:
+        _warn_unconfined()
     if answer.error_kind is not None:
         raise _error(answer, limits)
     return answer.columns, answer.rows

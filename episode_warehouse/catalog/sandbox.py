@@ -12,6 +12,10 @@ query runs in a disposable child process:
 - The parent waits for the answer at most ``timeout_s`` and then kills the child (SIGKILL).
 - DuckDB's temp directory is a fresh private folder, so spilling works and nothing else (such
   as the working directory's ``.tmp/``, DuckDB's default) becomes readable.
+- Before the query runs, the child takes write access away from itself everywhere but that temp
+  folder (Landlock, ``landlock.py``): a statement that slips past the read-only check still
+  cannot change the catalog or any other file. A bucket root's filesystem is registered
+  read-only. Where the kernel has no Landlock the answer says so and the caller warns once.
 
 The child is a fresh interpreter (``python -m episode_warehouse.catalog.sandbox``: a pickled
 request on stdin, a pickled answer on stdout), never a fork of the caller, which may be a
@@ -37,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+
+from episode_warehouse.catalog.landlock import confine_writes
 
 # The bound is the child's size before the query plus this multiple of the memory limit: DuckDB
 # may exceed its own accounting somewhat (results, hash tables in flight) before it refuses.
@@ -88,6 +94,7 @@ class Answer:
     rows: list[tuple]
     error_kind: str | None = None  # "permission", "memory", "duckdb", "died", "timeout"
     error: str = ""
+    writes_confined: bool = True  # False: the kernel had no Landlock to refuse writes with
 
 
 def _data_bytes() -> int:
@@ -99,11 +106,13 @@ def _data_bytes() -> int:
 
 
 def _run(request: Request) -> Answer:
+    # before DuckDB starts its threads: Landlock binds the calling thread and those it starts
+    confined = confine_writes(request.temp_dir)
     con = duckdb.connect(":memory:")
     if request.bucket:
         from episode_warehouse.bucket.catalog_files import filesystem
 
-        con.register_filesystem(filesystem(request.gcs_endpoint))
+        con.register_filesystem(filesystem(request.gcs_endpoint, read_only=True))
     con.execute("SET allowed_directories = [?]", [request.allowed_dir])
     con.execute("SET temp_directory = ?", [request.temp_dir])
     for statement in request.views:
@@ -118,15 +127,23 @@ def _run(request: Request) -> Answer:
         cur = con.execute(request.sql, request.params)
         columns = [d[0] for d in cur.description] if cur.description else []
         rows = cur.fetchall() if request.max_rows is None else cur.fetchmany(request.max_rows)
-        return Answer(columns, rows)
+        return Answer(columns, rows, writes_confined=confined)
     except duckdb.PermissionException as exc:
-        return Answer([], [], "permission", str(exc).splitlines()[0])
+        return Answer([], [], "permission", duckdb_message(exc), confined)
     except (duckdb.OutOfMemoryException, MemoryError) as exc:
-        return Answer([], [], "memory", str(exc).splitlines()[0] if str(exc) else "")
+        return Answer([], [], "memory", duckdb_message(exc) if str(exc) else "", confined)
     except duckdb.Error as exc:
-        text = str(exc).splitlines()[0]
+        text = duckdb_message(exc)
         kind = "memory" if "allocat" in text.lower() else "duckdb"
-        return Answer([], [], kind, text)
+        return Answer([], [], kind, text, confined)
+
+
+def duckdb_message(exc: BaseException) -> str:
+    """DuckDB's message with its hints (``Did you mean "episodes"?``, the candidate bindings),
+    joined into one line; the SQL context lines (``LINE 1: ...`` and its caret) are left out."""
+    lines = [line.strip() for line in str(exc).splitlines()]
+    kept = [line for line in lines if line and not line.startswith("LINE ") and set(line) != {"^"}]
+    return " ".join(kept)[:2000]
 
 
 # What a request or an answer may name when unpickled: these classes and the value types DuckDB
