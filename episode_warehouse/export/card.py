@@ -6,12 +6,15 @@ and a ``configs`` entry so the hub's viewer reads the parquet files. The text sa
 episode came from: the selection's SQL, each source partition with its TED version and the URL
 its files were read from (the pinned manifest is ``meta/warehouse_selection.json``), the counts,
 and how to load it.
+
+Every value that came from a source (robot type, partition names, URLs, the SQL) enters the
+Markdown through ``guards.text`` (escaped, or verbatim inside a code fence), and only public URLs
+are named: a partition read from a local folder says so without naming the folder.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +22,14 @@ from dataclasses import dataclass
 import yaml
 
 from episode_warehouse.export.record import ExportRecord
+from episode_warehouse.guards.text import (
+    LICENSE_ID,
+    code_block,
+    markdown_code,
+    markdown_text,
+    one_line,
+    public_url,
+)
 
 UNKNOWN_LICENSE = "other"
 
@@ -46,14 +57,9 @@ def _size_category(frames: int) -> str:
     return "10M<n<100M" if frames < 100_000_000 else "n>1T"
 
 
-def _fence(text: str) -> str:
-    """A code fence longer than any run of backticks in ``text`` (a query may hold some)."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    return "`" * max(3, longest + 1)
-
-
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def _read_from(url: str) -> str:
+    public = public_url(url)
+    return markdown_text(public) if public else "a local folder (not published)"
 
 
 def dataset_card(
@@ -69,10 +75,13 @@ def dataset_card(
     (``meta/warehouse_export.json``); ``license`` an id the hub knows (``cc-by-4.0``,
     ``apache-2.0``, ...) given by the publisher, else the sources' own when every partition
     states the same one, else ``other``."""
-    stated = {p.license for p in partitions}
+    stated = {
+        p.license if p.license and LICENSE_ID.fullmatch(p.license) else None for p in partitions
+    }
     carried = len(stated) == 1 and None not in stated
     license = license or (stated.pop() if carried else None)
-    fps, robot = info.get("fps"), info.get("robot_type") or "unknown"
+    fps = info.get("fps") if isinstance(info.get("fps"), int | float) else one_line(info.get("fps"))
+    robot = one_line(info.get("robot_type") or "unknown", max_chars=64)
     episodes, frames = export.episodes, export.frames
     sources = sorted({p.source for p in partitions})
     header: dict = {
@@ -92,18 +101,18 @@ def dataset_card(
         yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(),
         "---",
         "",
-        f"# {repo_id}",
+        f"# {markdown_text(repo_id)}",
         "",
-        f"A LeRobot v3.0 dataset of **{episodes} episodes** ({frames} frames at {fps} fps, "
-        f"robot type `{robot}`), exported by episode-warehouse from "
+        f"A LeRobot v3.0 dataset of **{int(episodes)} episodes** ({int(frames)} frames at "
+        f"{markdown_text(fps)} fps, robot type {markdown_code(robot)}), exported by "
+        "episode-warehouse from "
         + ("a SQL selection over its episode catalog." if query else "one catalog partition."),
         "",
         "## Selection",
         "",
     ]
     if query:
-        fence = _fence(query)
-        lines += [f"{fence}sql", query.strip(), fence]
+        lines += code_block(query, "sql")
     else:
         lines += ["Every episode of the partition below, in episode order."]
     lines += [
@@ -115,9 +124,10 @@ def dataset_card(
     ]
     for p in partitions:
         lines.append(
-            f"| {_cell(p.source)} | {_cell(p.partition)} | {picked[(p.source, p.partition)]} | "
-            f"{p.episodes} | `{_cell(p.ted_version)}` | {_cell(p.source_url) or '?'} | "
-            f"{_cell(p.license or 'not stated')} |"
+            f"| {markdown_text(p.source)} | {markdown_text(p.partition)} | "
+            f"{picked[(p.source, p.partition)]} | {int(p.episodes)} | "
+            f"{markdown_code(p.ted_version, in_table=True)} | {_read_from(p.source_url)} | "
+            f"{markdown_text(p.license or 'not stated')} |"
         )
     lines += [
         "",
@@ -131,9 +141,9 @@ def dataset_card(
         "",
     ]
     if license and carried:
-        lines.append(f"`{license}`, as every source above states it on its own card.")
+        lines.append(f"{markdown_code(license)}, as every source above states it on its own card.")
     elif license:
-        lines.append(f"`{license}`, as the publisher stated it.")
+        lines.append(f"{markdown_code(license)}, as the publisher stated it.")
     else:
         lines.append(
             "Not every source states one license the warehouse could carry, so the header "
