@@ -8,7 +8,6 @@ dataset order). Format facts: shared/reference/lerobot-v3.md.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from episode_warehouse.errors import CorruptInputError, FormatVersionError
+from episode_warehouse.guards.json_input import read_json_file
+from episode_warehouse.guards.text import checked_identifier
 
 CODEBASE_VERSION = "v3.0"
 INFO = "meta/info.json"
@@ -52,22 +53,87 @@ class LeRobotFolder:
 
 def _read_json(path: Path) -> dict:
     try:
-        return json.loads(path.read_text())
+        info = read_json_file(path, fix=_INFO_FIX)
     except FileNotFoundError:
         raise CorruptInputError(
             "not a LeRobot dataset: meta/info.json is missing",
             subject=str(path),
             fix="point LEROBOT_URL at the folder holding <owner>/<name>/meta/info.json",
         ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except OSError as exc:
         raise CorruptInputError(
             f"cannot read it ({exc})", subject=str(path), fix="download the dataset again"
         ) from None
+    if not isinstance(info, dict):
+        raise CorruptInputError(
+            "meta/info.json is not a JSON object", subject=str(path), fix=_INFO_FIX
+        )
+    return info
+
+
+_INFO_FIX = (
+    "download the dataset again; if it is yours, write meta/info.json as lerobot does "
+    "(LeRobotDataset.create) or check it with LeRobotDatasetMetadata"
+)
+_COUNTS_FIX = (
+    "the dataset's metadata and data disagree: download it again, or if it is yours, "
+    "recompute meta/ with lerobot (its dataset tools) before reading it"
+)
+
+
+def _check_totals(folder: Path, info: dict, tasks: list, episodes: pa.Table, files: list[Path]):
+    """info.json's declared totals and meta/episodes' lengths equal the data files' frames."""
+    frames_per_file = [_rows(f) for f in files]
+    lengths = episodes.column("length").to_numpy()
+    declared = {
+        "total_episodes": (info.get("total_episodes"), len(episodes), "episodes in meta/episodes"),
+        "total_frames": (info.get("total_frames"), int(sum(frames_per_file)), "frames in data/"),
+        "total_tasks": (info.get("total_tasks"), len(tasks), "tasks in meta/tasks.parquet"),
+    }
+    for name, (said, found, what) in declared.items():
+        if said is not None and (isinstance(said, bool) or said != found):
+            raise CorruptInputError(
+                f"info.json declares {name} {said!r}, but there are {found} {what}",
+                subject=str(folder / INFO),
+                fix=_COUNTS_FIX,
+            )
+    counts = np.zeros(len(lengths), np.int64)
+    for f in files:
+        index = _table(f, ["episode_index"]).column("episode_index").to_numpy()
+        if len(index) and (index.min() < 0 or index.max() >= len(lengths)):
+            raise CorruptInputError(
+                f"frames name episode {int(index.max() if index.max() >= 0 else index.min())}, "
+                f"but meta/episodes has {len(lengths)} episodes",
+                subject=str(f),
+                fix=_COUNTS_FIX,
+            )
+        counts += np.bincount(index, minlength=len(lengths))
+    off = np.flatnonzero(counts != lengths)
+    if len(off):
+        e = int(off[0])
+        raise CorruptInputError(
+            f"meta/episodes says episode {e} has {int(lengths[e])} frames, the data files hold "
+            f"{int(counts[e])} ({len(off)} episodes disagree)",
+            subject=str(folder / "meta" / "episodes"),
+            fix=_COUNTS_FIX,
+        )
 
 
 def _table(path: Path, columns: list[str] | None = None) -> pa.Table:
     try:
         return pq.read_table(path, columns=columns)
+    except (OSError, pa.ArrowException) as exc:
+        raise CorruptInputError(
+            f"not a readable Parquet file ({str(exc).splitlines()[0]})",
+            subject=str(path),
+            fix="download the dataset again (the file is truncated or corrupt)",
+        ) from None
+
+
+def _rows(path: Path) -> int:
+    """The rows of a Parquet file, from its footer."""
+    try:
+        return pq.ParquetFile(path).metadata.num_rows
     except (OSError, pa.ArrowException) as exc:
         raise CorruptInputError(
             f"not a readable Parquet file ({str(exc).splitlines()[0]})",
@@ -144,9 +210,16 @@ def open_lerobot_folder(folder: Path) -> LeRobotFolder:
             subject=missing[0],
             fix="download the dataset again",
         )
-    return LeRobotFolder(
-        folder, fps, info.get("robot_type"), features, tasks, episodes, sorted(wanted)
-    )
+    _check_totals(folder, info, tasks, episodes, sorted(wanted))
+    robot_type = info.get("robot_type")
+    if robot_type is not None:
+        checked_identifier(
+            robot_type,
+            what="robot_type",
+            subject=str(folder / INFO),
+            fix="set robot_type in meta/info.json to a plain name such as so100_follower",
+        )
+    return LeRobotFolder(folder, fps, robot_type, features, tasks, episodes, sorted(wanted))
 
 
 def _episodes(folder: Path, videos: list[str]) -> pa.Table:

@@ -280,3 +280,79 @@ def test_an_fps_that_is_not_a_positive_integer_is_refused(dataset, tmp_path, fps
     (folder / "meta" / "info.json").write_text(json.dumps(info))
     with pytest.raises(CorruptInputError, match=r"fps is .*not a positive whole number.*Fix:"):
         open_lerobot_folder(folder)
+
+
+# --- what the dataset says of itself must be what it holds (#42) -------------------------------
+
+
+def _set_info(folder: Path, **fields) -> None:
+    path = folder / "meta" / "info.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+
+
+@pytest.mark.parametrize(
+    ("fields", "match"),
+    [
+        (
+            {"total_frames": 10},
+            r"info.json: info.json declares total_frames 10, but there are \d+ frames",
+        ),
+        (
+            {"total_episodes": 1},
+            r"info.json: info.json declares total_episodes 1, but there are \d+ episodes",
+        ),
+        ({"total_tasks": 7}, r"declares total_tasks 7, but there are \d+ tasks"),
+    ],
+)
+def test_declared_totals_must_equal_the_data(dataset, tmp_path, fields, match):
+    folder = _copy(dataset, tmp_path)
+    _set_info(folder, **fields)
+    _refused(folder, tmp_path, match)
+
+
+def test_per_episode_lengths_must_equal_the_data(dataset, tmp_path):
+    """meta/episodes moves one frame from episode 0 to episode 1 and still tiles the frames:
+    the data files' episode_index counts say otherwise."""
+    import pyarrow as pa
+
+    folder = _copy(dataset, tmp_path)
+    meta = next((folder / "meta" / "episodes").rglob("*.parquet"))
+    table = pq.read_table(meta)
+    length = table.column("length").to_numpy().copy()
+    end = table.column("dataset_to_index").to_numpy().copy()
+    start = table.column("dataset_from_index").to_numpy().copy()
+    length[0] -= 1
+    length[1] += 1
+    end[0] -= 1
+    start[1] -= 1
+    for name, values in (
+        ("length", length),
+        ("dataset_to_index", end),
+        ("dataset_from_index", start),
+    ):
+        i = table.schema.get_field_index(name)
+        table = table.set_column(
+            i, table.schema.field(name), pa.array(values, table.schema.field(name).type)
+        )
+    pq.write_table(table, meta)
+    _refused(folder, tmp_path, r"meta/episodes says episode 0 has \d+ frames, the data files hold")
+
+
+@pytest.mark.parametrize(
+    "robot_type",
+    ["x](javascript:alert(1))", "![t](https://tracker.example/p.png)", "so100\n# Fake heading", ""],
+)
+def test_a_robot_type_that_is_not_an_identifier_is_refused_where_it_enters(
+    dataset, tmp_path, robot_type
+):
+    folder = _copy(dataset, tmp_path)
+    _set_info(folder, robot_type=robot_type)
+    with pytest.raises(CorruptInputError, match="robot_type .* is not an identifier"):
+        open_lerobot_folder(folder)
+
+
+def test_a_deeply_nested_info_json_is_refused_with_its_name(dataset, tmp_path):
+    folder = _copy(dataset, tmp_path)
+    (folder / "meta" / "info.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(CorruptInputError, match=r"info.json: the JSON document nests deeper than"):
+        open_lerobot_folder(folder)
