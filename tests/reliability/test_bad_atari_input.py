@@ -125,3 +125,54 @@ def test_a_failing_partition_leaves_the_others_alone(run_dir, tmp_path):
     with pytest.raises(CorruptInputError):
         _decode_published(run_dir, tmp_path)
     assert {p: p.read_bytes() for p in other.rglob("*") if p.is_file()} == before
+
+
+def _gzip_npy(path, header_shape, dtype, payload_bytes):
+    """A gzip .npy whose header declares ``header_shape`` and whose body is zeros."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": np.dtype(dtype).str, "fortran_order": False, "shape": header_shape}
+    )
+    zeros = bytes(8 << 20)
+    with (
+        open(path, "wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=1) as gz,
+    ):
+        gz.write(header.getvalue())
+        for _ in range(payload_bytes // len(zeros)):
+            gz.write(zeros)
+
+
+def test_a_member_bomb_is_refused_from_its_header_before_it_is_inflated(run_dir, tmp_path):
+    """A reward file of ~200 KB declaring 50M rewards (200 MB of zeros): refused because the
+    observation has 150 rows, before one reward is inflated (the old reader inflated it all)."""
+    import tracemalloc
+
+    path = run_dir / file_name("reward", 1)
+    _gzip_npy(path, (50_000_000,), np.float32, 200_000_000)
+    assert path.stat().st_size < 1_000_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(
+            CorruptInputError,
+            match=r"reward_ckpt\.1\.gz: reward has shape \(50000000,\) but observation has 150 "
+            "rows",
+        ):
+            _decode_published(run_dir, tmp_path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 << 20, f"{peak:,} bytes traced while refusing"
+    _assert_nothing_published(tmp_path)
+
+
+def test_a_header_declaring_more_than_deflate_can_hold_is_refused(run_dir, tmp_path):
+    path = run_dir / file_name("observation", 0)
+    _gzip_npy(path, (10**10, 84, 84), np.uint8, 0)
+    with pytest.raises(
+        CorruptInputError,
+        match=r"observation_ckpt\.0\.gz: the array header declares "
+        r"\(10000000000, 84, 84\) uint8 .* over the",
+    ):
+        _decode_published(run_dir, tmp_path)
+    _assert_nothing_published(tmp_path)

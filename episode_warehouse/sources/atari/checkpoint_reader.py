@@ -3,6 +3,11 @@
 Observation files are 7 GB uncompressed in the real data, so they are only ever streamed in
 chunks of rows; the small elements (action, reward, terminal, counters) are loaded whole.
 Inflate uses ISA-L (``isal``), 3-4x faster than zlib on these files.
+
+A header is not trusted: every declared shape is bounded before anything is inflated, by what
+the compressed file can hold at all (deflate's largest ratio, :data:`DEFLATE_MAX_RATIO`) and by
+the observation rows (a small element's shape must be ``(capacity,)`` before it is read), so a
+1.9 MB file declaring 500M rewards is refused from its first bytes.
 """
 
 from __future__ import annotations
@@ -18,9 +23,14 @@ from isal import igzip
 from isal.igzip_lib import IsalError
 
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.guards.shapes import checked_shape
 from episode_warehouse.sources.atari.dopamine_files import STORE_ELEMENTS, file_name
 
 _REFETCH = "delete the file and materialize the raw stage again (it is re-downloaded)"
+# deflate codes at most 258 bytes per 2 bits, so a gzip stream inflates to at most 1032x its
+# size: a header declaring more than that is lying, whatever the stream then holds
+DEFLATE_MAX_RATIO = 1032
+_HEADER_SLACK = 1 << 16  # the .npy header and gzip framing
 # isal's stubs declare IsalError as an instance; it is an exception class
 _GZIP_ERRORS: tuple[type[BaseException], ...] = (
     EOFError,
@@ -62,7 +72,15 @@ def _read_header(fh: BinaryIO, path: Path) -> NpyHeader:
         raise CorruptInputError(
             "unexpected array layout (Fortran order or object dtype)", subject=str(path)
         )
-    return NpyHeader(tuple(shape), dtype)
+    shape = checked_shape(
+        list(shape),
+        dtype=dtype,
+        subject=str(path),
+        what="the array header",
+        max_bytes=DEFLATE_MAX_RATIO * path.stat().st_size + _HEADER_SLACK,
+        fix="the header declares more than the compressed file can hold; " + _REFETCH,
+    )
+    return NpyHeader(shape, dtype)
 
 
 def read_header(path: Path) -> NpyHeader:
@@ -71,11 +89,18 @@ def read_header(path: Path) -> NpyHeader:
         return _read_header(fh, path)
 
 
-def load_array(path: Path) -> np.ndarray:
-    """Load a small checkpoint element whole, checking that the stream ends where it should."""
+def load_array(path: Path, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """Load a small checkpoint element whole, checking that the stream ends where it should;
+    with ``shape``, its header must declare that shape (checked before anything is inflated)."""
     try:
         with igzip.open(path, "rb") as fh:
             header = _read_header(fh, path)
+            if shape is not None and header.shape != shape:
+                raise CorruptInputError(
+                    f"the array declares shape {header.shape}, expected {shape}",
+                    subject=str(path),
+                    fix="the checkpoint files come from different checkpoints; re-mirror them",
+                )
             nbytes = int(np.prod(header.shape, dtype=np.int64)) * header.dtype.itemsize
             payload = fh.read(nbytes)
             trailing = fh.read(1)
@@ -177,8 +202,16 @@ def read_checkpoint_meta(folder: Path, suffix: int) -> CheckpointMeta:
             subject=str(paths["observation"]),
             fix="the file is not a Dopamine observation checkpoint; re-mirror it",
         )
-    small = {e: load_array(paths[e]) for e in ("action", "reward", "terminal")}
     capacity = obs.rows
+    for element in ("action", "reward", "terminal"):  # before any is inflated
+        declared = read_header(paths[element]).shape
+        if declared != (capacity,):
+            raise CorruptInputError(
+                f"{element} has shape {declared} but observation has {capacity} rows",
+                subject=str(paths[element]),
+                fix="the checkpoint files come from different checkpoints; re-mirror them",
+            )
+    small = {e: load_array(paths[e], (capacity,)) for e in ("action", "reward", "terminal")}
     kinds = {"action": "iu", "reward": "fiu", "terminal": "iub"}
     for element, array in small.items():
         if array.dtype.kind not in kinds[element]:
@@ -194,7 +227,13 @@ def read_checkpoint_meta(folder: Path, suffix: int) -> CheckpointMeta:
                 subject=str(paths[element]),
                 fix="the checkpoint files come from different checkpoints; re-mirror them",
             )
-    add_count = load_array(paths["add_count"])
+    add_count = load_array(paths["add_count"], ())
+    if read_header(paths["invalid_range"]).rows > 64:  # stack + update horizon: a handful
+        raise CorruptInputError(
+            "invalid_range declares more than 64 slots",
+            subject=str(paths["invalid_range"]),
+            fix=_REFETCH,
+        )
     invalid_range = load_array(paths["invalid_range"]).astype(np.int64)
     if add_count.shape != () or add_count.dtype.kind not in "iu" or int(add_count) < 0:
         raise CorruptInputError(
