@@ -12,6 +12,9 @@ resolved with, so one object decides where a run reads and writes.
 - ``gcs_endpoint``: ``STORAGE_EMULATOR_HOST`` (as google-cloud-storage reads it), default GCS.
 - ``hub_endpoint``: ``HF_ENDPOINT`` (as huggingface_hub reads it), default the hub.
 - ``hub_cache``: ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else huggingface_hub's default.
+- ``allow_nonfinite``: ``EPISODE_WAREHOUSE_ALLOW_NONFINITE``, the decoded keys (other than
+  actions, states and rewards, which are always refused) whose NaN or infinite values are
+  published and counted instead of refused; ``*`` for every such key. Default: none.
 
 The export's PNG scratch (``EPISODE_WAREHOUSE_SCRATCH``), the worker counts and the input limits
 are the Dagster resource's (``resources/warehouse.py``): no domain function reads them.
@@ -37,6 +40,7 @@ DEFAULT_CACHE = "~/.cache/episode-warehouse"
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 HUB_ENDPOINT_ENV = "HF_ENDPOINT"
 DEFAULT_HUB_ENDPOINT = "https://huggingface.co"
+ALLOW_NONFINITE_ENV = "EPISODE_WAREHOUSE_ALLOW_NONFINITE"
 log = logging.getLogger(__name__)
 
 
@@ -50,6 +54,7 @@ class Settings:
     gcs_endpoint: str | None
     hub_endpoint: str
     hub_cache: str | None
+    allow_nonfinite: frozenset[str] = frozenset()
 
     @classmethod
     def from_env(
@@ -74,6 +79,9 @@ class Settings:
                 "/"
             ),
             hub_cache=_hub_cache(env),
+            allow_nonfinite=frozenset(
+                k.strip() for k in env.get(ALLOW_NONFINITE_ENV, "").split(",") if k.strip()
+            ),
         )
 
 

@@ -1,4 +1,11 @@
-"""Write a decoded-episodes folder: preallocated or appended arrays, metadata last."""
+"""Write a decoded-episodes folder: preallocated or appended arrays, metadata last.
+
+Every decoder writes through :class:`DecodedWriter`, so the rule on values lives here once:
+floating-point actions, states (float observations) and rewards must be finite, or the episode
+is refused naming the source, file, episode, step and key; NaN or infinity in any other float
+key is refused too unless ``EPISODE_WAREHOUSE_ALLOW_NONFINITE`` names the key, and then it is
+counted in the record (``nonfinite``) and shown with the materialization.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +21,10 @@ import pyarrow.parquet as pq
 
 from episode_warehouse.decoded.format import ARRAYS, EPISODES, ROLES, ArraySpec
 from episode_warehouse.decoded.record import DecodedRecord
+from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.guards.numbers import check_finite, nonfinite_rows
 from episode_warehouse.records import RECORD
+from episode_warehouse.settings import ALLOW_NONFINITE_ENV, Settings
 
 _PREAMBLE = 4096  # bytes reserved for the .npy header of appended arrays: one page, so rows of a
 # whole number of pages (a 256x320 RGB frame is 60) stay page-aligned and copy_file_range can
@@ -174,11 +184,19 @@ class DecodedWriter:
         self._appenders.clear()
 
     def finish(self, episodes: pa.Table, meta: dict) -> DecodedRecord:
-        """Close appended arrays, write episodes.parquet, then meta.json (the commit marker).
-        ``meta``: the decoder's fields (lineage, tasks, a source's own)."""
+        """Close appended arrays, check their values, write episodes.parquet, then meta.json
+        (the commit marker). ``meta``: the decoder's fields (lineage, tasks, a source's own).
+
+        Raises:
+            CorruptInputError: a non-finite action, state or reward, or another float key's
+                when ``EPISODE_WAREHOUSE_ALLOW_NONFINITE`` does not name it.
+        """
         self.close_arrays()
         if self.rows is None:
             self.rows = 0
+        counted = self._check_values(episodes, meta)
+        if counted:
+            meta = {**meta, "nonfinite": counted}
         pq.write_table(episodes, self.folder / EPISODES)
         full = {
             **DecodedRecord.current(),
@@ -192,3 +210,53 @@ class DecodedWriter:
             json.dumps(record.fields_json(), indent=1, sort_keys=True)
         )
         return record
+
+    def _check_values(self, episodes: pa.Table, meta: dict) -> dict[str, int]:
+        """The finite-values rule (module docstring); returns the allowed keys' counts."""
+        subject = f"{meta.get('source', '?')} {meta.get('partition', '?')}"
+        starts = episodes.column("start").to_numpy() if episodes.num_rows else np.zeros(0)
+        order = np.argsort(starts, kind="stable")
+        files = episodes.column("source_files").to_pylist() if episodes.num_rows else []
+        ids = episodes.column("episode").to_pylist() if episodes.num_rows else []
+
+        def locate(row: int) -> str:
+            if not len(order):
+                return f"row {row}"
+            i = int(order[max(0, np.searchsorted(starts[order], row, side="right") - 1)])
+            file = f" of {files[i][0]}" if files[i] else ""
+            return f"episode {ids[i]}{file} step {row - int(starts[i])}"
+
+        allowed = Settings.from_env().allow_nonfinite
+        counted: dict[str, int] = {}
+        for key, spec in sorted(self.specs.items()):
+            if np.dtype(spec.dtype).kind not in "fc":
+                continue
+            values = np.load(spec.path(self.folder), mmap_mode="r")
+            if _measured(spec):
+                check_finite(
+                    values,
+                    key=key,
+                    subject=subject,
+                    rows=self.rows,
+                    locate=locate,
+                    fix="the source holds invalid measurements: remove the episode at the source",
+                )
+                continue
+            count, first = nonfinite_rows(values, self.rows)
+            if not count:
+                continue
+            if key not in allowed and "*" not in allowed:
+                raise CorruptInputError(
+                    f"{key} has {count} NaN or infinite values (first at {locate(first)})",
+                    subject=subject,
+                    fix=f"if they mean something in this dataset, allow them: "
+                    f"{ALLOW_NONFINITE_ENV}={key}",
+                )
+            counted[key] = count
+        return counted
+
+
+def _measured(spec: ArraySpec) -> bool:
+    """Actions, states (float observations) and rewards: never NaN or infinite."""
+    head = spec.key.split("/", 1)[0]
+    return spec.role in ("reward", "observation") or head in ("action", "reward", "state")

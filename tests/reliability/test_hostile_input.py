@@ -420,3 +420,15 @@ def test_a_ted_failing_its_consistency_check_stays_in_staging(atari):
     with pytest.raises(CorruptInputError, match="consistency check: 1 rewards are NaN"):
         build_ted_stage(layout, "atari", "Pong/1", code_version="t")
     assert snapshot(ted) == before
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_openx_webdataset_nonfinite_actions_are_refused_by_the_shared_rule(tmp_path, value):
+    """#42: NaN and inf actions reached the TED, statistics and exports with exit 0."""
+    episode = _episode(np.random.default_rng(12))
+    action = np.array(episode["steps"][2]["action"], copy=True)
+    action.reshape(-1)[0] = value
+    episode["steps"][2]["action"] = action
+    root = _shard(tmp_path / "src", [("e0.data.pickle", _pickled(episode))])
+    text = _refused(root, tmp_path, CorruptInputError, r"action is (nan|inf) at episode 0")
+    assert "step 2" in text and "toto_00000.tar" in text

@@ -23,6 +23,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.guards.numbers import finite_number
 from episode_warehouse.image_header import image_size, png_prefix
 from episode_warehouse.tfrecord.example import parse_example
 
@@ -91,6 +92,8 @@ def parse_record(data: bytes, where: str) -> RluRecord:
                 f"{where}: {name!r} holds {len(values)} values, not 1", fix=_FIX
             )
         scalars[name] = values[0]
+        if kind == "float_list":  # a return of inf passes any tolerance that scales with it
+            finite_number(values[0], what=name, subject=where, fix=_FIX)
     pngs = _feature(features, "observations", "bytes_list", where)  # read lazily, not copied
     lists: dict[str, np.ndarray] = {
         "actions": np.array(_feature(features, "actions", "int64_list", where), dtype=np.int64),

@@ -33,6 +33,7 @@ from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.guards.numbers import check_finite
 from episode_warehouse.image_header import image_size
 from episode_warehouse.progress import progress
 from episode_warehouse.sources.lerobot.dataset import Feature, LeRobotFolder, _table
@@ -142,17 +143,14 @@ def _measured(feature: Feature) -> bool:
 def _check_finite(values: np.ndarray, feature: Feature, table, file) -> None:
     if values.dtype.kind != "f" or not _measured(feature):
         return
-    bad = ~np.isfinite(values)
-    if bad.any():
-        i = int(np.flatnonzero(bad.reshape(-1))[0])
-        per_row = values.size // max(len(table), 1)
-        raise CorruptInputError(
-            f"{feature.name} is {values.reshape(-1)[i]} at frame {_frame(table, i, per_row)} "
-            f"({int(bad.sum())} values NaN or infinite)",
-            subject=str(file),
-            fix="the recording holds invalid values: remove the episode (lerobot's dataset "
-            "tools) or record it again",
-        )
+    check_finite(
+        values.reshape(len(table), -1) if len(table) else values,
+        key=feature.name,
+        subject=str(file),
+        locate=lambda row: f"frame {int(table.column('index')[row].as_py())}",
+        fix="the recording holds invalid values: remove the episode (lerobot's dataset tools) "
+        "or record it again",
+    )
 
 
 def _values(table: pa.Table, feature: Feature, spec: ArraySpec, file: Path) -> np.ndarray:

@@ -394,3 +394,15 @@ def test_the_time_limit_is_a_truncation_not_a_terminal_state(tmp_path):
         published(layout.root, layout.decoded_dir("atari", "Pong/3")).extra["time_limited_episodes"]
         == 1
     )
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_a_non_finite_recorded_return_is_refused(source, tmp_path, value):
+    """+inf passed the return check before #42: its tolerance scaled with the value."""
+    src, _ = source
+
+    def change(ep):
+        return w.encode_episode(replace(ep, returns=(value, float(ep.clipped.sum()))))
+
+    text = _refused(_rewrite_records(src, tmp_path, change), tmp_path, "episode_return is")
+    assert "not a finite number" in text and "run_3-00001-of-00003" in text
