@@ -8,11 +8,19 @@ downloaded into huggingface_hub's cache with ``hf_hub_download`` (resumable, sha
 other tool on the machine that reads the hub) and then verified here: the size, and the content
 against the hub's listing (the sha256 of an LFS file, the git blob id of any other). The token
 is never logged and never part of an error.
+
+huggingface_hub builds cache paths from the server's answers: a blob is named after the
+``ETag`` (``blobs/<etag>``), a snapshot after ``X-Repo-Commit``. A hostile endpoint answering
+``ETag: "../../../x"`` made it write (and, on a bad download, delete) outside the cache. So every
+answer passes :func:`check_hub_answer` before huggingface_hub sees it (a response hook on the
+HTTP client it uses, installed once per process), and every path it hands back is checked to
+resolve inside the cache (``guards.names.returned_path``) before it is read or deleted.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import re
@@ -21,10 +29,12 @@ from pathlib import Path
 
 from episode_warehouse.errors import (
     ConfigError,
+    CorruptInputError,
     ExportError,
     SourceMissingError,
     SourceUnreachableError,
 )
+from episode_warehouse.guards.names import returned_path
 from episode_warehouse.hub.url import check_revision
 from episode_warehouse.retry import RetryPolicy, call_with_retries
 from episode_warehouse.settings import Settings
@@ -35,6 +45,45 @@ _TOKEN_FIX = (
     "if the repo is private or gated, accept its terms on the hub and set HF_TOKEN (or run "
     "hf auth login); else check the repo id"
 )
+
+
+# what an ETag or commit header may be to name a cache file: one plain segment
+_CACHE_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+=-]{0,254}")
+_NAMING_HEADERS = ("etag", "x-linked-etag", "x-repo-commit", "x-xet-hash")
+
+
+def check_hub_answer(response) -> None:
+    """Refuse an answer whose headers huggingface_hub would turn into a path outside its cache.
+
+    Raises:
+        CorruptInputError: naming the header, its value and the URL.
+    """
+    for name in _NAMING_HEADERS:
+        value = response.headers.get(name)
+        if value is None:
+            continue
+        token = value.removeprefix("W/").strip('"')
+        if not _CACHE_TOKEN.fullmatch(token) or ".." in token:
+            raise CorruptInputError(
+                f"the hub answered {name}: {value[:80]!r}, which would name a file outside "
+                "huggingface_hub's cache",
+                subject=str(response.request.url),
+                fix="nothing was written; check HF_ENDPOINT (a hub, or a mirror you trust)",
+            )
+
+
+@functools.cache
+def guard_hub_answers() -> None:
+    """Install :func:`check_hub_answer` on the HTTP client huggingface_hub uses (once)."""
+    import httpx
+    from huggingface_hub.utils import _http
+
+    def factory() -> httpx.Client:
+        client = _http.default_client_factory()
+        client.event_hooks["response"] = [*client.event_hooks["response"], check_hub_answer]
+        return client
+
+    _http.set_client_factory(factory)
 
 
 class BranchMovedError(ExportError):
@@ -85,6 +134,7 @@ class HubClient:
     ) -> None:
         from huggingface_hub import HfApi
 
+        guard_hub_answers()
         self.repo_type = repo_type
         settings = Settings.from_env(hub_endpoint=endpoint)
         self.endpoint = settings.hub_endpoint
@@ -186,7 +236,7 @@ class HubClient:
         from huggingface_hub import hf_hub_download
 
         def fetch() -> Path:
-            path = Path(
+            path = returned_path(
                 hf_hub_download(
                     repo_id,
                     file.path,
@@ -196,7 +246,10 @@ class HubClient:
                     token=self.token,
                     cache_dir=self.cache_dir,
                     etag_timeout=self.policy.timeout_s,
-                )
+                ),
+                self._cache_root(),
+                subject=f"hf://{self.repo_type}s/{repo_id}/{file.path}",
+                what="cached file",
             )
             self._verify(path, repo_id, file)
             return path
@@ -327,12 +380,26 @@ class HubClient:
 
         return self._call(guarded, repo_id=repo_id, revision=revision)
 
+    def _cache_root(self) -> Path:
+        """huggingface_hub's cache folder as it resolves it now."""
+        if self.cache_dir:
+            return Path(self.cache_dir)
+        from huggingface_hub import constants
+
+        return Path(constants.HF_HUB_CACHE)
+
     def _verify(self, path: Path, repo_id: str, file: HubFile) -> None:
         size = path.stat().st_size
         got = (file_sha256 if file.sha256 else git_blob_id)(path) if size == file.size else ""
         if size == file.size and got == file.content_id:
             return
-        blob = path.resolve()  # the cache's blob behind the snapshot link: drop it, fetch again
+        # the cache's blob behind the snapshot link: drop it, fetch again (only inside the cache)
+        blob = returned_path(
+            path.resolve(),
+            self._cache_root(),
+            subject=f"hf://{self.repo_type}s/{repo_id}/{file.path}",
+            what="cached blob",
+        )
         path.unlink(missing_ok=True)
         if blob != path:
             blob.unlink(missing_ok=True)

@@ -49,7 +49,8 @@ class HubServer:
     """Serve ``store`` on 127.0.0.1 in a thread; ``url`` is what ``HF_ENDPOINT`` is set to.
 
     ``requests`` counts what was asked (method and path), so a test can tell which files a
-    reader fetched.
+    reader fetched. ``file_headers`` are sent with every file answer over the real ones: a
+    hostile hub (an ``ETag`` of ``../../x``) in a test.
     """
 
     def __init__(self, store: HubStore, *, tokens: tuple[str, ...] = (), page: int = PAGE) -> None:
@@ -57,6 +58,7 @@ class HubServer:
         self.tokens = set(tokens)
         self.page = page
         self.requests: list[tuple[str, str]] = []
+        self.file_headers: dict[str, str] = {}
         self._lock = threading.Lock()
         server = self
 
@@ -348,6 +350,7 @@ class HubServer:
         if entry["lfs"]:
             out["X-Linked-Size"] = str(size)
             out["X-Linked-Etag"] = f'"{etag}"'
+        out.update(self.file_headers)
         source: Path = self.store.object_path(repo_type, repo_id, entry["sha256"])
         wanted = next((v for k, v in headers.items() if k.lower() == "range"), "")
         start, end, status = 0, size - 1, 200
