@@ -86,7 +86,9 @@ class Settings:
 
 
 def _folder(value: str | os.PathLike) -> Path:
-    return Path(value).expanduser().resolve()
+    """Absolute and normalized, links not followed: a working folder that is a link is refused
+    where it is written (``guards.names.no_links_below``), not silently replaced by its target."""
+    return Path(os.path.abspath(Path(value).expanduser()))
 
 
 def _default_local_copy() -> Path:

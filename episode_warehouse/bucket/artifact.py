@@ -318,6 +318,20 @@ class RemoteArtifact:
                 changed.append(file)
         return changed
 
+    def corrupt_files(self, record: dict, folder: Path) -> list[str]:
+        """The files of ``record`` in ``folder`` whose size or crc32c is not the record's
+        (every byte is read: what a flipped byte with its mtime kept needs)."""
+        bad = []
+        for file in sorted(record.get(PUBLISHED, {}).get("files", {})):
+            blob, path = self.blob(record, file), folder / file
+            try:
+                same = path.stat().st_size == blob.size and file_crc32c(path) == blob.crc32c
+            except FileNotFoundError:
+                same = False
+            if not same:
+                bad.append(file)
+        return bad
+
     def pull(self, folder: Path, record: dict) -> None:
         """Make the local ``folder`` hold ``record``'s version (downloaded aside, swapped in).
         The caller holds the folder's write lock."""

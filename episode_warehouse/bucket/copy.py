@@ -13,7 +13,8 @@ from pathlib import Path
 from episode_warehouse.bucket.artifact import RemoteArtifact
 from episode_warehouse.bucket.root import BucketRoot, bind
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.settings import Settings
+from episode_warehouse.guards.names import no_links_below
+from episode_warehouse.settings import LOCAL_COPY_ENV, Settings
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,9 @@ class BucketCopy:
             ConfigError: not a bucket URL, or the folder is the copy of another root.
         """
         bucket = BucketRoot.parse(url, settings)
-        folder = bucket.local_copy(settings.local_copy)
+        folder = no_links_below(
+            settings.local_copy, bucket.local_copy(settings.local_copy), setting=LOCAL_COPY_ENV
+        )
         bind(folder, bucket)
         return cls(bucket, folder)
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from episode_warehouse.export.episodes import ExportEpisode
+from episode_warehouse.export.png_writer import SCRATCH_SETTING
+from episode_warehouse.guards.names import no_links_below
 
 SHM = Path("/dev/shm")  # memory-backed scratch, where the system has one
 _SCRATCH_PREFIX = "episode-warehouse-frames-"
@@ -48,10 +50,11 @@ def scratch_root(staging: Path, video: bool, need: int, scratch_dir: Path | None
         if not usable or shutil.disk_usage(SHM).free < 2 * need:
             return staging
         base = SHM
+    no_links_below(base, setting=SCRATCH_SETTING)
     base.mkdir(parents=True, exist_ok=True)
     for stale in base.glob(_SCRATCH_PREFIX + "*"):
         pid = stale.name.removeprefix(_SCRATCH_PREFIX).split("-")[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists() and not stale.is_symlink():
             shutil.rmtree(stale, ignore_errors=True)  # left by a killed export
     return Path(tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-", dir=base))
 

@@ -1,6 +1,8 @@
 """The trainer's TED cache serves what the bucket's record lists, not what happens to be on
 disk: a changed file is re-verified at open, and repaired from the bucket when it differs."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -97,3 +99,45 @@ def test_a_missing_object_of_the_current_version_fails_at_once(bucket_url, tmp_p
     with pytest.raises(SourceMissingError):
         cached_ted(BucketRoot.parse(bucket_url), "atari", "Pong/1")
     assert downloads == ["ted/atari/Pong/1"]  # one download, no retries of a terminal error
+
+
+def test_flipped_bytes_with_their_mtime_put_back_are_caught_on_a_processs_first_open(cached):
+    """#42: size and mtime alone let such a file through; the first open in a process hashes."""
+    import os
+
+    from episode_warehouse.ted import remote_cache
+
+    root, folder, truth = cached
+    path = _observation_file(folder)
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    data[-100:] = bytes(255 - b for b in data[-100:])
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    remote_cache._HASHED.clear()  # as a new process starts
+    assert cached_ted(root, "atari", "Pong/1") == folder
+    got = _arrays(open_ted("atari", "Pong/1"))
+    assert all(np.array_equal(got[k], truth[k]) for k in truth)
+
+
+def test_a_symlinked_cache_folder_is_neither_written_nor_deleted_through(
+    bucket_url, tmp_path, monkeypatch
+):
+    """#42: the cache was a link to another folder, whose contents open_ted replaced."""
+    from episode_warehouse.errors import ConfigError
+
+    build_atari(layout_of(bucket_url), "Pong/1", 1, episodes=10)
+    victim = tmp_path / "victim"
+    (victim / "keep").mkdir(parents=True)
+    (victim / "keep" / "data.txt").write_text("mine\n")
+    link = tmp_path / "linked-cache"
+    link.symlink_to(victim)
+    monkeypatch.setenv("EPISODE_WAREHOUSE_CACHE", str(link))
+    with pytest.raises(
+        ConfigError, match="EPISODE_WAREHOUSE_CACHE: .*linked-cache is a symbolic link"
+    ):
+        open_ted("atari", "Pong/1")
+    assert sorted(p.relative_to(victim) for p in victim.rglob("*")) == [
+        Path("keep"),
+        Path("keep/data.txt"),
+    ]
