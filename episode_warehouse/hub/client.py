@@ -301,16 +301,42 @@ class HubClient:
         )
 
     def move_tag(self, repo_id: str, tag: str, sha: str) -> None:
-        """Point ``tag`` at commit ``sha`` (the hub has no move: delete, then create, as
-        lerobot's ``push_to_hub`` does with its codebase-version tag)."""
+        """Point ``tag`` at commit ``sha``. The hub has no move and refuses a second tag of one
+        name, so an existing tag is deleted, then created (as lerobot's ``push_to_hub`` does with
+        its codebase-version tag); each call retried when transient.
+
+        Raises:
+            ExportError: the tag was deleted and could not be created again: the repo has no
+                such tag until a rerun (which creates it; nothing else is uploaded again).
+        """
         from huggingface_hub.errors import RevisionNotFoundError
 
-        def move() -> None:
-            with contextlib.suppress(RevisionNotFoundError):
+        def delete() -> bool:
+            try:
                 self.api.delete_tag(repo_id, tag=tag, repo_type=self.repo_type)
-            self.api.create_tag(repo_id, tag=tag, revision=sha, repo_type=self.repo_type)
+            except RevisionNotFoundError:
+                return False  # no such tag yet (or an earlier try deleted it)
+            return True
 
-        self._write(move, repo_id=repo_id, revision=tag)
+        deleted = self._write(delete, repo_id=repo_id, revision=tag)
+        try:
+            self._write(
+                lambda: self.api.create_tag(
+                    repo_id, tag=tag, revision=sha, repo_type=self.repo_type
+                ),
+                repo_id=repo_id,
+                revision=tag,
+            )
+        except Exception as exc:  # noqa: BLE001 - any failure leaves the repo without the tag
+            if not deleted:
+                raise
+            raise ExportError(
+                f"the {tag} tag was deleted to be moved to {sha[:12]} and could not be created "
+                f"again ({str(exc).splitlines()[0][:200]}): the repo has no {tag} tag now, so "
+                "LeRobotDataset cannot open it",
+                subject=f"hf://{self.repo_type}s/{repo_id}",
+                fix="run the same publish again: it finds the files in place and creates the tag",
+            ) from exc
 
     def commit(
         self,

@@ -388,3 +388,29 @@ def test_a_publish_from_a_bucket_root_on_another_machine_checks_the_export_out(
     for path, data in exported.items():
         stored = hub.store.object_path("dataset", "me/from-bucket", tree[path]["sha256"])
         assert stored.read_bytes() == data, path
+
+
+def test_a_tag_move_that_fails_says_the_tag_is_missing_and_a_rerun_repairs_it(
+    hub, export, monkeypatch, capsys
+):
+    """#42: the hub has no tag move; when the create after the delete keeps failing the repo is
+    left without v3.0, and the publish must say so (and the rerun put it back)."""
+    from tests.reliability.fault_proxy import FaultProxy
+
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    argv = ["publish", "pong-long", f"hf://datasets/{REPO}", "--root", str(export)]
+    assert main(argv) == 0
+    hub.store.commit(REPO, {"someone-else.txt": b"moves main past v3.0"})
+    capsys.readouterr()
+    with FaultProxy(hub.url, [None] + ["503"] * 40, fault_on=("/tag/",)) as proxy:
+        monkeypatch.setenv("HF_ENDPOINT", proxy.url)
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "the v3.0 tag was deleted" in err and "has no v3.0 tag now" in err
+    assert "run the same publish again" in err
+    assert "v3.0" not in hub.store.settings("dataset", REPO)["tags"]
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    uploads = len(hub.requests)
+    assert main(argv) == 0
+    assert hub.store.settings("dataset", REPO)["tags"]["v3.0"] == _head(hub)
+    assert not [r for r in hub.requests[uploads:] if r[0] in ("PUT",) or "/commit/" in r[1]]
