@@ -87,8 +87,21 @@ def _check_section(section: object, url: str, what: str) -> None:
             subject=url,
             fix=fix,
         )
+    names = set(section["files"])
     for file, entry in section["files"].items():
         checked_name(file, subject=url, what="record entry")
+        parts = file.split("/")
+        folder = next(
+            ("/".join(parts[:i]) for i in range(1, len(parts)) if "/".join(parts[:i]) in names),
+            None,
+        )
+        if folder is not None:
+            raise CorruptInputError(
+                f"the record lists {folder!r} as a file and {file!r} inside it: one name "
+                "cannot be both a file and a folder",
+                subject=url,
+                fix=fix,
+            )
         ok = (
             isinstance(entry, dict)
             and isinstance(entry.get("size"), int)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.guards.shapes import checked_shape
 
 STEPS = "steps"
 _NUMERIC_DTYPES = frozenset(
@@ -44,6 +45,8 @@ _NUMERIC_DTYPES = frozenset(
     ]
 )
 _ENCODINGS = ("none", "bytes", "zlib")
+# one feature of one step, as declared: real ones are images of a few MB at most
+MAX_STEP_FEATURE_BYTES = 1 << 30
 _REFUSED = {
     "Video": "videos",
     "Audio": "audio",
@@ -111,6 +114,14 @@ def _shape(content: dict, where: str, subject: str) -> tuple[int | None, ...]:
         ) from None
     if any(d < -1 for d in shape):
         raise CorruptInputError(f"feature {where} has a negative dimension", subject=subject)
+    checked_shape(  # one step of one feature; the unknown dimensions are bounded per episode
+        [max(d, 1) for d in shape],
+        dtype="uint8",
+        subject=subject,
+        what=f"feature {where}",
+        max_bytes=MAX_STEP_FEATURE_BYTES,
+        fix="features.json must be the file TFDS wrote for this dataset version",
+    )
     return tuple(None if d == -1 else d for d in shape)
 
 

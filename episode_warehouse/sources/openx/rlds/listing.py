@@ -10,12 +10,12 @@ files (TFDS writes e.g. ``image.image.json`` label lists beside the shards) are 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 from episode_warehouse.blobstore import BlobInfo, BlobStore
 from episode_warehouse.errors import ConfigError, CorruptInputError, SourceMissingError
+from episode_warehouse.guards.json_input import load_json
 from episode_warehouse.sources.openx.rlds.dataset_info import DatasetInfo, parse_dataset_info
 from episode_warehouse.sources.openx.rlds.features import RldsFeatures, parse_features
 
@@ -87,12 +87,7 @@ def _read_json(store: BlobStore, blob: BlobInfo) -> dict:
         )
     with store.open(blob) as fh:
         data = fh.read(MAX_JSON_BYTES + 1)
-    try:
-        doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptInputError(
-            f"not JSON ({exc})", subject=subject, fix="mirror the dataset again"
-        ) from exc
+    doc = load_json(data, subject=subject, fix="mirror the dataset again", max_bytes=MAX_JSON_BYTES)
     if not isinstance(doc, dict):
         raise CorruptInputError("not a JSON object", subject=subject)
     return doc
