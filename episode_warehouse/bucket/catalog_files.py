@@ -63,15 +63,20 @@ _WRITES = (
 )  # fmt: skip
 
 
+def _refuse(self, *args, **kwargs):
+    raise PermissionError("the catalog is read-only here")
+
+
 @functools.cache
 def _read_only_class(base: type) -> type:
-    def refuse(self, *args, **kwargs):
-        raise PermissionError("the catalog is read-only here")
+    class ReadOnly(base):
+        def open(self, path, mode="rb", *args, **kwargs):
+            if set(mode) - {"r", "b", "t"}:
+                raise PermissionError(f"{path}: the catalog is read-only here")
+            return super().open(path, mode, *args, **kwargs)
 
-    def open_read_only(self, path, mode="rb", *args, **kwargs):
-        if set(mode) - {"r", "b", "t"}:
-            raise PermissionError(f"{path}: the catalog is read-only here")
-        return base.open(self, path, mode, *args, **kwargs)
-
-    methods = {name: refuse for name in _WRITES if hasattr(base, name)}
-    return type(f"ReadOnly{base.__name__}", (base,), {**methods, "open": open_read_only})
+    for name in _WRITES:
+        if hasattr(base, name):
+            setattr(ReadOnly, name, _refuse)
+    ReadOnly.__name__ = f"ReadOnly{base.__name__}"
+    return ReadOnly

@@ -222,7 +222,8 @@ class DecodedWriter:
         def locate(row: int) -> str:
             if not len(order):
                 return f"row {row}"
-            i = int(order[max(0, np.searchsorted(starts[order], row, side="right") - 1)])
+            at = int(np.searchsorted(starts[order], row, side="right")) - 1
+            i = int(order[max(0, at)])
             file = f" of {files[i][0]}" if files[i] else ""
             return f"episode {ids[i]}{file} step {row - int(starts[i])}"
 

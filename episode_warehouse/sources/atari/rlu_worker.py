@@ -81,6 +81,11 @@ def scan_file(source: SourceFile, max_record_bytes: int) -> FileScan:
             scan.recorded_return.append(record.episode_return)
             scan.actions.append(record.actions.astype(np.int32))
             scan.rewards.append(record.rewards)
+    if not scan.lengths:  # every checkpoint file of RL Unplugged holds episodes
+        raise CorruptInputError(
+            f"{source.name}: the file holds no episode",
+            fix="the file is empty or cut before its first record: re-download it",
+        )
     return scan
 
 

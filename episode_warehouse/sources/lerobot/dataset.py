@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from episode_warehouse.errors import CorruptInputError, FormatVersionError
 from episode_warehouse.guards.json_input import read_json_file
+from episode_warehouse.guards.shapes import checked_shape
 from episode_warehouse.guards.text import checked_identifier
 
 CODEBASE_VERSION = "v3.0"
@@ -130,6 +131,46 @@ def _table(path: Path, columns: list[str] | None = None) -> pa.Table:
         ) from None
 
 
+_FEATURE_DTYPES = ("image", "video", "string")
+MAX_FEATURE_BYTES = 1 << 30  # one frame of one feature, as declared
+
+
+def _feature(name: str, spec: object, info: Path) -> Feature:
+    """One declared feature, its dtype a kind lerobot writes and its shape bounded."""
+    spec = spec if isinstance(spec, dict) else {}
+    dtype = spec.get("dtype")
+    known = isinstance(dtype, str) and (dtype in _FEATURE_DTYPES or _numeric(dtype))
+    if not known:
+        raise CorruptInputError(
+            f"feature {name!r} declares dtype {dtype!r}: not image, video, string or a number type",
+            subject=str(info),
+            fix=_INFO_FIX,
+        )
+    shape = checked_shape(
+        spec.get("shape"),
+        dtype="uint8" if dtype in _FEATURE_DTYPES else str(dtype),
+        subject=str(info),
+        what=f"feature {name!r}",
+        max_bytes=MAX_FEATURE_BYTES,
+        fix=_INFO_FIX,
+    )
+    if dtype in ("image", "video") and (len(shape) != 3 or shape[2] not in (1, 3, 4)):
+        raise CorruptInputError(
+            f"{dtype} feature {name!r} declares shape {shape}: a camera is (height, width, "
+            "channels) with 1, 3 or 4 channels",
+            subject=str(info),
+            fix=_INFO_FIX,
+        )
+    return Feature(name, str(dtype), shape)
+
+
+def _numeric(dtype: str) -> bool:
+    try:
+        return np.dtype(dtype).kind in "biuf"
+    except TypeError:
+        return False
+
+
 def _rows(path: Path) -> int:
     """The rows of a Parquet file, from its footer."""
     try:
@@ -177,17 +218,12 @@ def open_lerobot_folder(folder: Path) -> LeRobotFolder:
             fix="set fps in meta/info.json to the recording's frame rate (e.g. 30)",
         )
     fps = int(fps)
-    try:
-        features = {
-            name: Feature(name, str(spec["dtype"]), tuple(int(d) for d in spec["shape"]))
-            for name, spec in info["features"].items()
-        }
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    features_doc = info.get("features")
+    if not isinstance(features_doc, dict) or not features_doc:
         raise CorruptInputError(
-            f"features or fps are malformed ({exc!r})",
-            subject=str(folder / INFO),
-            fix="download the dataset again",
-        ) from None
+            "info.json declares no features", subject=str(folder / INFO), fix=_INFO_FIX
+        )
+    features = {name: _feature(name, spec, folder / INFO) for name, spec in features_doc.items()}
     tasks_table = _table(folder / TASKS, ["task_index", "task"])
     order = np.argsort(tasks_table.column("task_index").to_numpy())
     names = tasks_table.column("task").to_pylist()

@@ -92,6 +92,20 @@ class RldsFeatures:
         return next((leaf for leaf in self.steps if leaf.path == path), None)
 
 
+def _part(node: dict, key: str, where: str, subject: str) -> dict:
+    """``node[key]`` when it is an object, {} when it is absent or null; refused otherwise."""
+    value = node.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise CorruptInputError(
+            f"feature {where or '(root)'}: {key!r} is a {type(value).__name__}, not an object",
+            subject=subject,
+            fix="features.json must be the file TFDS wrote for this dataset version",
+        )
+    return value
+
+
 def _class(node: dict, where: str, subject: str) -> str:
     name = node.get("pythonClassName") if isinstance(node, dict) else None
     if not isinstance(name, str) or not name:
@@ -104,12 +118,14 @@ def _class(node: dict, where: str, subject: str) -> str:
 
 
 def _shape(content: dict, where: str, subject: str) -> tuple[int | None, ...]:
-    dims = (content.get("shape") or {}).get("dimensions", [])
+    dims = _part(content, "shape", where, subject).get("dimensions", [])
+    if not isinstance(dims, list):
+        dims = [dims]  # reported below as not a list of integers
     try:
         shape = tuple(int(d) for d in dims)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise CorruptInputError(
-            f"feature {where} has a shape that is not a list of integers: {dims!r}",
+            f"feature {where} has a shape that is not a list of integers: {str(dims)[:80]}",
             subject=subject,
         ) from None
     if any(d < -1 for d in shape):
@@ -127,6 +143,8 @@ def _shape(content: dict, where: str, subject: str) -> tuple[int | None, ...]:
 
 def _dtype(content: dict, where: str, subject: str, *, allow_string: bool = True) -> str:
     dtype = content.get("dtype")
+    if not isinstance(dtype, str):
+        dtype = repr(dtype)[:40]
     if dtype == "string" and allow_string:
         return dtype
     if dtype not in _NUMERIC_DTYPES:
@@ -141,7 +159,7 @@ def _dtype(content: dict, where: str, subject: str, *, allow_string: bool = True
 def _leaves(node: dict, path: str, in_steps: bool, out: list[Leaf], subject: str) -> None:
     kind = _class(node, path, subject)
     if kind == "FeaturesDict":
-        children = (node.get("featuresDict") or {}).get("features")
+        children = _part(node, "featuresDict", path, subject).get("features")
         if not isinstance(children, dict):
             raise CorruptInputError(
                 f"feature {path or '(root)'} lists no features", subject=subject
@@ -151,7 +169,7 @@ def _leaves(node: dict, path: str, in_steps: bool, out: list[Leaf], subject: str
                 raise CorruptInputError(f"feature name {name!r} under {path!r}", subject=subject)
             _leaves(children[name], f"{path}/{name}" if path else name, in_steps, out, subject)
     elif kind in ("Tensor", "Scalar"):
-        content = node.get("tensor") or {}
+        content = _part(node, "tensor", path, subject)
         encoding = str(content.get("encoding") or "none").lower()
         if encoding not in _ENCODINGS:
             raise CorruptInputError(
@@ -174,7 +192,7 @@ def _leaves(node: dict, path: str, in_steps: bool, out: list[Leaf], subject: str
     elif kind == "ClassLabel":
         out.append(Leaf(path, "tensor", "int64", (), "none", in_steps))
     elif kind == "Image":
-        content = node.get("image") or {}
+        content = _part(node, "image", path, subject)
         shape = _shape(content, path, subject)
         dtype = _dtype(content, path, subject, allow_string=False)
         if len(shape) != 3 or dtype not in ("uint8", "uint16") or shape[2] not in (None, 1, 3, 4):
@@ -199,7 +217,7 @@ def _leaves(node: dict, path: str, in_steps: bool, out: list[Leaf], subject: str
                 subject=subject,
                 fix=_FIX,
             )
-        inner = (node.get("sequence") or {}).get("feature")
+        inner = _part(node, "sequence", path, subject).get("feature")
         if not isinstance(inner, dict):
             raise CorruptInputError(f"{STEPS} has no sequence feature", subject=subject)
         if _class(inner, STEPS, subject) != "FeaturesDict":
@@ -221,7 +239,9 @@ def parse_features(doc: object, subject: str) -> RldsFeatures:
     """
     if not isinstance(doc, dict) or _class(doc, "", subject) != "FeaturesDict":
         raise CorruptInputError("features.json is not a FeaturesDict", subject=subject)
-    children = (doc.get("featuresDict") or {}).get("features") or {}
+    children = _part(doc, "featuresDict", "", subject).get("features") or {}
+    if not isinstance(children, dict):
+        raise CorruptInputError("features.json lists no features", subject=subject)
     if STEPS not in children or _class(children[STEPS], STEPS, subject) not in (
         "Dataset",
         "Sequence",
