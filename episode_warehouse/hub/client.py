@@ -19,7 +19,6 @@ resolve inside the cache (``guards.names.returned_path``) before it is read or d
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import logging

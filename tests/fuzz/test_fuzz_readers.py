@@ -218,8 +218,8 @@ def test_dopamine_checkpoints(tmp_path, budget):
 
     rng = np.random.default_rng(0)
     run_dir = tmp_path / "run"
-    write_run(run_dir, [play_episode(rng, int(n)) for n in (30, 40, 25, 50, 45)], 120, final_log=False,
-              compresslevel=1)  # fmt: skip
+    episodes = [play_episode(rng, int(n)) for n in (30, 40, 25, 50, 45)]
+    write_run(run_dir, episodes, 120, final_log=False, compresslevel=1)
     truth = _checkpoint(run_dir)
     files = sorted(p.name for p in run_dir.iterdir() if p.name.endswith("_ckpt.0.gz"))
 
