@@ -34,7 +34,12 @@ find_python() {
 system_packages() {
   local need=()
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
-  if ! ldconfig -p 2>/dev/null | grep -q 'libavcodec\.so\.59'; then
+  # the listing is read whole before it is searched: `ldconfig -p | grep -q` under pipefail
+  # fails when grep exits at its first match and ldconfig dies of SIGPIPE (17 of 500 checks
+  # under load), which re-ran apt at random
+  local libs
+  libs="$(ldconfig -p 2>/dev/null || true)"
+  if [[ "$libs" != *libavcodec.so.59* ]]; then
     need+=(libavutil57 libavcodec59 libavformat59 libavdevice59 libavfilter8 libswscale6 libswresample4)
   fi
   [ ${#need[@]} -gt 0 ] || return 0
