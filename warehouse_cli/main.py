@@ -104,15 +104,21 @@ def cmd_export(args: argparse.Namespace) -> int:
             subject=str(sql_file),
             fix="choose another name or delete the file",
         )
+    registered = sql_file.exists()
     sql_file.parent.mkdir(parents=True, exist_ok=True)
     sql_file.write_text(args.query)
-    materialize_partition(
-        "selection",
-        args.name,
-        instance=cli_instance(),
-        video=args.video,
-        resources=_resources(args),
-    )
+    try:
+        materialize_partition(
+            "selection",
+            args.name,
+            instance=cli_instance(),
+            video=args.video,
+            resources=_resources(args),
+        )
+    except BaseException:
+        if not registered:  # a refused export leaves no selection behind: the fix can reuse it
+            sql_file.unlink(missing_ok=True)
+        raise
     where = f"{layout.url}/lerobot/{args.name}" if layout.bucket else layout.lerobot_dir(args.name)
     print(f"exported {args.name} to {where}")
     return 0

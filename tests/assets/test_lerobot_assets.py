@@ -51,6 +51,9 @@ def test_selection_export_records_query_and_episodes(warehouse_env, capsys):
     assert main(["export", "none", query.replace("'atari'", "'nope'")]) == 2
     assert "no episode" in capsys.readouterr().err
     assert not (warehouse_env / "lerobot" / "none").exists()
+    # the refused export registered nothing: the corrected query takes the same name (#43)
+    assert not (warehouse_env / "selections" / "none.sql").exists()
+    assert main(["export", "none", query.replace("3", "2")]) == 0
 
 
 def test_export_of_unmaterialized_partition_is_refused(warehouse_env, instance):
