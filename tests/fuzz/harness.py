@@ -16,7 +16,7 @@ from episode_warehouse.errors import WarehouseError
 # a fixed seed (derandomize) and a short budget in ./test; FUZZ_EXAMPLES or the slow tier's
 # "long" budget for more
 SHORT = int(os.environ.get("FUZZ_EXAMPLES", "25"))
-LONG = 400
+LONG = 150
 BUDGETS = [pytest.param(SHORT, id="short"), pytest.param(LONG, id="long", marks=pytest.mark.slow)]
 
 
