@@ -14,6 +14,12 @@ def decoded_result(built: Built[DecodedRecord], path, **details) -> dg.Materiali
             "frames": built.meta.rows,
             "episodes": built.meta.episodes,
             **details,
+            # NaN/inf values kept in keys EPISODE_WAREHOUSE_ALLOW_NONFINITE names, by key
+            **(
+                {"nonfinite_values": dg.MetadataValue.json(built.meta.extra["nonfinite"])}
+                if built.meta.extra.get("nonfinite")
+                else {}
+            ),
             "rebuilt": built.rebuilt,
             "path": dg.MetadataValue.path(str(path)),
         },

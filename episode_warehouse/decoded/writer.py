@@ -4,7 +4,7 @@ Every decoder writes through :class:`DecodedWriter`, so the rule on values lives
 floating-point actions, states (float observations) and rewards must be finite, or the episode
 is refused naming the source, file, episode, step and key; NaN or infinity in any other float
 key is refused too unless ``EPISODE_WAREHOUSE_ALLOW_NONFINITE`` names the key, and then it is
-counted in the record (``nonfinite``) and shown with the materialization.
+counted in the record (``nonfinite``) and shown with the materialization (``nonfinite_values``).
 """
 
 from __future__ import annotations

@@ -101,3 +101,19 @@ def test_a_run_that_failed_on_bad_input_is_tagged_so_run_retries_skip_it(resourc
                 assert auto_reexecution_should_retry_run(instance, untagged, step_failure)
             else:
                 assert result.success and RUN_RETRY_ON_STEP_FAILURE_TAG not in run.tags
+
+
+def test_decoded_results_show_the_nonfinite_values_kept():
+    """#42: NaN/inf kept in keys EPISODE_WAREHOUSE_ALLOW_NONFINITE names are shown, by key."""
+    from assets.results import decoded_result
+    from episode_warehouse.decoded.record import DecodedRecord
+    from episode_warehouse.incremental import Built
+
+    fields = {**DecodedRecord.current(), "version": "v", "inputs": {}, "rows": 4, "episodes": 1}
+    kept = DecodedRecord.from_json(
+        {**fields, "arrays": {}, "nonfinite": {"discount": 2}}, subject="t"
+    )
+    shown = decoded_result(Built(kept, True), "/x").metadata
+    assert shown["nonfinite_values"].data == {"discount": 2}
+    plain = DecodedRecord.from_json({**fields, "arrays": {}}, subject="t")
+    assert "nonfinite_values" not in decoded_result(Built(plain, True), "/x").metadata
