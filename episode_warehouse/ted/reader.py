@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import warnings
@@ -160,4 +161,31 @@ def open_ted(
 
         layout.ted_dir(source, partition)  # validates the source and the partition key
         return open_ted_folder(cached_ted(layout.bucket, source, partition), next_obs)
-    return open_ted_folder(layout.ted_dir(source, partition), next_obs)
+    folder = layout.ted_dir(source, partition)
+    if not (folder / RECORD).is_file():
+        built = _built_partitions(folder.parents[len(Path(partition).parts) - 1])
+        close = difflib.get_close_matches(partition, built, n=3, cutoff=0.5)
+        raise NotMaterializedError(
+            f"no TED of {source} {partition!r} in this warehouse"
+            + (f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else "")
+            + (
+                f"; built: {', '.join(built[:8])}{' ...' if len(built) > 8 else ''}"
+                if built
+                else ""
+            ),
+            subject=str(folder),
+            fix=f"materialize it: warehouse materialize {source} {partition} --through ted "
+            "(or pass root= the warehouse that holds it)",
+        )
+    return open_ted_folder(folder, next_obs)
+
+
+def _built_partitions(source_dir: Path) -> list[str]:
+    """The partition keys of ``ted/<source>/`` that have a published TED."""
+    if not source_dir.is_dir():
+        return []
+    return sorted(
+        meta.parent.relative_to(source_dir).as_posix()
+        for meta in source_dir.rglob(RECORD)
+        if not any(part.startswith(".") for part in meta.relative_to(source_dir).parts)
+    )

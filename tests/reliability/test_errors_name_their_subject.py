@@ -66,3 +66,18 @@ def test_a_300_byte_record_entry_is_refused_before_any_file_is_made():
 def test_an_entry_that_is_a_folder_of_another_is_refused_by_name():
     with pytest.raises(CorruptInputError, match="lists 'arrays/a' as a file and 'arrays/a/b.npy'"):
         check_record(_record(["arrays/a", "arrays/a/b.npy"]), "gs://b/wh/ted/x/meta.json")
+
+
+def test_open_ted_of_a_partition_not_built_names_the_close_ones(tmp_path):
+    """#43: an open_ted typo got a bare 'meta.json is missing'."""
+    from episode_warehouse import open_ted
+    from episode_warehouse.errors import NotMaterializedError
+    from tests.helpers import build_atari
+
+    build_atari(tmp_path / "wh", "Pong/3", 3, capacity=300, episodes=20, lengths=(20, 60))
+    with pytest.raises(NotMaterializedError) as err:
+        open_ted("atari", "pong/3", root=tmp_path / "wh")
+    text = str(err.value)
+    assert "did you mean 'Pong/3'" in text and "warehouse materialize atari pong/3" in text
+    with pytest.raises(NotMaterializedError, match="no TED of atari 'Breakout/1'.*built: Pong/3"):
+        open_ted("atari", "Breakout/1", root=tmp_path / "wh")
