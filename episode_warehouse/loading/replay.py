@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
+from episode_warehouse.errors import ConfigError
 from episode_warehouse.ted.reader import open_ted
 
 
@@ -42,6 +45,15 @@ def replay_buffer(
     for source, partition in partitions:
         td = open_ted(source, partition, root)
         tds.append(td)
+        episodes = td["episode"].numpy().reshape(-1)
+        longest = int(np.bincount(episodes - episodes.min()).max()) if len(episodes) else 0
+        if longest < slice_len:  # torchrl would fail at the first sample, in its own words
+            raise ConfigError(
+                f"slice_len {slice_len} is longer than every episode of {source} {partition} "
+                f"(the longest has {longest} steps)",
+                subject=f"{source} {partition}",
+                fix=f"lower slice_len to at most {longest}, or select longer episodes",
+            )
         sampler = SliceSampler(slice_len=slice_len, traj_key="episode", strict_length=True)
         # a mixture passes its own batch sizes to sample(); a single buffer keeps its own
         buffers.append(

@@ -153,3 +153,17 @@ def test_persistent_workers_deliver_every_epoch_exactly_once(warehouse_root, con
     if announce:  # an epoch announced again (the one just ended) is delivered again
         stream.set_epoch(2)
         assert [int(item["selection_index"][0]) for item in loader] == orders[2]
+
+
+def test_a_slice_longer_than_every_episode_is_refused_by_name(warehouse_root):
+    """#43: torchrl's SliceSampler failed at the first sample, in its own words."""
+    from episode_warehouse.errors import ConfigError
+
+    td = open_ted("atari", "Pong/1", warehouse_root)
+    longest = int(torch.bincount(td["episode"].reshape(-1).long()).max())
+    with pytest.raises(ConfigError, match=f"longest has {longest} steps.*at most {longest}"):
+        replay_buffer([("atari", "Pong/1")], slice_len=longest + 1, batch_size=longest + 1,
+                      root=warehouse_root)  # fmt: skip
+    rb = replay_buffer([("atari", "Pong/1")], slice_len=longest, batch_size=longest,
+                       root=warehouse_root)  # fmt: skip
+    assert rb.sample().batch_size[0] == longest
