@@ -103,11 +103,24 @@ def _request_parts(root: Root) -> tuple[list[str], str, bool]:
     store = CatalogStore(root)
     if not store.has_rows():
         raise NotMaterializedError(
-            "no catalog yet",
+            f"no catalog in the warehouse root {root.url}",
             subject=store.url if store.bucket else str(store.db_path),
-            fix="materialize a partition first, e.g. 'warehouse demo'",
+            fix=_no_catalog_fix(root),
         )
     return list(store.view_statements()), store.url + "/", store.bucket is not None
+
+
+def _no_catalog_fix(root: Root) -> str:
+    """A wrong root (nothing built there) and an empty one (a new warehouse) need other fixes."""
+    if root.bucket is None and not any(
+        (root.folder / stage).is_dir() for stage in ("raw", "decoded", "ted")
+    ):
+        return (
+            "nothing was ever built in this root: check --root or EPISODE_WAREHOUSE_ROOT (the "
+            "demo's is demo-data/warehouse), or build a partition there, e.g. "
+            "'warehouse materialize atari Pong/5'"
+        )
+    return "materialize a partition's catalog stage, e.g. 'warehouse materialize atari Pong/5'"
 
 
 def _memory_bytes(limits: QueryLimits) -> int:

@@ -81,3 +81,17 @@ def test_open_ted_of_a_partition_not_built_names_the_close_ones(tmp_path):
     assert "did you mean 'Pong/3'" in text and "warehouse materialize atari pong/3" in text
     with pytest.raises(NotMaterializedError, match="no TED of atari 'Breakout/1'.*built: Pong/3"):
         open_ted("atari", "Breakout/1", root=tmp_path / "wh")
+
+
+def test_no_catalog_in_a_wrong_root_says_to_check_the_root(tmp_path):
+    """#43: 'no catalog' suggested the demo when the root was only mistyped."""
+    from episode_warehouse.catalog.query import run_query
+    from episode_warehouse.errors import NotMaterializedError
+    from episode_warehouse.roots import LocalRoot
+
+    with pytest.raises(NotMaterializedError) as err:
+        run_query(LocalRoot(tmp_path / "typo"), "SELECT 1")
+    assert "nothing was ever built in this root: check --root or EPISODE_WAREHOUSE_ROOT" in str(
+        err.value
+    )
+    assert str(tmp_path / "typo") in str(err.value)
