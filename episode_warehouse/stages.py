@@ -22,6 +22,7 @@ from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.incremental import Built, build_if_changed, require
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.sources import registry
 from episode_warehouse.ted.record import TedRecord
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,8 @@ def build_ted_stage(
     decoded = require(layout.root, decoded_dir, f"{source}_episodes", key, DecodedRecord)
 
     def build(tmp: Path) -> TedRecord:
-        meta = build_ted(open_decoded(decoded_dir), tmp)
+        opened = open_decoded(decoded_dir)
+        meta = build_ted(opened, tmp, fps=registry.fps(source, key, opened.meta.fps))
         report = check_ted(tmp)
         if not report.ok:
             raise CorruptInputError(

@@ -39,8 +39,10 @@ def _save(path: Path, values: np.ndarray) -> None:
     np.save(path, values, allow_pickle=False)
 
 
-def build_ted(decoded: DecodedEpisodes, staging: Path) -> TedRecord:
-    """Write the TED folder of ``decoded`` into ``staging`` and return its record.
+def build_ted(decoded: DecodedEpisodes, staging: Path, *, fps: float | None = None) -> TedRecord:
+    """Write the TED folder of ``decoded`` into ``staging`` and return its record; ``fps``: the
+    source's rate where the decoded record has none (Atari, OpenX), so the TED and the catalog
+    say the same.
 
     Per step t: observation keys at the root and, shifted, under "next" (zeros on an
     episode's last step: the observation after it is not in the data); reward under
@@ -118,6 +120,7 @@ def build_ted(decoded: DecodedEpisodes, staging: Path) -> TedRecord:
             "episodes": len(starts),
             "keys": dict(sorted(keys.items())),
             **{k: carried[k] for k in _CARRIED if k in carried},
+            **({"fps": fps} if fps and not carried.get("fps") else {}),
         },
         subject=str(staging / RECORD),
     )

@@ -167,3 +167,16 @@ def test_a_slice_longer_than_every_episode_is_refused_by_name(warehouse_root):
     rb = replay_buffer([("atari", "Pong/1")], slice_len=longest, batch_size=longest,
                        root=warehouse_root)  # fmt: skip
     assert rb.sample().batch_size[0] == longest
+
+
+def test_the_ted_records_the_fps_the_catalog_shows(warehouse_root):
+    """#43: a TED's meta.json said fps null where the catalog said the source's rate."""
+    from episode_warehouse.catalog.query import run_query
+    from episode_warehouse.roots import LocalRoot
+    from episode_warehouse.ted.reader import read_meta
+
+    _, rows = run_query(
+        LocalRoot(warehouse_root), "SELECT fps FROM partitions WHERE partition = 'Pong/1'"
+    )
+    ted = read_meta(warehouse_root / "ted" / "atari" / "Pong" / "1")
+    assert ted.fps is not None and rows == [(ted.fps,)]
