@@ -60,4 +60,21 @@ def build_openx(root, spec: DatasetSpec, shards, seed=0):
     return episodes
 
 
+def build_lerobot(root, spec):
+    """A LeRobot dataset written with lerobot (``LeRobotDataset.create``) and published as the
+    partition ``spec.repo_id`` of ``root``, through the decoded, TED and catalog stages."""
+    from episode_warehouse.sources.lerobot.dataset import open_lerobot_folder
+    from episode_warehouse.sources.lerobot.decode import decode_lerobot
+    from warehouse_fixtures.lerobot_writer import write_lerobot_dataset
+
+    folder = write_lerobot_dataset(spec, _layout(root).folder / "lerobot-src")
+    _publish(
+        root,
+        "lerobot",
+        spec.repo_id,
+        lambda dec: decode_lerobot(open_lerobot_folder(folder), dec, lineage=_LINEAGE),
+        0,
+    )
+
+
 _LINEAGE = {"source_url": "test", "source_version": "test"}
