@@ -111,6 +111,18 @@ def _camera(td, name: str | None) -> tuple[str, ...]:
     raise SystemExit("no camera in the TED: pass --camera")
 
 
+def _action_keys(td) -> list:
+    """What the data calls its action: ``action`` itself, or every numeric leaf under it (OXE's
+    bridge: world_vector, rotation_delta, open_gripper, terminate_episode), flattened side by
+    side into one vector."""
+    if "action" in td and not hasattr(td.get("action"), "keys"):
+        return ["action"]
+    keys = sorted(k for k in td.keys(True, True) if isinstance(k, tuple) and k[0] == "action")
+    if not keys:
+        raise SystemExit("the TED has no action: pick another partition")
+    return keys
+
+
 def main(argv: list[str] | None = None) -> dict:
     """Train (or resume); returns the figures it printed and the batches it trained on."""
     from episode_warehouse import open_ted
@@ -120,29 +132,43 @@ def main(argv: list[str] | None = None) -> dict:
         select_episodes,
         selection_stats,
     )
+    from episode_warehouse.loading.windows import pad_key
 
     args = parse(argv)
     torch.manual_seed(args.seed)
     selection = select_episodes(SQL, root=args.root, params=[args.source, args.partition])
-    camera = _camera(open_ted(args.source, args.partition, root=args.root), args.camera)
+    td = open_ted(args.source, args.partition, root=args.root)
+    camera = _camera(td, args.camera)
+    actions = _action_keys(td)
+    states = [STATE] if STATE in td.keys(True, True) else []  # else: the camera alone
     dataset = StepWindowDataset(
-        selection, {STATE: [0], camera: [0], "action": list(range(args.chunk))}
+        selection,
+        {**{k: [0] for k in states}, camera: [0], **{k: list(range(args.chunk)) for k in actions}},
     )
-    stats = selection_stats(selection, [STATE, "action"])
+    measured = [k for k in (*states, *actions) if td.get(k).dtype.is_floating_point]
+    stats = selection_stats(selection, measured)
     norm = {
         key: (
             torch.as_tensor(stats[key]["mean"], dtype=torch.float32).to(args.device),
             torch.as_tensor(stats[key]["std"], dtype=torch.float32).clamp_min(1e-3).to(args.device),
         )
-        for key in (STATE, "action")
+        for key in measured
     }
+
+    def normalized(batch, key, steps):
+        values = batch[key].float()
+        if key in norm:
+            mean, std = norm[key]
+            values = (values - mean) / std
+        return values.reshape(values.shape[0], steps, -1)
+
     sampler = WeightedBatches(
         selection.length, selection.weight, args.batch, args.steps_per_epoch, args.seed
     )
-    probe = dataset[0]
-    policy = Policy(
-        probe[STATE].shape[-1], probe["action"].shape[-1], args.chunk, probe[camera].shape[-3]
-    ).to(args.device)
+    probe = dataset.__getitems__([0])
+    state_dim = sum(normalized(probe, k, 1).shape[-1] for k in states)
+    action_dim = sum(normalized(probe, k, args.chunk).shape[-1] for k in actions)
+    policy = Policy(state_dim, action_dim, args.chunk, probe[camera].shape[-3]).to(args.device)
     optimizer = torch.optim.Adam(policy.parameters(), lr=args.lr)
     done = 0
     if args.state is not None and args.state.exists():
@@ -158,12 +184,13 @@ def main(argv: list[str] | None = None) -> dict:
 
     def prepared(batch):
         batch = batch.to(args.device)
-        mean, std = norm[STATE]
-        state = (batch[STATE][:, 0].float() - mean) / std
+        rows = batch.batch_size[0]
+        state = torch.cat(
+            [normalized(batch, k, 1)[:, 0] for k in states] or [torch.zeros(rows, 0)], -1
+        )
         image = batch[camera][:, 0].float() / 255.0
-        mean, std = norm["action"]
-        target = (batch["action"].float() - mean) / std
-        return state, image, target, ~batch["action_is_pad"]
+        target = torch.cat([normalized(batch, k, args.chunk) for k in actions], -1)
+        return state, image, target, ~batch[pad_key(actions[0])]
 
     losses, trained_on, waited, started = [], [], 0.0, time.perf_counter()
     stop = min(args.steps, args.stop_after or args.steps)

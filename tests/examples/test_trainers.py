@@ -54,3 +54,24 @@ def test_behaviour_cloning_with_dataloader_workers(root):
     out = bc_robot.main(["--root", str(root), "--steps", "6", "--steps-per-epoch", "3",
                          "--batch", "16", "--workers", "2"])  # fmt: skip
     assert len(out["losses"]) == 6
+
+
+def test_behaviour_cloning_on_the_real_bridge_sample(shared_samples, tmp_path):
+    """#43: the example crashed on OXE's real bridge (``no key 'action'``: its action is a dict
+    of world_vector, rotation_delta, open_gripper, terminate_episode); it trains on what the
+    data has."""
+    from episode_warehouse.paths import WarehouseLayout
+    from episode_warehouse.sources.openx.raw import mirror_openx
+    from episode_warehouse.sources.openx.stage import decode_openx
+    from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
+
+    layout = WarehouseLayout.local(tmp_path / "wh")
+    mirror_openx(str(shared_samples / "rlds"), "bridge", layout.raw_dir("openx", "bridge"),
+                 root=layout.root, code_version="t")  # fmt: skip
+    decode_openx(layout, "bridge", code_version="t")
+    build_ted_stage(layout, "openx", "bridge", code_version="t")
+    publish_catalog_rows(layout, "openx", "bridge", code_version="t", run_id="r")
+    out = bc_robot.main(["--root", str(layout.folder), "--partition", "bridge", "--steps", "4",
+                         "--steps-per-epoch", "2", "--batch", "2", "--chunk", "2",
+                         "--log-every", "2"])  # fmt: skip
+    assert len(out["losses"]) == 4 and np.isfinite(out["losses"]).all()
