@@ -267,7 +267,11 @@ class EpisodeStream(IterableDataset):
 
     Args:
         selection: the episodes.
-        slice_len: steps per item, or None for whole episodes.
+        slice_len: steps per item, or None for whole episodes. An episode whose length is
+            not a multiple of it ends in one shorter slice (its last ``length % slice_len``
+            steps), so a batch of slices may hold items of several lengths.
+        drop_last: leave those shorter tail slices out (each slice then has ``slice_len``
+            steps; an episode shorter than ``slice_len`` yields nothing).
         seed: shuffling (or drawing) seed; ``shuffle=False`` keeps catalog order.
         rank, world_size: default to torch.distributed's when it is initialized, else 0 and 1.
         weighted: draw ``num_samples`` items per epoch by the selection's weights.
