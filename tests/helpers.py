@@ -1,5 +1,9 @@
 """Build partitions with the domain functions only (no Dagster), for domain-level tests."""
 
+import contextlib
+import os
+from pathlib import Path
+
 import numpy as np
 
 from episode_warehouse.incremental import build_if_changed
@@ -78,3 +82,18 @@ def build_lerobot(root, spec):
 
 
 _LINEAGE = {"source_url": "test", "source_version": "test"}
+
+
+@contextlib.contextmanager
+def dagster_home_of(root):
+    """``DAGSTER_HOME`` set to an instance of ``root``'s own (beside it) for the CLI calls inside:
+    the CLI keeps one Dagster instance per warehouse root and refuses to mix them."""
+    before = os.environ.get("DAGSTER_HOME")
+    os.environ["DAGSTER_HOME"] = str(Path(root).parent / f".dagster_home-{Path(root).name}")
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("DAGSTER_HOME", None)
+        else:
+            os.environ["DAGSTER_HOME"] = before

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from warehouse_cli.environment import cli_instance, default_dagster_home
+from warehouse_cli.environment import bind_dagster_home, cli_instance, default_dagster_home
 from warehouse_fixtures.demo import (
     ATARI_RUNS,
     OPENX_DATASETS,
@@ -59,8 +59,9 @@ def run_demo(folder: Path, bucket: bool = False) -> int:
     from warehouse_cli.runner import materialize_partition
 
     started = time.perf_counter()
-    home = default_dagster_home()
-    instance = cli_instance()
+    demo_root = DEMO_BUCKET_ROOT if bucket else str(folder / "warehouse")
+    home = default_dagster_home(demo_root)
+    instance = cli_instance(demo_root)
     if not (folder / "fixtures" / "fixtures.json").is_file():
         print("writing the demo fixtures (Dopamine and RL Unplugged Atari files, OpenX shards)")
     summary = write_demo_fixtures(folder / "fixtures")
@@ -73,6 +74,7 @@ def run_demo(folder: Path, bucket: bool = False) -> int:
             t = time.perf_counter()
             result = materialize_partition(source, key, instance=instance, resources=resources)
             print(partition_line(source, key, result, time.perf_counter() - t), flush=True)
+        bind_dagster_home(demo_root)
         if root is not None:
             print(f"\nDemo finished in {time.perf_counter() - started:.0f} s; the catalog, "
                   f"queried over {root}:\n")  # fmt: skip

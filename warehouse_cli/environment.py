@@ -1,8 +1,12 @@
-"""Where the CLI's Dagster instance lives (``DAGSTER_HOME``, default ``./.dagster_home``)."""
+"""Where the CLI's Dagster instance lives: one per warehouse root (``DAGSTER_HOME``, default
+``./.dagster_home/<root>-<hash>``)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -22,18 +26,72 @@ python_logs:
 """
 
 
-def default_dagster_home() -> Path:
-    """``$DAGSTER_HOME``, else ``<project>/.dagster_home``, created with a ``dagster.yaml``."""
-    home = Path(os.environ.get("DAGSTER_HOME") or PROJECT_ROOT / ".dagster_home").resolve()
+ROOT_MARK = "warehouse-root.json"  # which warehouse root this instance's runs built
+
+
+def root_url(root: str | os.PathLike | None = None) -> str:
+    """The warehouse root a command writes: ``root``, else ``$EPISODE_WAREHOUSE_ROOT``, else
+    ``./warehouse-data``; a folder as its absolute path, a bucket as its URL."""
+    value = str(root or os.environ.get("EPISODE_WAREHOUSE_ROOT") or "warehouse-data")
+    return value.rstrip("/") if value.startswith("gs://") else str(Path(value).resolve())
+
+
+def dagster_home_base() -> Path:
+    """``$DAGSTER_HOME``, else ``<project>/.dagster_home`` (the per-root instances' parent)."""
+    return Path(os.environ.get("DAGSTER_HOME") or PROJECT_ROOT / ".dagster_home").resolve()
+
+
+def default_dagster_home(root: str | os.PathLike | None = None) -> Path:
+    """The Dagster instance of the warehouse root ``root`` (see :func:`root_url`), created with a
+    ``dagster.yaml``: one instance per root, so the UI never shows one root's materializations
+    as another's. ``$DAGSTER_HOME`` when set (bound to the first root it serves; another root is
+    refused), else ``<project>/.dagster_home/<root's name>-<hash of its URL>``.
+
+    Raises:
+        ConfigError: ``$DAGSTER_HOME`` already holds the runs of another root.
+    """
+    url = root_url(root)
+    if os.environ.get("DAGSTER_HOME"):
+        home = dagster_home_base()
+    else:
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", url.rstrip("/").rsplit("/", 1)[-1]) or "root"
+        home = dagster_home_base() / f"{name}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
     home.mkdir(parents=True, exist_ok=True)
+    _check_bound(home, url)
     config = home / "dagster.yaml"
     if not config.exists():
         config.write_text(DAGSTER_YAML)
     return home
 
 
-def cli_instance():
-    """The persistent Dagster instance of :func:`default_dagster_home`."""
+def _check_bound(home: Path, url: str) -> None:
+    from episode_warehouse.errors import ConfigError
+
+    mark = home / ROOT_MARK
+    bound = json.loads(mark.read_text()).get("root") if mark.is_file() else url
+    if bound != url:
+        raise ConfigError(
+            f"this Dagster instance holds the runs of the warehouse root {bound}, not of "
+            f"{url}: its UI would show one root's data as the other's",
+            subject=f"DAGSTER_HOME={home}",
+            fix="give each warehouse root its own DAGSTER_HOME (or unset it: ./warehouse "
+            "then keeps one instance per root under .dagster_home/)",
+        )
+
+
+def bind_dagster_home(root: str | os.PathLike | None = None) -> None:
+    """Record that ``root``'s instance holds runs of ``root`` (after a run that built there, so
+    that a mistyped root's error is about the root, not the instance)."""
+    url = root_url(root)
+    mark = default_dagster_home(root) / ROOT_MARK
+    if not mark.is_file():
+        tmp = mark.with_name(f"{ROOT_MARK}.{os.getpid()}")
+        tmp.write_text(json.dumps({"root": url}))
+        os.replace(tmp, mark)
+
+
+def cli_instance(root: str | os.PathLike | None = None):
+    """The persistent Dagster instance of ``root``'s :func:`default_dagster_home`."""
     import dagster as dg
 
-    return dg.DagsterInstance.from_config(str(default_dagster_home()))
+    return dg.DagsterInstance.from_config(str(default_dagster_home(root)))

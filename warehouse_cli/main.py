@@ -13,7 +13,12 @@ from pathlib import Path
 
 from episode_warehouse.errors import WarehouseError
 from warehouse_cli.arguments import add_source_arguments
-from warehouse_cli.environment import PROJECT_ROOT, cli_instance, default_dagster_home
+from warehouse_cli.environment import (
+    PROJECT_ROOT,
+    bind_dagster_home,
+    cli_instance,
+    dagster_home_base,
+)
 
 # top-level modules of the extras (pyproject.toml), for a clear error in a bare install
 _EXTRA_OF = {
@@ -78,10 +83,11 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         args.source,
         args.partition,
         args.through,
-        instance=cli_instance(),
+        instance=cli_instance(args.root),
         video=args.video,
         resources=_resources(args),
     )
+    bind_dagster_home(args.root)
     from warehouse_cli.console import partition_line
 
     print(partition_line(args.source, args.partition, result, time.perf_counter() - started))
@@ -111,7 +117,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         materialize_partition(
             "selection",
             args.name,
-            instance=cli_instance(),
+            instance=cli_instance(args.root),
             video=args.video,
             resources=_resources(args),
         )
@@ -119,6 +125,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if not registered:  # a refused export leaves no selection behind: the fix can reuse it
             sql_file.unlink(missing_ok=True)
         raise
+    bind_dagster_home(args.root)
     where = f"{layout.url}/lerobot/{args.name}" if layout.bucket else layout.lerobot_dir(args.name)
     print(f"exported {args.name} to {where}")
     return 0
@@ -295,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     except Exception as exc:  # noqa: BLE001 - the one place an unexpected error is reported
-        print(crash_report(exc, default_dagster_home() / "logs"), file=sys.stderr)
+        print(crash_report(exc, dagster_home_base() / "logs"), file=sys.stderr)
         return 1
 
 

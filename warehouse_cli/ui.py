@@ -28,7 +28,8 @@ def stop_process_group(proc: subprocess.Popen, timeout: float = 15.0) -> None:
 def run_ui(port: int, demo_folder: Path | None) -> int:
     """``dagster dev`` until Ctrl-C or SIGTERM (a second one kills at once); with the demo, the
     GCS emulator serves its bucket meanwhile. Nothing of the process tree is left behind."""
-    env = {**os.environ, "DAGSTER_HOME": str(default_dagster_home())}
+    root = demo_folder / "warehouse" if demo_folder is not None else None  # else the env's
+    env = {**os.environ, "DAGSTER_HOME": str(default_dagster_home(root))}
     with contextlib.ExitStack() as stack:
         if demo_folder is not None:
             from warehouse_cli.demo import demo_environment

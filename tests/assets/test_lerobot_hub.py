@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from episode_warehouse import open_ted
+from tests.helpers import dagster_home_of
 from warehouse_cli.main import main
 from warehouse_fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
 
@@ -46,10 +47,11 @@ def test_a_dataset_from_the_hub_equals_its_folder_build_and_a_new_revision_fetch
 
     other = tmp_path / "from-folder"
     monkeypatch.setenv("LEROBOT_URL", str(folder.parent.parent))
-    assert (
-        main(["materialize", "lerobot", SPEC.repo_id, "--root", str(other), "--through", "ted"])
-        == 0
-    )
+    with dagster_home_of(other):
+        assert (
+            main(["materialize", "lerobot", SPEC.repo_id, "--root", str(other), "--through", "ted"])
+            == 0
+        )
     here = open_ted("lerobot", SPEC.repo_id, root=other)
     assert set(here.keys(True, True)) == set(td.keys(True, True))
     for key in td.keys(True, True):

@@ -9,6 +9,7 @@ import torch
 from episode_warehouse import open_ted
 from episode_warehouse.loading import select_episodes
 from episode_warehouse.roots import LocalRoot
+from tests.helpers import dagster_home_of
 from warehouse_cli.main import main
 from warehouse_fixtures.gcs_emulator import upload_tree
 from warehouse_fixtures.lerobot_writer import TELEOP, LeRobotSpec, write_lerobot_dataset
@@ -58,10 +59,11 @@ def test_a_lerobot_dataset_from_a_folder_and_from_a_bucket(
     upload_tree(gcs_endpoint, "lerobot-datasets", lerobot_folder, prefix="mirror")
     other = tmp_path / "from-bucket"
     monkeypatch.setenv("LEROBOT_URL", "gs://lerobot-datasets/mirror")
-    assert (
-        main(["materialize", "lerobot", SPEC.repo_id, "--root", str(other), "--through", "ted"])
-        == 0
-    )
+    with dagster_home_of(other):
+        assert (
+            main(["materialize", "lerobot", SPEC.repo_id, "--root", str(other), "--through", "ted"])
+            == 0
+        )
     here = open_ted("lerobot", SPEC.repo_id, root=other)
     for key in td.keys(True, True):
         assert torch.equal(torch.as_tensor(here.get(key)), torch.as_tensor(td.get(key))), key

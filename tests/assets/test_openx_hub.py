@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from episode_warehouse import open_ted
+from tests.helpers import dagster_home_of
 from warehouse_cli.main import main
 from warehouse_fixtures.openx_writer import DatasetSpec, write_dataset
 
@@ -30,10 +31,9 @@ def test_the_repack_from_the_hub_equals_its_folder_build(warehouse_env, hub, mon
     first = hub.store.commit_folder(REPO, folder)
     monkeypatch.setenv("OPENX_URL", str(folder))
     local_root = tmp_path / "from-folder"
-    assert (
-        main(["materialize", "openx", "cmu_stretch", "--root", str(local_root), "--through", "ted"])
-        == 0
-    )
+    args = ["materialize", "openx", "cmu_stretch", "--root", str(local_root), "--through", "ted"]
+    with dagster_home_of(local_root):
+        assert main(args) == 0
     local = open_ted("openx", "cmu_stretch", root=local_root)
 
     monkeypatch.setenv("OPENX_URL", f"hf://datasets/{REPO}")
@@ -44,20 +44,9 @@ def test_the_repack_from_the_hub_equals_its_folder_build(warehouse_env, hub, mon
 
     monkeypatch.setenv("OPENX_MODE", "streaming")
     streamed_root = tmp_path / "streamed"
-    assert (
-        main(
-            [
-                "materialize",
-                "openx",
-                "cmu_stretch",
-                "--root",
-                str(streamed_root),
-                "--through",
-                "ted",
-            ]
-        )
-        == 0
-    )
+    args = ["materialize", "openx", "cmu_stretch", "--root", str(streamed_root), "--through", "ted"]
+    with dagster_home_of(streamed_root):
+        assert main(args) == 0
     assert not list((streamed_root / "raw" / "openx" / "cmu_stretch").glob("*.tar"))
     _ted_equal(open_ted("openx", "cmu_stretch", root=streamed_root), local)
     monkeypatch.delenv("OPENX_MODE")

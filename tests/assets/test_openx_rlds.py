@@ -14,6 +14,7 @@ from episode_warehouse import open_ted
 from episode_warehouse.catalog import run_query
 from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.openx.fingerprints import openx_fingerprints
+from tests.helpers import dagster_home_of
 from warehouse_cli.main import main
 from warehouse_fixtures.gcs_emulator import upload_tree
 from warehouse_fixtures.rlds_robot import write_robot_dataset
@@ -64,7 +65,8 @@ def test_an_rlds_dataset_from_a_folder_and_a_bucket(
         other = tmp_path / f"from-bucket-{mode}"
         monkeypatch.setenv("OPENX_MODE", mode)
         args = ["materialize", "openx", "toy_robot", "--root", str(other), "--through", "ted"]
-        assert main(args) == 0
+        with dagster_home_of(other):
+            assert main(args) == 0
         raw = _raw_meta(other)
         assert raw["mode"] == mode and raw["layout"] == "rlds"
         assert bool(raw["files"]) == (mode == "download")  # streaming keeps no copy

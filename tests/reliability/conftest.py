@@ -20,7 +20,9 @@ class Runner:
 
     def start(self, *args: str, root: Path) -> subprocess.Popen:
         self.count += 1
-        env = {**self.env, "EPISODE_WAREHOUSE_ROOT": str(root)}
+        # one Dagster instance per warehouse root, beside it (the CLI refuses to mix roots)
+        home = Path(root).parent / f".dagster_home-{Path(root).name}"
+        env = {**self.env, "EPISODE_WAREHOUSE_ROOT": str(root), "DAGSTER_HOME": str(home)}
         log = open(self.logs / f"run-{self.count}.log", "wb")  # noqa: SIM115 - closed by GC
         return subprocess.Popen(
             [sys.executable, "-m", "warehouse_cli.main", *args],
@@ -42,17 +44,15 @@ class Runner:
 
 @pytest.fixture(scope="module")
 def runner(demo_fixtures, gcs_endpoint, tmp_path_factory) -> Runner:
-    """CLI runs against the demo sources, each with its own DAGSTER_HOME-backed history."""
+    """CLI runs against the demo sources, each root with its own DAGSTER_HOME-backed history."""
     from warehouse_fixtures.demo import DEMO_BUCKET
 
     logs = tmp_path_factory.mktemp("logs")
-    home = tmp_path_factory.mktemp("dagster_home")
     env = {
         **os.environ,
         "ATARI_REPLAY_URL": f"gs://{DEMO_BUCKET}/dqn",
         "OPENX_URL": str(demo_fixtures / "openx"),
         "STORAGE_EMULATOR_HOST": gcs_endpoint,
-        "DAGSTER_HOME": str(home),
     }
     env.pop("ATARI_CHECKPOINTS", None)
     return Runner(env, logs)

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from episode_warehouse.paths import WarehouseLayout
 from tests.episode_warehouse.sources.atari.test_rlu import LENGTHS, SEMANTIC_REFUSALS
+from tests.helpers import dagster_home_of
 from warehouse_cli.main import main
 from warehouse_fixtures import rlu_writer as w
 from warehouse_fixtures.demo import rlu_episodes
@@ -30,7 +31,8 @@ def _published(root) -> list[str]:
 
 def _refused(capsys, root, argv, match):
     capsys.readouterr()
-    rc = main([*argv, "--root", str(root)])
+    with dagster_home_of(root):
+        rc = main([*argv, "--root", str(root)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1, err
     assert re.search(match, err[0]), err[0]
