@@ -12,6 +12,9 @@ the observation rows (a small element's shape must be ``(capacity,)`` before it 
 
 from __future__ import annotations
 
+import io
+import struct
+import tokenize
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +34,7 @@ _REFETCH = "delete the file and materialize the raw stage again (it is re-downlo
 # size: a header declaring more than that is lying, whatever the stream then holds
 DEFLATE_MAX_RATIO = 1032
 _HEADER_SLACK = 1 << 16  # the .npy header and gzip framing
+_MAX_NPY_HEADER = 10_000  # numpy's own bound on a header it will parse
 # isal's stubs declare IsalError as an instance; it is an exception class
 _GZIP_ERRORS: tuple[type[BaseException], ...] = (
     EOFError,
@@ -57,14 +61,32 @@ class NpyHeader:
         return int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
 
 
+def _header_bytes(fh: BinaryIO) -> io.BytesIO:
+    """The ``.npy`` magic, version, header length and header, read with the length bounded
+    before the header is: numpy's reader asks the stream for a declared length of up to 4 GiB
+    at once (a flipped version byte made a 600 MB read buffer)."""
+    head = fh.read(8)
+    if len(head) < 8 or head[:6] != b"\x93NUMPY" or head[6] not in (1, 2, 3):
+        raise ValueError(f"no .npy magic and version (starts {head[:8]!r})")
+    size = fh.read(2 if head[6] == 1 else 4)
+    (length,) = struct.unpack("<H" if head[6] == 1 else "<I", size)
+    if length > _MAX_NPY_HEADER:
+        raise ValueError(f"a header of {length:,} bytes (numpy writes at most a few hundred)")
+    header = fh.read(length)
+    if len(header) != length:
+        raise EOFError(f"the header ends after {len(header)} of {length} bytes")
+    return io.BytesIO(head + size + header)
+
+
 def _read_header(fh: BinaryIO, path: Path) -> NpyHeader:
     try:
-        version = np.lib.format.read_magic(fh)
+        buf = _header_bytes(fh)
+        version = np.lib.format.read_magic(buf)
         if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(buf)
         else:
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
-    except _GZIP_ERRORS as exc:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(buf)
+    except (*_GZIP_ERRORS, SyntaxError, tokenize.TokenError, struct.error) as exc:
         raise CorruptInputError(
             f"not a gzip-compressed .npy array ({exc})", subject=str(path), fix=_REFETCH
         ) from exc
