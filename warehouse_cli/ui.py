@@ -6,6 +6,8 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 from warehouse_cli import processes
@@ -41,10 +43,13 @@ def run_ui(port: int, demo_folder: Path | None) -> int:
             upload_tree(endpoint, summary["bucket"], demo_folder / "fixtures" / "atari-bucket")
             env.update(demo_environment(demo_folder, summary, endpoint))
         proc = start_dagster_dev(port, env)
-        print(f"Dagster UI: http://127.0.0.1:{port}  (Ctrl-C to stop)", flush=True)
+        url = f"http://127.0.0.1:{port}"
+        print(f"starting the Dagster UI on {url} (loading the code location) ...", flush=True)
         kill = lambda: processes.stop(proc, timeout=0)  # noqa: E731 - the second Ctrl-C
         with processes.signals_stop(kill):
             try:
+                if _answers(url, proc):
+                    print(f"Dagster UI ready: {url}  (Ctrl-C to stop)", flush=True)
                 return proc.wait()
             except KeyboardInterrupt:
                 print("stopping the Dagster UI ...", flush=True)
@@ -52,3 +57,15 @@ def run_ui(port: int, demo_folder: Path | None) -> int:
             finally:
                 processes.stop(proc)
     return 0
+
+
+def _answers(url: str, proc: subprocess.Popen) -> bool:
+    """Wait until the webserver answers (True) or dagster dev has exited (False): the URL is
+    announced as ready only when a browser would get the UI (the code location takes a while)."""
+    while proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"{url}/server_info", timeout=2):
+                return True
+        except OSError:
+            time.sleep(0.5)
+    return False

@@ -49,6 +49,14 @@ def test_ui_stops_with_its_whole_tree(tmp_path, demo_fixtures, sig, demo):
         )
         try:
             _wait_up(port, proc)
+            # the CLI announces the URL as ready only once it answers (#43: it printed it 46 s
+            # before): the line follows the first answer, never precedes it
+            for _ in range(60):
+                if b"Dagster UI ready: http://127.0.0.1:" in (tmp_path / "ui.log").read_bytes():
+                    break
+                time.sleep(0.5)
+            else:
+                raise AssertionError("warehouse ui never said the UI was ready")
             tree = [proc.pid, *descendants(proc.pid)]
             assert len(tree) >= 4  # the CLI, dagster dev, and its services
             started = time.monotonic()
