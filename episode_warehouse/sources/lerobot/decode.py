@@ -83,15 +83,22 @@ def _decode_images(column: pa.ChunkedArray, feature: Feature, file: Path) -> np.
     def decode(rows: range) -> None:
         for i in rows:
             png = data[i]
-            frame = None
-            if png is not None and image_size(png) == (c, h, w):
-                frame = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_UNCHANGED)
-            if frame is None:
+            declared = image_size(png) if png else None
+            if declared != (c, h, w):
                 raise CorruptInputError(
-                    f"row {i} of {feature.name} declares {image_size(png) if png else None} "
-                    f"(channels, height, width), info.json says {(c, h, w)}",
+                    f"row {i} of {feature.name} declares {declared} (channels, height, width), "
+                    f"info.json says {(c, h, w)}",
                     subject=str(file),
                     fix="download the dataset again",
+                )
+            frame = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_UNCHANGED)
+            if frame is None or frame.size != c * h * w:
+                raise CorruptInputError(
+                    f"row {i} of {feature.name}: the image's header says {declared} (channels, "
+                    "height, width) as info.json does, but its data does not decode (a corrupt "
+                    "or truncated PNG)",
+                    subject=str(file),
+                    fix="download the dataset again; if it is yours, write the frame again",
                 )
             frame = frame.reshape(h, w, -1)
             if c == 3:

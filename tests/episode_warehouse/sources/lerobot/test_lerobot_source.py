@@ -356,3 +356,24 @@ def test_a_deeply_nested_info_json_is_refused_with_its_name(dataset, tmp_path):
     (folder / "meta" / "info.json").write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(CorruptInputError, match=r"info.json: the JSON document nests deeper than"):
         open_lerobot_folder(folder)
+
+
+def test_a_corrupt_png_is_named_as_corrupt_not_as_a_shape_mismatch(dataset, tmp_path):
+    """#43: a PNG whose header is right and whose data is not was reported as 'declares (3, 24,
+    32), info.json says (3, 24, 32)'."""
+    import pyarrow as pa
+
+    folder = _copy(dataset, tmp_path)
+    name = "observation.images.top"
+
+    def change(table):
+        column = table.column(name).combine_chunks()
+        data = column.field("bytes").to_pylist()
+        data[0] = data[0][:41] + bytes(range(256)) * 4  # signature and IHDR kept, IDAT broken
+        return pa.StructArray.from_arrays(
+            [pa.array(data, pa.binary()), column.field("path")], names=["bytes", "path"]
+        )
+
+    _rewrite_column(folder, name, change)
+    text = _refused(folder, tmp_path, f"row 0 of {name}: the image's header says")
+    assert "does not decode (a corrupt or truncated PNG)" in text
