@@ -101,4 +101,8 @@ def test_lerobot_refusals(warehouse_env, capsys, monkeypatch, tmp_path):
         shutil.copytree(good, src / spec.repo_id)
         edit(src / spec.repo_id)
         monkeypatch.setenv("LEROBOT_URL", str(src))
-        _refused(capsys, tmp_path / f"wh{i}", ["materialize", "lerobot", spec.repo_id], message)
+        err = _refused(
+            capsys, tmp_path / f"wh{i}", ["materialize", "lerobot", spec.repo_id], message
+        )
+        # the source's file is named first, the warehouse's copy after it (#43)
+        assert f"]: {src / spec.repo_id}/" in err and "(the warehouse's copy: " in err, err
