@@ -126,11 +126,19 @@ def partition_line(source: str, partition: str, result, seconds: float) -> str:
     return f"{source} {partition:<12} " + "  ".join(parts) + f"  {seconds:.1f} s"
 
 
+def size_text(n: float) -> str:
+    """Bytes as people read them: ``9.7 KB``, ``1.4 MB``, ``2.1 GB`` (never ``0.0 MB``)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{int(n)} B"
+
+
 def _stage_text(name: str, meta: dict) -> tuple[str, str]:
-    if name.endswith(("replay_files", "shards")):
+    if name.endswith(("_files", "_shards")):  # every source's raw stage says the same
         count = meta.get("files", meta.get("shards", 0))
-        what = "files" if "files" in meta else "shards"
-        return "raw", f"raw {count} {what} {meta.get('bytes', 0) / 1e6:.1f} MB"
+        what = "shards" if "shards" in meta else "files"
+        return "raw", f"raw {_count(count)} {what} {size_text(meta.get('bytes', 0))}"
     if name.endswith("_episodes"):
         return "decoded", f"decoded {_count(meta.get('frames', 0))} frames"
     if name.endswith("_ted"):
