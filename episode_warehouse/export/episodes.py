@@ -76,7 +76,7 @@ def create_dataset(repo_id: str, episodes: list[ExportEpisode], out: Path, video
     return LeRobotDataset.create(
         repo_id,
         fps=registry.fps(first.source, first.partition, first.meta.fps),
-        features=features_for(first.ted, video),
+        features=features_for(first.ted, video, first.meta.extra.get("feature_names")),
         root=out,
         use_videos=video,
         robot_type=first.meta.robot_type or first.source,

@@ -68,8 +68,22 @@ def _images(td: TensorDictBase) -> dict[str, tuple[Path_, str]]:
     return out
 
 
-def features_for(td: TensorDictBase, video: bool) -> dict:
-    """LeRobot ``features`` for the TED ``td``."""
+def features_for(td: TensorDictBase, video: bool, source: dict | None = None) -> dict:
+    """LeRobot ``features`` for the TED ``td``. ``source``: a LeRobot source's own features and
+    their ``names`` (the TED record's ``feature_names``): their names are written again, and
+    ``next.done`` only where the source had it (a teleoperation recording has none)."""
+    feats = _features(td, video)
+    if source is None:
+        return feats
+    if "next.done" not in source:
+        del feats["next.done"]
+    for key, names in source.items():
+        if key in feats and names is not None and feats[key]["dtype"] not in ("image", "video"):
+            feats[key]["names"] = names
+    return feats
+
+
+def _features(td: TensorDictBase, video: bool) -> dict:
     visual = "video" if video else "image"
     feats: dict[str, dict] = {}
     if _has_reward(td):
@@ -136,7 +150,8 @@ def columns_of(td: TensorDictBase, feats: dict) -> dict[str, np.ndarray]:
     cols: dict[str, np.ndarray] = {}
     if "next.reward" in feats:
         cols["next.reward"] = td["next", "reward"].numpy().astype(np.float32).reshape(n, 1)
-    cols["next.done"] = td["next", "done"].numpy().reshape(n, 1)
+    if "next.done" in feats:
+        cols["next.done"] = td["next", "done"].numpy().reshape(n, 1)
     for path, value in _observations(td):
         key = _feature_name(path, image=False)
         if key in feats:

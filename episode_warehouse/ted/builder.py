@@ -28,6 +28,7 @@ _CARRIED = (
     "texts",
     "fps",
     "robot_type",
+    "feature_names",  # LeRobot: the source's features and their dimension names
     "suffixes",
     "gaps",
     "capacity",

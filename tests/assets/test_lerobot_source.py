@@ -153,6 +153,11 @@ def test_a_teleoperation_dataset_goes_through_every_stage(warehouse_env, monkeyp
         f"episode-warehouse/{name}", root=WarehouseLayout.local(warehouse_env).lerobot_dir(name)
     )
     assert "next.reward" not in ours.meta.features and len(ours) == len(theirs)
+    # #43: the re-export keeps the source's dimension names and invents no next.done
+    assert "next.done" not in ours.meta.features and "next.done" not in theirs.meta.features
+    for key in ("action", "observation.state"):
+        assert ours.meta.features[key]["names"] == theirs.meta.features[key]["names"], key
+        assert theirs.meta.features[key]["names"]
     assert ours.meta.robot_type == TELEOP.robot_type and ours.fps == TELEOP.fps
     for i in range(len(theirs)):
         a, b = ours[i], theirs[i]

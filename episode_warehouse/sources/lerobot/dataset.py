@@ -8,6 +8,7 @@ dataset order). Format facts: shared/reference/lerobot-v3.md.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,7 @@ class Feature:
     name: str
     dtype: str  # "image", "video", or a numpy dtype name
     shape: tuple[int, ...]
+    names: list | dict | None = None  # info.json's names of the dimensions, kept for exports
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,26 @@ def _feature(name: str, spec: object, info: Path) -> Feature:
             subject=str(info),
             fix=_INFO_FIX,
         )
-    return Feature(name, str(dtype), shape)
+    return Feature(name, str(dtype), shape, _names(spec.get("names"), name, info))
+
+
+def _names(value: object, feature: str, info: Path) -> list | dict | None:
+    """A feature's ``names`` as lerobot writes them (a list of strings, or a dict of such lists,
+    e.g. ``{"motors": [...]}``), bounded; anything else is refused by name."""
+    if value is None:
+        return None
+    lists = value.values() if isinstance(value, dict) else [value]
+    ok = len(json.dumps(value)) <= 64 << 10 and all(
+        isinstance(v, list) and all(isinstance(n, str) for n in v) for v in lists
+    )
+    if not ok:
+        raise CorruptInputError(
+            f"feature {feature!r} declares names that are not a list of strings (or a dict of "
+            "such lists)",
+            subject=str(info),
+            fix=_INFO_FIX,
+        )
+    return value
 
 
 def _numeric(dtype: str) -> bool:

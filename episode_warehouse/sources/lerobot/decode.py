@@ -280,6 +280,9 @@ def decode_lerobot(
             "tasks": dataset.tasks,
             "fps": dataset.fps,
             "robot_type": dataset.robot_type,
+            # every feature the dataset declares, with its names: an export writes them again
+            # (and no feature the source did not have, such as next.done)
+            "feature_names": {f.name: f.names for f in dataset.features.values()},
             **(lineage or {}),
         },
     )
