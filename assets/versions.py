@@ -11,12 +11,15 @@ OPENX_SHARDS = "3"  # 2: meta.json record, verified while copying; 3: RLDS layou
 OPENX_EPISODES = "4"  # 2: tar members read by name, every value checked; 3: null returns;
 # 4: split, dataset_version, episode_metadata columns
 LEROBOT_FILES = "1"
-LEROBOT_EPISODES = "3"  # 2: tasks and lerobot_stats per episode; 3: no invented rewards
-TED = "3"  # 2: validated before publishing; 3: one Atari schema (no clipped_reward, no final)
+LEROBOT_EPISODES = "4"  # 2: tasks and lerobot_stats per episode; 3: no invented rewards;
+# 4: the source's features and their names in the record
+TED = "4"  # 2: validated before publishing; 3: one Atari schema (no clipped_reward, no final);
+# 4: fps recorded for every source, LeRobot feature names carried
 CATALOG_ROWS = "4"  # 2: folder per partition, source ids; 3: fps, robot_type; 4: tasks, stats
 EPISODE_CATALOG = "1"
 STATISTICS = "1"
-LEROBOT_EXPORT = "3"  # 2: fps, robot type, nested keys of LeRobot sources; 3: rewards if any
+LEROBOT_EXPORT = "4"  # 2: fps, robot type, nested keys of LeRobot sources; 3: rewards if any;
+# 4: a LeRobot source's feature names kept, no next.done it did not have
 
 
 def of(context) -> str:
