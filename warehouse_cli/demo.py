@@ -56,7 +56,7 @@ def run_demo(folder: Path, bucket: bool = False) -> int:
     from episode_warehouse.paths import WarehouseLayout
     from warehouse_cli.console import partition_line
     from warehouse_cli.output import print_table
-    from warehouse_cli.runner import materialize_partition
+    from warehouse_cli.runner import materialize_catalog, materialize_partition
 
     started = time.perf_counter()
     demo_root = DEMO_BUCKET_ROOT if bucket else str(folder / "warehouse")
@@ -74,6 +74,7 @@ def run_demo(folder: Path, bucket: bool = False) -> int:
             t = time.perf_counter()
             result = materialize_partition(source, key, instance=instance, resources=resources)
             print(partition_line(source, key, result, time.perf_counter() - t), flush=True)
+        materialize_catalog(instance=instance, resources=resources)
         bind_dagster_home(demo_root)
         if root is not None:
             print(f"\nDemo finished in {time.perf_counter() - started:.0f} s; the catalog, "

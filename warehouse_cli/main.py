@@ -76,17 +76,20 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def cmd_materialize(args: argparse.Namespace) -> int:
-    from warehouse_cli.runner import materialize_partition
+    from warehouse_cli.runner import materialize_catalog, materialize_partition
 
     started = time.perf_counter()
+    instance = cli_instance(args.root)
     result = materialize_partition(
         args.source,
         args.partition,
         args.through,
-        instance=cli_instance(args.root),
+        instance=instance,
         video=args.video,
         resources=_resources(args),
     )
+    if args.through in (None, "catalog", "lerobot"):  # the partition's rows are in: the views
+        materialize_catalog(instance=instance, resources=_resources(args))
     bind_dagster_home(args.root)
     from warehouse_cli.console import partition_line
 

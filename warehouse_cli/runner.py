@@ -132,3 +132,29 @@ def materialize_partition(
                 raise WarehouseError(text, subject=f"{event.step_key} [{partition}]")
         raise WarehouseError("the run failed", subject=f"{source} {partition}")
     return result
+
+
+def materialize_catalog(
+    instance: dg.DagsterInstance | None = None, resources: dict[str, dict] | None = None
+) -> None:
+    """Run the unpartitioned ``episode_catalog`` asset once (the catalog's views; otherwise its
+    cron brings it up to date within 15 minutes, and until then the UI says it was never
+    materialized although every partition's rows are in).
+
+    Raises:
+        WarehouseError: the run failed.
+    """
+    from assets.retries import NO_RETRIES_TAG
+
+    run_config: dict = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    if resources:
+        run_config["resources"] = {k: {"config": v} for k, v in resources.items()}
+    result = load_defs().resolve_implicit_global_asset_job_def().execute_in_process(
+        run_config=run_config,
+        instance=instance or dg.DagsterInstance.get(),
+        asset_selection=[dg.AssetKey("episode_catalog")],
+        raise_on_error=False,
+        tags={NO_RETRIES_TAG: "off"},
+    )
+    if not result.success:
+        raise WarehouseError("the catalog's views could not be rebuilt", subject="episode_catalog")

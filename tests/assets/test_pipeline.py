@@ -108,3 +108,18 @@ def test_openx_streaming_mode_keeps_no_raw_copy_and_gives_the_same_ted(
     assert streamed.keys() == downloaded.keys()
     for key in streamed:
         np.testing.assert_array_equal(streamed[key], downloaded[key], err_msg=str(key))
+
+
+def test_the_cli_leaves_the_catalog_asset_materialized(warehouse_env, instance):
+    """#43: after the demo the UI said episode_catalog was never materialized (it waited for
+    its 15-minute cron although every partition's rows were in)."""
+    import dagster as dg
+
+    from warehouse_cli.main import main
+
+    assert main(["materialize", "atari", "Pong/5", "--through", "ted"]) == 0
+    assert instance.get_latest_materialization_event(dg.AssetKey("episode_catalog")) is None
+    assert main(["materialize", "atari", "Pong/5", "--through", "catalog"]) == 0
+    event = instance.get_latest_materialization_event(dg.AssetKey("episode_catalog"))
+    assert event is not None
+    assert event.asset_materialization.metadata["partitions"].value == 1
