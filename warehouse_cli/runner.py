@@ -149,12 +149,16 @@ def materialize_catalog(
     run_config: dict = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     if resources:
         run_config["resources"] = {k: {"config": v} for k, v in resources.items()}
-    result = load_defs().resolve_implicit_global_asset_job_def().execute_in_process(
-        run_config=run_config,
-        instance=instance or dg.DagsterInstance.get(),
-        asset_selection=[dg.AssetKey("episode_catalog")],
-        raise_on_error=False,
-        tags={NO_RETRIES_TAG: "off"},
+    result = (
+        load_defs()
+        .resolve_implicit_global_asset_job_def()
+        .execute_in_process(
+            run_config=run_config,
+            instance=instance or dg.DagsterInstance.get(),
+            asset_selection=[dg.AssetKey("episode_catalog")],
+            raise_on_error=False,
+            tags={NO_RETRIES_TAG: "off"},
+        )
     )
     if not result.success:
         raise WarehouseError("the catalog's views could not be rebuilt", subject="episode_catalog")
