@@ -6,12 +6,14 @@ import os
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from episode_warehouse.catalog.quality import quality_columns
 from episode_warehouse.sources import registry
 from episode_warehouse.ted.layout import EPISODES
-from episode_warehouse.ted.reader import read_meta
+from episode_warehouse.ted.reader import open_ted_folder, read_meta
 
 
 def folder_bytes(folder: Path) -> int:
@@ -50,6 +52,15 @@ def catalog_rows(
         "materialized_at": pa.array([materialized_at] * n, pa.timestamp("us", tz="UTC")),
     }
     for name, column in lineage.items():
+        episodes = episodes.append_column(name, column)
+    returns = episodes.column("return").to_numpy(zero_copy_only=False).astype(np.float64)
+    quality = quality_columns(
+        open_ted_folder(ted_folder),
+        episodes.column("start").to_numpy(),
+        episodes.column("length").to_numpy(),
+        np.where(np.isnan(returns), np.nan, returns),
+    )
+    for name, column in quality.items():
         episodes = episodes.append_column(name, column)
 
     partition_row = {

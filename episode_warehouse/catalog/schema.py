@@ -20,6 +20,22 @@ EPISODES = Table(
         Column("code_version", pa.string(), "VARCHAR", "code version of the asset that wrote it"),
         Column("run_id", pa.string(), "VARCHAR", "Dagster run that wrote it"),
         Column("materialized_at", pa.timestamp("us", tz="UTC"), "TIMESTAMPTZ", "when"),
+        Column(
+            "idle_fraction",
+            pa.float64(),
+            "DOUBLE",
+            "share of steps after the first at which no action or state dimension moved more "
+            "than 0.1% of its range in the partition (see Quality signals)",
+        ),
+        Column(
+            "jerk",
+            pa.float64(),
+            "DOUBLE",
+            "0.95 quantile of the RMS of the action's second difference, per-dimension "
+            "standardized; NULL for discrete actions (see Quality signals)",
+        ),
+        Column("length_z", pa.float64(), "DOUBLE", "length as a z-score within the partition"),
+        Column("return_z", pa.float64(), "DOUBLE", "return as a z-score within the partition"),
     ),
     "One row per episode (fragment) of every materialized partition.",
 )
