@@ -32,6 +32,7 @@ from episode_warehouse.atomic import read_json, staged, write_json
 from episode_warehouse.blobstore import BlobInfo, DownloadStats, GcsBlobStore, file_crc32c
 from episode_warehouse.bucket.root import BucketRoot
 from episode_warehouse.errors import ConcurrentWriteError, CorruptInputError, SourceMissingError
+from episode_warehouse.guards.json_input import load_json
 from episode_warehouse.guards.names import checked_name, checked_segment, inside
 from episode_warehouse.threads import TRANSFER_THREADS
 
@@ -141,14 +142,9 @@ class RemoteArtifact:
         except SourceMissingError:  # replaced between the two calls: read the new one
             return self.read()
         url = f"{self.root.url}/{info.name}"
-        try:
-            record = json.loads(data)
-        except ValueError as exc:
-            raise CorruptInputError(
-                "the artifact's record is not JSON",
-                subject=url,
-                fix="delete the record; the next materialization publishes it again",
-            ) from exc
+        record = load_json(
+            data, subject=url, fix="delete the record; the next materialization publishes it again"
+        )
         return check_record(record, url), int(info.generation)
 
     # -- writing --------------------------------------------------------------------------

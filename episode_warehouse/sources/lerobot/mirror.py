@@ -15,10 +15,9 @@ published version, the others copied and checksummed on the way (``sources.mirro
 
 from __future__ import annotations
 
-import json
-
 from episode_warehouse.blobstore import BlobInfo, BlobStore
 from episode_warehouse.errors import CorruptInputError, FormatVersionError, SourceMissingError
+from episode_warehouse.guards.json_input import load_json
 from episode_warehouse.hub.store import HubBlobStore
 from episode_warehouse.incremental import Built, build_if_changed
 from episode_warehouse.records import RawRecord
@@ -65,10 +64,7 @@ def check_info(store: BlobStore, repo_id: str, blob: BlobInfo) -> None:
         raise CorruptInputError(f"{blob.size} bytes, not a dataset's info", subject=subject)
     with store.open(blob) as fh:
         data = fh.read(_INFO_MAX + 1)
-    try:
-        info = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptInputError(f"not JSON ({exc})", subject=subject) from None
+    info = load_json(data, subject=subject, fix="download the dataset again", max_bytes=_INFO_MAX)
     version = info.get("codebase_version") if isinstance(info, dict) else None
     if version != CODEBASE_VERSION:
         raise FormatVersionError(
