@@ -122,15 +122,19 @@ def _check_totals(folder: Path, info: dict, tasks: list, episodes: pa.Table, fil
         )
 
 
+def _unreadable(path: Path, exc: Exception) -> CorruptInputError:
+    return CorruptInputError(
+        f"not a readable Parquet file ({str(exc).splitlines()[0]})",
+        subject=str(path),
+        fix="download the dataset again (the file is truncated or corrupt)",
+    )
+
+
 def _table(path: Path, columns: list[str] | None = None) -> pa.Table:
     try:
         return pq.read_table(path, columns=columns)
     except (OSError, pa.ArrowException) as exc:
-        raise CorruptInputError(
-            f"not a readable Parquet file ({str(exc).splitlines()[0]})",
-            subject=str(path),
-            fix="download the dataset again (the file is truncated or corrupt)",
-        ) from None
+        raise _unreadable(path, exc) from None
 
 
 _FEATURE_DTYPES = ("image", "video", "string")
@@ -197,11 +201,7 @@ def _rows(path: Path) -> int:
     try:
         return pq.ParquetFile(path).metadata.num_rows
     except (OSError, pa.ArrowException) as exc:
-        raise CorruptInputError(
-            f"not a readable Parquet file ({str(exc).splitlines()[0]})",
-            subject=str(path),
-            fix="download the dataset again (the file is truncated or corrupt)",
-        ) from None
+        raise _unreadable(path, exc) from None
 
 
 def _stats_columns(path: Path) -> list[str]:
