@@ -45,8 +45,11 @@ class Table:
 
     def view_sql(self, files: str | list[str]) -> str:
         """``CREATE VIEW`` over the Parquet files matching a glob, or a list of files (typed,
-        ordered columns)."""
+        ordered columns). A column no file has yet (every file written before the column
+        existed) reads as NULL: the files are unioned by name with a row-less relation of every
+        column, so a catalog still queries while its partitions are being rebuilt."""
         cols = ",\n  ".join(f'CAST("{c.name}" AS {c.sql}) AS "{c.name}"' for c in self.columns)
+        typed = ", ".join(f'CAST(NULL AS {c.sql}) AS "{c.name}"' for c in self.columns)
         source = (
             _literal(files)
             if isinstance(files, str)
@@ -54,7 +57,8 @@ class Table:
         )
         return (
             f"CREATE OR REPLACE VIEW {self.name} AS SELECT\n  {cols}\n"
-            f"FROM read_parquet({source}, union_by_name = true)"
+            f"FROM (SELECT * FROM read_parquet({source}, union_by_name = true)\n"
+            f"  UNION ALL BY NAME (SELECT {typed} LIMIT 0))"
         )
 
     def empty_view_sql(self) -> str:

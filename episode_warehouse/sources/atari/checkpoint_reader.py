@@ -44,6 +44,14 @@ _GZIP_ERRORS: tuple[type[BaseException], ...] = (
     cast(type[BaseException], IsalError),
 )
 
+# what a damaged header raises inside numpy's parser (a null byte: tokenize.TokenError)
+_HEADER_ERRORS: tuple[type[BaseException], ...] = (
+    *_GZIP_ERRORS,
+    SyntaxError,
+    tokenize.TokenError,
+    struct.error,
+)
+
 
 @dataclass(frozen=True)
 class NpyHeader:
@@ -86,7 +94,7 @@ def _read_header(fh: BinaryIO, path: Path) -> NpyHeader:
             shape, fortran, dtype = np.lib.format.read_array_header_1_0(buf)
         else:
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(buf)
-    except (*_GZIP_ERRORS, SyntaxError, tokenize.TokenError, struct.error) as exc:
+    except _HEADER_ERRORS as exc:
         raise CorruptInputError(
             f"not a gzip-compressed .npy array ({exc})", subject=str(path), fix=_REFETCH
         ) from exc

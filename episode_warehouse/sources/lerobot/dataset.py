@@ -179,7 +179,7 @@ def _names(value: object, feature: str, info: Path) -> list | dict | None:
     ok = len(json.dumps(value)) <= 64 << 10 and all(
         isinstance(v, list) and all(isinstance(n, str) for n in v) for v in lists
     )
-    if not ok:
+    if not ok or not isinstance(value, list | dict):
         raise CorruptInputError(
             f"feature {feature!r} declares names that are not a list of strings (or a dict of "
             "such lists)",
