@@ -1,7 +1,5 @@
 """Build partitions with the domain functions only (no Dagster), for domain-level tests."""
 
-import contextlib
-import os
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +12,7 @@ from episode_warehouse.sources.openx.shards import list_shards
 from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
 from warehouse_fixtures.atari_game import play_episode
 from warehouse_fixtures.dopamine_writer import write_run
+from warehouse_fixtures.environment import variable_set
 from warehouse_fixtures.openx_writer import DatasetSpec, write_dataset
 
 
@@ -84,16 +83,7 @@ def build_lerobot(root, spec):
 _LINEAGE = {"source_url": "test", "source_version": "test"}
 
 
-@contextlib.contextmanager
 def dagster_home_of(root):
     """``DAGSTER_HOME`` set to an instance of ``root``'s own (beside it) for the CLI calls inside:
     the CLI keeps one Dagster instance per warehouse root and refuses to mix them."""
-    before = os.environ.get("DAGSTER_HOME")
-    os.environ["DAGSTER_HOME"] = str(Path(root).parent / f".dagster_home-{Path(root).name}")
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("DAGSTER_HOME", None)
-        else:
-            os.environ["DAGSTER_HOME"] = before
+    return variable_set("DAGSTER_HOME", str(Path(root).parent / f".dagster_home-{Path(root).name}"))
