@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.errors import ConfigError, CorruptInputError
 
 MAX_SEGMENT_BYTES = 255  # NAME_MAX of ext4, xfs, btrfs and tmpfs
 MAX_NAME_BYTES = 1024  # a relative name; PATH_MAX (4096) leaves room for the folder
@@ -125,8 +125,6 @@ def no_links_below(base: Path, path: Path | None = None, *, setting: str) -> Pat
     Raises:
         ConfigError: naming the link and the setting.
     """
-    from episode_warehouse.errors import ConfigError
-
     base = Path(base)
     target = base if path is None else Path(path)
     if not target.is_relative_to(base):
