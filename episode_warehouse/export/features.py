@@ -27,7 +27,7 @@ from episode_warehouse.ted.record import TedRecord
 Path_ = tuple[str, ...]
 
 
-def _observations(td: TensorDictBase) -> list[tuple[Path_, torch.Tensor]]:
+def observation_leaves(td: TensorDictBase) -> list[tuple[Path_, torch.Tensor]]:
     """Each observation leaf (key path under ``observation``, tensor), current frames only."""
     obs = td["observation"]
     if isinstance(obs, torch.Tensor):
@@ -35,7 +35,7 @@ def _observations(td: TensorDictBase) -> list[tuple[Path_, torch.Tensor]]:
     return [((k,) if isinstance(k, str) else k, obs[k]) for k in obs.keys(True, True)]
 
 
-def _image_layout(path: Path_, value: torch.Tensor) -> str | None:
+def image_layout(path: Path_, value: torch.Tensor) -> str | None:
     """``CHW`` or ``GRAY`` where the leaf holds 8-bit camera frames, else ``None`` (a state:
     uint16 depth maps too, exported as float32 values rather than squeezed into 8 bits)."""
     if value.dtype != torch.uint8:
@@ -61,8 +61,8 @@ def _has_reward(td: TensorDictBase) -> bool:
 def _images(td: TensorDictBase) -> dict[str, tuple[Path_, str]]:
     """Each image feature's TED key path under ``observation`` and its row layout."""
     out = {}
-    for path, value in _observations(td):
-        layout = _image_layout(path, value)
+    for path, value in observation_leaves(td):
+        layout = image_layout(path, value)
         if layout is not None:
             out[_feature_name(path, image=True)] = (path, layout)
     return out
@@ -89,8 +89,8 @@ def _features(td: TensorDictBase, video: bool) -> dict:
     if _has_reward(td):
         feats["next.reward"] = {"dtype": "float32", "shape": (1,), "names": None}
     feats["next.done"] = {"dtype": "bool", "shape": (1,), "names": None}
-    for path, value in _observations(td):
-        layout = _image_layout(path, value)
+    for path, value in observation_leaves(td):
+        layout = image_layout(path, value)
         if layout is None:
             feats[_feature_name(path, image=False)] = {
                 "dtype": "float32",
@@ -152,7 +152,7 @@ def columns_of(td: TensorDictBase, feats: dict) -> dict[str, np.ndarray]:
         cols["next.reward"] = td["next", "reward"].numpy().astype(np.float32).reshape(n, 1)
     if "next.done" in feats:
         cols["next.done"] = td["next", "done"].numpy().reshape(n, 1)
-    for path, value in _observations(td):
+    for path, value in observation_leaves(td):
         key = _feature_name(path, image=False)
         if key in feats:
             cols[key] = value.numpy().astype(np.float32).reshape(n, *feats[key]["shape"])

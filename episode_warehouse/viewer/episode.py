@@ -1,0 +1,161 @@
+"""What the episode page shows, from one episode's TED rows: cameras, plotted series with the
+names of their dimensions, done marks, the task at each step, and the Python that opens it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from tensordict import TensorDictBase
+
+from episode_warehouse.errors import PartitionKeyError
+from episode_warehouse.export.features import image_layout, observation_leaves
+from episode_warehouse.viewer.partition import PartitionTed, Span
+
+MAX_PLOTTED_DIMS = 32  # a wider leaf (a language embedding) is listed, not plotted
+_BOOKKEEPING = {("episode",), ("task_index",), ("is_init",)}
+FLAGS = ("done", "terminated", "truncated")
+
+
+def camera_leaves(rows: TensorDictBase) -> dict[str, tuple[tuple[str, ...], str]]:
+    """Each camera's name (its TED key, ``/``-joined) -> (key path, image layout)."""
+    out = {}
+    for path, value in observation_leaves(rows):
+        layout = image_layout(path, value)
+        if layout is not None:
+            out["/".join(("observation", *path))] = (("observation", *path), layout)
+    return out
+
+
+def _names(feature_names: dict, key: tuple[str, ...], dims: int) -> list[str]:
+    """The names of a leaf's dimensions: the source's (a LeRobot feature's ``names``), else
+    ``key[i]``."""
+    declared = feature_names.get(".".join(key))
+    if isinstance(declared, dict):  # older LeRobot: {"motors": [...]}
+        declared = next(iter(declared.values()), None)
+    if (
+        isinstance(declared, list)
+        and len(declared) == dims
+        and all(isinstance(n, str) for n in declared)
+    ):
+        return list(declared)
+    label = "/".join(key)
+    return [label] if dims == 1 else [f"{label}[{i}]" for i in range(dims)]
+
+
+def _order(key: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
+    first = {"action": 0, "observation": 1, "next": 2}.get(key[0], 3)
+    return first, key
+
+
+def series(rows: TensorDictBase, feature_names: dict) -> tuple[list[dict], list[dict]]:
+    """(plotted, not plotted): one entry per numeric leaf other than cameras, flags and
+    bookkeeping. A plotted entry has ``key``, ``names`` and ``values`` (``[dims][steps]``;
+    NaN and infinities as None)."""
+    cameras = {path for path, _ in camera_leaves(rows).values()}
+    plotted, wide = [], []
+    for key in sorted(rows.keys(True, True), key=lambda k: _order(_path(k))):
+        path = _path(key)
+        value = rows.get(key)
+        if (
+            path in cameras
+            or path in _BOOKKEEPING
+            or value.dtype == torch.bool
+            or (path[0] == "next" and path[1:2] == ("observation",))
+            or path in (("done",), ("terminated",), ("truncated",))
+        ):
+            continue
+        flat = np.asarray(value).reshape(len(value), -1).astype(np.float64)
+        dims = flat.shape[1]
+        if dims > MAX_PLOTTED_DIMS:
+            wide.append({"key": "/".join(path), "dims": dims})
+            continue
+        values = [[None if not math.isfinite(v) else v for v in flat[:, j].tolist()]
+                  for j in range(dims)]  # fmt: skip
+        plotted.append({"key": "/".join(path), "names": _names(feature_names, path, dims),
+                        "values": values})  # fmt: skip
+    return plotted, wide
+
+
+def _path(key) -> tuple[str, ...]:
+    return (key,) if isinstance(key, str) else tuple(key)
+
+
+def flag_steps(rows: TensorDictBase) -> dict[str, list[int]]:
+    """The steps whose ``("next", flag)`` is set, for done, terminated and truncated."""
+    out = {}
+    for flag in FLAGS:
+        if ("next", flag) in rows.keys(True, True):
+            out[flag] = torch.nonzero(rows["next", flag].reshape(-1)).reshape(-1).tolist()
+    return out
+
+
+def step_tasks(rows: TensorDictBase, ted: PartitionTed, episode: int) -> dict:
+    """The task text: ``tasks`` (the distinct texts) and ``per_step`` (an index into them per
+    step, or None when the episode has one task for all its steps)."""
+    tasks = list(ted.record.tasks)
+    if "task_index" in rows.keys(True, True) and tasks:
+        index = rows["task_index"].reshape(-1).tolist()
+        if all(0 <= i < len(tasks) for i in index):
+            return {"tasks": tasks, "per_step": index}
+    instruction = ted.column("language_instruction")
+    text = instruction[episode] if instruction is not None else None
+    return {"tasks": [text] if text else [], "per_step": None}
+
+
+def snippet(root_url: str, source: str, partition: str, span: Span) -> str:
+    """The Python that opens exactly this episode of the warehouse at ``root_url`` (the page
+    adds the line of the step it shows)."""
+    return (
+        "from episode_warehouse import open_ted\n\n"
+        f"td = open_ted({source!r}, {partition!r}, root={root_url!r})\n"
+        f"episode = td[{span.start}:{span.start + span.length}]"
+        f"  # episode {span.episode}: {span.length} steps\n"
+    )
+
+
+def episode_page(ted: PartitionTed, episode: int, root_url: str) -> dict:
+    """Everything the episode page draws, as JSON-ready values."""
+    span = ted.span(episode)
+    rows = ted.rows(episode)
+    plotted, wide = series(rows, ted.record.extra.get("feature_names") or {})
+    returns = ted.column("return")
+    return {
+        "source": ted.source,
+        "partition": ted.partition,
+        "episode": episode,
+        "episodes": len(ted.episodes),
+        "start": span.start,
+        "length": span.length,
+        "return": None
+        if returns is None or not math.isfinite(returns[episode])
+        else float(returns[episode]),
+        "fps": ted.record.fps,
+        "cameras": [
+            {"name": name, "layout": layout} for name, (_, layout) in camera_leaves(rows).items()
+        ],
+        "series": plotted,
+        "not_plotted": wide,
+        "flags": flag_steps(rows),
+        **step_tasks(rows, ted, episode),
+        "python": snippet(root_url, ted.source, ted.partition, span),
+    }
+
+
+def camera_frame(ted: PartitionTed, episode: int, step: int, camera: str) -> tuple[np.ndarray, str]:
+    """The TED row ``step`` of ``episode`` of ``camera`` (uint8, as stored) and its layout."""
+    rows = ted.rows(episode)
+    cameras = camera_leaves(rows)
+    subject = f"{ted.source}/{ted.partition} episode {episode}"
+    if camera not in cameras:
+        raise PartitionKeyError(
+            f"no camera {camera!r}", subject=subject,
+            fix=f"ask for one of: {', '.join(cameras) or '(this TED has no camera)'}",
+        )  # fmt: skip
+    if not 0 <= step < len(rows):
+        raise PartitionKeyError(
+            f"no step {step}", subject=subject, fix=f"ask for a step from 0 to {len(rows) - 1}"
+        )
+    path, layout = cameras[camera]
+    return rows.get(path)[step].numpy(), layout

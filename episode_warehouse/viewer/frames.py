@@ -1,0 +1,35 @@
+"""A camera frame of a TED row as a lossless PNG: the frame request's answer.
+
+The PNG holds the row's bytes as they are: a grey ``(H, W)`` frame as one-channel ``L``, a
+``(C, H, W)`` frame as ``L``, ``RGB`` or ``RGBA`` by its channel count. Decoding it gives the TED's
+row back exactly (tests compare the pixels a browser draws with the TED).
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import PIL.Image
+
+from episode_warehouse.export.png_writer import CHW, GRAY
+
+CHANNELS = (1, 3, 4)  # PIL's L, RGB and RGBA: the modes a uint8 array maps to
+COMPRESS_LEVEL = 1  # fast: a frame is encoded when it is asked for
+
+
+def frame_png(frame: np.ndarray, layout: str) -> bytes:
+    """PNG bytes of one frame (``layout``: ``GRAY`` for ``(H, W)``, ``CHW`` for ``(C, H, W)``)."""
+    if layout == GRAY:
+        image = np.ascontiguousarray(frame)
+    elif layout == CHW:
+        channels = frame.shape[0]
+        if channels not in CHANNELS:
+            raise ValueError(f"a frame of {channels} channels has no PNG mode (1, 3 or 4)")
+        hwc = frame.transpose(1, 2, 0)
+        image = np.ascontiguousarray(hwc[..., 0] if channels == 1 else hwc)
+    else:
+        raise ValueError(f"unknown image layout {layout!r}")
+    out = io.BytesIO()
+    PIL.Image.fromarray(image).save(out, format="PNG", compress_level=COMPRESS_LEVEL)
+    return out.getvalue()
