@@ -1,4 +1,4 @@
-"""``warehouse``: demo, materialize, export, publish, sql, ui, cluster, backfill, fixtures.
+"""``warehouse``: demo, materialize, export, publish, sql, view, ui, cluster, backfill, fixtures.
 
 Errors print one line and exit 2.
 """
@@ -37,6 +37,8 @@ _EXTRA_OF = {
             "tqdm",
             "google.protobuf",
             "packaging",
+            "uvicorn",
+            "starlette",
         ),
         "pipeline",
     ),  # fmt: skip
@@ -191,7 +193,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_ui(args: argparse.Namespace) -> int:
     from warehouse_cli.ui import run_ui
 
-    return run_ui(args.port, Path(args.demo).resolve() if args.demo else None)
+    return run_ui(
+        args.port, Path(args.demo).resolve() if args.demo else None, viewer_port=args.viewer_port
+    )
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from warehouse_cli.view import run_view
+
+    return run_view(args.root, args.port)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -260,8 +270,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_sql)
 
-    p = sub.add_parser("ui", help="start the Dagster UI on the workspace")
+    p = sub.add_parser("view", help="the episode viewer: a local web app over a warehouse root")
+    p.add_argument(
+        "--root", help="warehouse root, local or gs:// (default: $EPISODE_WAREHOUSE_ROOT)"
+    )
+    p.add_argument("--port", type=int, default=8787, help="port on 127.0.0.1 (default: 8787)")
+    p.set_defaults(func=cmd_view)
+
+    p = sub.add_parser("ui", help="start the Dagster UI and the episode viewer")
     p.add_argument("--port", type=int, default=3000)
+    p.add_argument(
+        "--viewer-port",
+        type=int,
+        default=8787,
+        help="the episode viewer's port (default: 8787; 0: no viewer); materializations link to it",
+    )
     p.add_argument(
         "--demo",
         nargs="?",

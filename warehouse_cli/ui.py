@@ -1,4 +1,7 @@
-"""``warehouse ui``: ``dagster dev`` in its own process group, stopped cleanly on Ctrl-C/TERM."""
+"""``warehouse ui``: ``dagster dev`` and the episode viewer, each in its own process group,
+stopped cleanly on Ctrl-C/TERM. While the viewer runs, Dagster's runs see its URL
+(``EPISODE_WAREHOUSE_VIEWER_URL``): every TED and catalog materialization links to its
+partition's page."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from episode_warehouse.viewer.links import VIEWER_URL_ENV
 from warehouse_cli import processes
 from warehouse_cli.environment import PROJECT_ROOT, default_dagster_home
 
@@ -27,9 +31,17 @@ def stop_process_group(proc: subprocess.Popen, timeout: float = 15.0) -> None:
     processes.stop(proc, timeout)
 
 
-def run_ui(port: int, demo_folder: Path | None) -> int:
-    """``dagster dev`` until Ctrl-C or SIGTERM (a second one kills at once); with the demo, the
-    GCS emulator serves its bucket meanwhile. Nothing of the process tree is left behind."""
+def start_viewer(port: int, root: Path | None, env: dict[str, str]) -> subprocess.Popen:
+    """``warehouse view`` on 127.0.0.1:port over ``root`` (default: the environment's)."""
+    cmd = [sys.executable, "-m", "warehouse_cli.main", "view", "--port", str(port)]
+    return processes.start([*cmd, *(["--root", str(root)] if root else [])], env=env,
+                           cwd=PROJECT_ROOT)  # fmt: skip
+
+
+def run_ui(port: int, demo_folder: Path | None, viewer_port: int = 0) -> int:
+    """``dagster dev`` (and the episode viewer on ``viewer_port``; 0: none) until Ctrl-C or
+    SIGTERM (a second one kills at once); with the demo, the GCS emulator serves its bucket
+    meanwhile. Nothing of the process trees is left behind."""
     root = demo_folder / "warehouse" if demo_folder is not None else None  # else the env's
     env = {**os.environ, "DAGSTER_HOME": str(default_dagster_home(root))}
     with contextlib.ExitStack() as stack:
@@ -42,10 +54,23 @@ def run_ui(port: int, demo_folder: Path | None) -> int:
             endpoint = stack.enter_context(running_emulator())
             upload_tree(endpoint, summary["bucket"], demo_folder / "fixtures" / "atari-bucket")
             env.update(demo_environment(demo_folder, summary, endpoint))
+        viewer = None
+        if viewer_port:
+            from warehouse_cli.view import listening_socket
+
+            listening_socket(viewer_port).close()  # a port in use: one error line, before all
+            viewer = start_viewer(viewer_port, root, env)
+            stack.callback(processes.stop, viewer)
+            env[VIEWER_URL_ENV] = f"http://127.0.0.1:{viewer_port}"
         proc = start_dagster_dev(port, env)
         url = f"http://127.0.0.1:{port}"
         print(f"starting the Dagster UI on {url} (loading the code location) ...", flush=True)
-        kill = lambda: processes.stop(proc, timeout=0)  # noqa: E731 - the second Ctrl-C
+
+        def kill() -> None:  # the second Ctrl-C
+            for started in (proc, viewer):
+                if started is not None:
+                    processes.stop(started, timeout=0)
+
         with processes.signals_stop(kill):
             try:
                 if _answers(url, proc):

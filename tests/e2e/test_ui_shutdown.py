@@ -16,24 +16,29 @@ from warehouse_fixtures.gcs_emulator import free_port
 pytestmark = pytest.mark.e2e
 
 
-def _wait_up(port: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+def _wait_answer(url: str, proc: subprocess.Popen, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, "warehouse ui exited early"
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2):
+            with urllib.request.urlopen(url, timeout=2):
                 return
         except OSError:
             time.sleep(1)
-    raise AssertionError("the Dagster UI did not answer")
+    raise AssertionError(f"{url} did not answer")
+
+
+def _wait_up(port: int, proc: subprocess.Popen) -> None:
+    _wait_answer(f"http://127.0.0.1:{port}/server_info", proc)
 
 
 @pytest.mark.parametrize(("sig", "demo"), [(signal.SIGINT, True), (signal.SIGTERM, False)])
 def test_ui_stops_with_its_whole_tree(tmp_path, demo_fixtures, sig, demo):
-    port = free_port()
+    port, viewer_port = free_port(), free_port()
     (tmp_path / "demo").mkdir()
     (tmp_path / "demo" / "fixtures").symlink_to(demo_fixtures)
-    args = ["ui", "--port", str(port)] + (["--demo", str(tmp_path / "demo")] if demo else [])
+    args = ["ui", "--port", str(port), "--viewer-port", str(viewer_port)]
+    args += ["--demo", str(tmp_path / "demo")] if demo else []
     env = {
         **os.environ,
         "DAGSTER_HOME": str(tmp_path / "home"),
@@ -57,8 +62,10 @@ def test_ui_stops_with_its_whole_tree(tmp_path, demo_fixtures, sig, demo):
                 time.sleep(0.5)
             else:
                 raise AssertionError("warehouse ui never said the UI was ready")
+            # the episode viewer runs beside it (its process is part of the tree stopped below)
+            _wait_answer(f"http://127.0.0.1:{viewer_port}/api/info", proc)
             tree = [proc.pid, *descendants(proc.pid)]
-            assert len(tree) >= 4  # the CLI, dagster dev, and its services
+            assert len(tree) >= 5  # the CLI, the viewer, dagster dev, and its services
             started = time.monotonic()
             os.kill(proc.pid, sig)  # Ctrl-C reaches the CLI; it must take its tree down
             proc.wait(20)
