@@ -45,6 +45,7 @@ def catalog_rows_asset(
                     "episodes": built.meta.episodes,
                     "frames": built.meta.frames,
                     "rebuilt": built.rebuilt,
+                    **warehouse.viewer_link(source, context.partition_key),
                     "catalog": dg.MetadataValue.path(str(CatalogStore(layout.root).db_path)),
                     "dagster/row_count": built.meta.episodes,
                     "dagster/column_schema": dg.TableSchema(

@@ -52,6 +52,7 @@ def ted_asset(
             return dg.MaterializeResult(
                 metadata={
                     **picture_metadata(target),
+                    **warehouse.viewer_link(source, key),
                     "frames": built.meta.rows,
                     "episodes": built.meta.episodes,
                     "bytes_on_disk": folder_bytes(target),

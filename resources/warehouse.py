@@ -11,6 +11,7 @@ from episode_warehouse.atomic import ensure_writable_dir
 from episode_warehouse.limits import LIMITS_ENV, InputLimits
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.settings import ROOT_ENV, Settings
+from episode_warehouse.viewer.links import VIEWER_URL_ENV, partition_url
 from episode_warehouse.workers import default_processes
 from resources.settings import setting
 from warehouse_cli.cluster.instance import WORKER_ENV, WORKER_TAG
@@ -24,7 +25,8 @@ class WarehouseStorage(dg.ConfigurableResource):
     ``gs://`` root's local copy is built (``EPISODE_WAREHOUSE_LOCAL_COPY``, default the system's
     temporary folder), where an export's PNG frames wait for lerobot (``EPISODE_WAREHOUSE_SCRATCH``;
     default ``/dev/shm`` when it has room, else beside the export), the limits on untrusted input
-    (``EPISODE_WAREHOUSE_LIMITS``), and how many processes stages use.
+    (``EPISODE_WAREHOUSE_LIMITS``), how many processes stages use, and the episode viewer's URL
+    (``EPISODE_WAREHOUSE_VIEWER_URL``; TED and catalog materializations link to it).
 
     ``export_workers``: processes writing PNG frames while the run's process feeds lerobot's
     writer; default the cores it leaves free (one keeps up with 84x84 Atari frames; two on two
@@ -37,6 +39,7 @@ class WarehouseStorage(dg.ConfigurableResource):
     limits: str | None = None
     workers: int | None = None
     export_workers: int | None = None
+    viewer_url: str | None = None
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """On a cluster worker, record the worker in the run's tags (run monitoring asks it
@@ -51,6 +54,14 @@ class WarehouseStorage(dg.ConfigurableResource):
         """The domain package's settings: this resource's explicit values, else the
         environment's (``episode_warehouse.settings``), resolved now."""
         return Settings.from_env(root=self.root, local_copy=self.local_copy)
+
+    def viewer_link(self, source: str, partition: str) -> dict:
+        """``{"viewer": URL}`` of the partition's page when a viewer runs
+        (``EPISODE_WAREHOUSE_VIEWER_URL``, which ``warehouse ui`` sets), else ``{}``."""
+        base = setting(self.viewer_url, VIEWER_URL_ENV, "")
+        if not base:
+            return {}
+        return {"viewer": dg.MetadataValue.url(partition_url(base, source, partition))}
 
     def layout(self) -> WarehouseLayout:
         layout = WarehouseLayout.from_settings(self.settings())

@@ -25,6 +25,7 @@ def built(tmp_path_factory, demo_fixtures, gcs_endpoint):
     mp.setenv("ATARI_REPLAY_URL", "gs://demo-atari-replay/dqn")
     mp.setenv("STORAGE_EMULATOR_HOST", gcs_endpoint)
     mp.setenv("OPENX_URL", str(demo_fixtures / "openx"))
+    mp.setenv("EPISODE_WAREHOUSE_VIEWER_URL", "http://127.0.0.1:8787")  # as `warehouse ui` sets
     with dg.instance_for_test() as instance:
         result = materialize_partition("atari", "Pong/5", instance=instance)
         yield root, result
@@ -71,6 +72,14 @@ def test_metadata_values_match_the_data(built):
     )
     export_meta = _materialization(result, "atari_lerobot_export")
     assert export_meta["frames"].value == td.batch_size[0]
+
+
+def test_ted_and_catalog_materializations_link_to_the_viewer(built):
+    _, result = built
+    want = "http://127.0.0.1:8787/?view=partition&source=atari&partition=Pong%2F5"
+    for asset in ("atari_ted", "atari_catalog_rows"):
+        assert _materialization(result, asset)["viewer"].value == want, asset
+    assert "viewer" not in _materialization(result, "atari_episodes")
 
 
 def test_ted_check_finds_nan_rewards_and_broken_boundaries(built, tmp_path):
