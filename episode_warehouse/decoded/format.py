@@ -21,7 +21,10 @@ ARRAYS = "arrays"
 # observation: stored once, rows+1 rows; TED's ("next", key) is the same file shifted by one
 # reward / terminal: ("next", "reward") / ("next", "terminated"); next: another ("next", key)
 # step: any other per-step value, at the TED root
-ROLES = ("observation", "reward", "terminal", "next", "step")
+# final: one row per episode, the observation after its last step where the source recorded it
+#   (Minari's N+1th), at the same key as its observation; the TED's ("next", key) reads it there
+ROLES = ("observation", "reward", "terminal", "next", "step", "final")
+FINAL = "final"
 _REBUILD = "re-materialize the decoded stage with this version of the warehouse"
 
 # the per-episode columns every decoder writes: the catalog's, less partition and lineage
@@ -49,13 +52,17 @@ class ArraySpec:
     role: str
 
     def path(self, folder: Path) -> Path:
+        if self.role == FINAL:
+            return folder / ARRAYS / FINAL / f"{self.key}.npy"
         return folder / ARRAYS / f"{self.key}.npy"
 
     def to_json(self) -> dict:
         return {"shape": list(self.row_shape), "dtype": self.dtype, "role": self.role}
 
     @classmethod
-    def from_json(cls, key: str, obj: dict) -> ArraySpec:
+    def from_json(cls, name: str, obj: dict) -> ArraySpec:
+        """The spec of ``meta.json`` ``arrays[name]`` (a final row's name is ``final/<key>``)."""
+        key = name.removeprefix(f"{FINAL}/") if obj["role"] == FINAL else name
         return cls(key, tuple(obj["shape"]), obj["dtype"], obj["role"])
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from episode_warehouse.decoded.format import ARRAYS, EPISODES, ROLES, ArraySpec
+from episode_warehouse.decoded.format import ARRAYS, EPISODES, FINAL, ROLES, ArraySpec
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.guards.numbers import check_finite, nonfinite_rows
@@ -130,9 +130,10 @@ class DecodedWriter:
     def _register(self, spec: ArraySpec) -> Path:
         if spec.role not in ROLES:
             raise ValueError(f"unknown role {spec.role!r}")
-        if spec.key in self.specs and self.specs[spec.key] != spec:
-            raise ValueError(f"{spec.key}: already registered as {self.specs[spec.key]}")
-        self.specs[spec.key] = spec
+        name = _name(spec)
+        if name in self.specs and self.specs[name] != spec:
+            raise ValueError(f"{spec.key}: already registered as {self.specs[name]}")
+        self.specs[name] = spec
         path = spec.path(self.folder)
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
@@ -161,16 +162,19 @@ class DecodedWriter:
             np.lib.format.write_array(fh, values, allow_pickle=False)
 
     def append(self, spec: ArraySpec, values: np.ndarray) -> None:
-        """Append rows to ``spec.key``; all keys must end with the same row count."""
-        if spec.key not in self._appenders:
-            self._appenders[spec.key] = _Appender(self._register(spec), spec)
-        self._appenders[spec.key].append(values)
+        """Append rows to ``spec.key``; all keys must end with the same row count (a ``final``
+        array: one row per episode)."""
+        self._appender(spec).append(values)
 
     def append_range(self, spec: ArraySpec, src: Path, offset: int, rows: int) -> None:
         """Append ``rows`` rows of ``spec.key`` copied from byte ``offset`` of file ``src``."""
-        if spec.key not in self._appenders:
-            self._appenders[spec.key] = _Appender(self._register(spec), spec)
-        self._appenders[spec.key].append_range(src, offset, rows)
+        self._appender(spec).append_range(src, offset, rows)
+
+    def _appender(self, spec: ArraySpec) -> _Appender:
+        name = _name(spec)
+        if name not in self._appenders:
+            self._appenders[name] = _Appender(self._register(spec), spec)
+        return self._appenders[name]
 
     def _set_rows(self, rows: int) -> None:
         if self.rows is not None and self.rows != rows:
@@ -180,7 +184,9 @@ class DecodedWriter:
     def close_arrays(self) -> None:
         """Close the appended arrays (their headers written): they can be opened from here on."""
         for appender in self._appenders.values():
-            self._set_rows(appender.close())
+            rows = appender.close()
+            if appender.spec.role != FINAL:
+                self._set_rows(rows)
         self._appenders.clear()
 
     def finish(self, episodes: pa.Table, meta: dict) -> DecodedRecord:
@@ -194,6 +200,10 @@ class DecodedWriter:
         self.close_arrays()
         if self.rows is None:
             self.rows = 0
+        for spec in self.specs.values():
+            rows = np.load(spec.path(self.folder), mmap_mode="r").shape[0]
+            if spec.role == FINAL and rows != episodes.num_rows:
+                raise ValueError(f"{spec.key}: {rows} final rows for {episodes.num_rows} episodes")
         counted = self._check_values(episodes, meta)
         if counted:
             meta = {**meta, "nonfinite": counted}
@@ -233,6 +243,15 @@ class DecodedWriter:
             if np.dtype(spec.dtype).kind not in "fc":
                 continue
             values = np.load(spec.path(self.folder), mmap_mode="r")
+            if spec.role == FINAL:
+                check_finite(
+                    values,
+                    key=f"{key} (final observation)",
+                    subject=subject,
+                    locate=lambda e: f"the end of episode {ids[e] if e < len(ids) else e}",
+                    fix="the source holds invalid measurements: remove the episode at the source",
+                )
+                continue
             if _measured(spec):
                 check_finite(
                     values,
@@ -255,6 +274,11 @@ class DecodedWriter:
                 )
             counted[key] = count
         return counted
+
+
+def _name(spec: ArraySpec) -> str:
+    """The spec's name in ``meta.json`` ``arrays``: its key, ``final/<key>`` for a final row."""
+    return f"{FINAL}/{spec.key}" if spec.role == FINAL else spec.key
 
 
 def _measured(spec: ArraySpec) -> bool:

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 
 from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.decoded import DecodedEpisodes
+from episode_warehouse.decoded.format import FINAL
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.records import RECORD
 from episode_warehouse.ted.layout import ARRAY, EPISODES, NEXT_OF, UNSQUEEZE, ZEROS
@@ -45,8 +46,9 @@ def build_ted(decoded: DecodedEpisodes, staging: Path, *, fps: float | None = No
     source's rate where the decoded record has none (Atari, OpenX), so the TED and the catalog
     say the same.
 
-    Per step t: observation keys at the root and, shifted, under "next" (zeros on an
-    episode's last step: the observation after it is not in the data); reward under
+    Per step t: observation keys at the root and, shifted, under "next" (on an episode's last
+    step: the source's final observation where it recorded one, ``final/<key>.npy``, one row
+    per episode; else zeros: the observation after it is not in the data); reward under
     ("next", "reward"); terminal as ("next", "terminated"); ("next", "done") on each episode's
     last step; truncated = done & ~terminated; ``is_init`` on first steps; ``episode`` ids
     (int32, as TorchRL's OpenX loader); root done/terminated/truncated all False.
@@ -70,12 +72,18 @@ def build_ted(decoded: DecodedEpisodes, staging: Path, *, fps: float | None = No
         elif spec.role == "terminal":
             link_or_copy(src, staging / "next" / "terminated.npy")
             keys["next/terminated"] = {"file": "next/terminated.npy", "kind": UNSQUEEZE}
+        elif spec.role == FINAL:  # named final/<key> in the decoded record
+            link_or_copy(src, staging / FINAL / f"{spec.key}.npy")
         elif spec.role == "next":
             link_or_copy(src, staging / "next" / f"{key}.npy")
             keys[f"next/{key}"] = {"file": f"next/{key}.npy", "kind": UNSQUEEZE}
         else:
             link_or_copy(src, staging / f"{key}.npy")
             keys[key] = {"file": f"{key}.npy", "kind": ARRAY}
+
+    for spec in decoded.arrays.values():  # the final rows, where the source has them
+        if spec.role == FINAL:
+            keys[f"next/{spec.key}"]["final"] = f"{FINAL}/{spec.key}.npy"
 
     ends = starts + lengths
     if int(lengths.sum()) != rows or (

@@ -1,9 +1,12 @@
-"""("next", observation) without a second copy: a shifted view that reads zeros at episode ends.
+"""("next", observation) without a second copy: a shifted view that reads the final observation,
+or zeros, at episode ends.
 
 ``NextObservation`` wraps rows [1, N] of the observation file (a zero-copy view). Indexing it
-returns a plain tensor in which the rows of each episode's last step hold zeros, as TED asks
-where the observation after the last step is unknown (neither Atari layout logged it, and RLDS
-keeps its last observation as a step of its own): ``td[i]``, ``td[a:b]``, ``td[index_tensor]``,
+returns a plain tensor in which the rows of each episode's last step hold the observation after
+that step where the source recorded it (Minari's N+1th, one row per episode in
+``final/<key>.npy``), else zeros, as TED asks where it is unknown (neither Atari layout logged
+it, and RLDS keeps its last observation as a step of its own): ``td[i]``, ``td[a:b]``,
+``td[index_tensor]``,
 ``torch.stack`` of such slices and ``.clone()`` of them cost only the rows they read.
 
 Shape, dtype and device queries pass through, and ``.to()`` to the same device and dtype is a
@@ -36,17 +39,37 @@ _PASS_THROUGH_FUNCS = {
 
 
 class NextObservation(torch.Tensor):
-    """Rows [1, N] of an observation tensor; rows where ``last_step`` is True read as zeros."""
+    """Rows [1, N] of an observation tensor; rows where ``last_step`` is True read as the
+    episode's row of ``final`` (indexed by ``episode``, the TED's episode id per step), or as
+    zeros where there is no ``final``."""
 
     _base_rows: torch.Tensor
     _last_step: torch.Tensor
+    _final: torch.Tensor | None
+    _episode: torch.Tensor | None
 
     @staticmethod
-    def __new__(cls, shifted: torch.Tensor, last_step: torch.Tensor) -> NextObservation:
+    def __new__(
+        cls,
+        shifted: torch.Tensor,
+        last_step: torch.Tensor,
+        final: torch.Tensor | None = None,
+        episode: torch.Tensor | None = None,
+    ) -> NextObservation:
         out = shifted.as_subclass(cls)
         out._base_rows = shifted
         out._last_step = last_step
+        out._final = final
+        out._episode = episode
         return out
+
+    def _fill(self, tensor: torch.Tensor, mask: torch.Tensor, index) -> None:
+        """Set ``tensor``'s rows where ``mask`` (the last steps among ``base[index]``)."""
+        if self._final is None or self._episode is None:
+            _zero_rows(tensor, mask)
+            return
+        episodes = self._episode[index][mask].long()
+        tensor[mask] = self._final[episodes].to(tensor.dtype)
 
     def corrected(self, index=slice(None)) -> torch.Tensor:
         """``self[index]`` as a plain tensor with episode-end rows filled."""
@@ -59,7 +82,7 @@ class NextObservation(torch.Tensor):
         base = self._base_rows
         if index is Ellipsis or index is None or isinstance(index, tuple):
             full = base.clone()
-            _zero_rows(full, self._last_step)
+            self._fill(full, self._last_step.bool(), slice(None))
             return full[index]
         out = base[index]
         mask = self._last_step[index]
@@ -67,11 +90,13 @@ class NextObservation(torch.Tensor):
         if mask.ndim == 0:
             if not bool(mask):
                 return out.clone() if shares_memory else out
-            return torch.zeros_like(out)
+            if self._final is None or self._episode is None:
+                return torch.zeros_like(out)
+            return self._final[int(self._episode[index])].to(out.dtype).clone()
         if bool(mask.any()):
             if shares_memory:  # a view of the file (basic slicing): copy before filling
                 out = out.clone()
-            _zero_rows(out, mask)  # advanced indexing already returned a fresh copy
+            self._fill(out, mask.bool(), index)  # advanced indexing already returned a copy
         return out
 
     def __reduce_ex__(self, protocol):

@@ -63,6 +63,11 @@ def checked_record(data: object, subject: str) -> TedRecord:
     )
 
 
+def final_files_of(meta: TedRecord) -> list[str]:
+    """The per-episode files of final observations a TED's keys read (one row per episode)."""
+    return sorted({e["final"] for e in meta.keys.values() if "final" in e})
+
+
 def files_of(meta: TedRecord) -> list[str]:
     """The per-step files a TED's keys read."""
     steps = {"next/done.npy"}
@@ -109,7 +114,9 @@ def assemble(meta: TedRecord, tensor_of, rows: int, next_obs: str = "view") -> T
         elif kind == UNSQUEEZE:
             leaves[key] = tensor.unsqueeze(-1)
         elif kind == NEXT_OF:
-            view = NextObservation(tensor[1 : rows + 1], done)
+            final = tensor_of(entry["final"]) if "final" in entry else None
+            episode = tensor_of("episode.npy") if final is not None else None
+            view = NextObservation(tensor[1 : rows + 1], done, final, episode)
             leaves[key] = view if next_obs == "view" else view.corrected()
         else:
             raise NotMaterializedError(f"unknown key kind {kind!r}", subject="TED meta.json")

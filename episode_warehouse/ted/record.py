@@ -16,7 +16,9 @@ class TedRecord(FormatRecord):
     such as Atari's ``suffixes`` and ``gaps`` or OpenX's ``texts``, stay in ``extra``)."""
 
     FORMAT: ClassVar[str] = "episode-warehouse-ted"
-    FORMAT_VERSION: ClassVar[int] = 3  # 3: RL Unplugged rows are all steps; one Atari schema
+    # 3: RL Unplugged rows are all steps; one Atari schema. 4: a source's final observations
+    # (final/<key>.npy, one row per episode) are what ("next", key) reads on last steps
+    FORMAT_VERSION: ClassVar[int] = 4
     rows: int
     episodes: int
     keys: dict[str, dict]

@@ -33,7 +33,7 @@ from episode_warehouse.bucket.artifact import PUBLISHED, RETAIN_S
 from episode_warehouse.bucket.root import BucketRoot
 from episode_warehouse.errors import CorruptInputError, SourceMissingError, StaleSelectionError
 from episode_warehouse.ted.layout import EPISODES
-from episode_warehouse.ted.reader import assemble, checked_record, files_of
+from episode_warehouse.ted.reader import assemble, checked_record, files_of, final_files_of
 from episode_warehouse.ted.remote_cache import ted_record
 from episode_warehouse.threads import TRANSFER_THREADS
 
@@ -51,6 +51,8 @@ class RemoteTed:
         self.ted = checked_record(self.record, self.artifact.url)  # record: the bucket's dict
         self.rows = self.ted.rows
         self.step_files = files_of(self.ted)
+        self.final_files = final_files_of(self.ted)  # one row per episode: read whole, once
+        self._finals: dict[str, torch.Tensor] = {}
         self.bytes_fetched = 0
         self._lock = threading.Lock()
         self._headers: dict[str, tuple[int, np.dtype, tuple[int, ...]]] = {}
@@ -194,4 +196,9 @@ class RemoteTed:
                     )
             tensors.update(self._pool.map(fetch, remote))
         tensors.update(fetch(f) for f in self.step_files if f not in tensors)
+        for file in self.final_files:
+            if file not in self._finals:
+                _, _, shape = self._header(file)
+                self._finals[file] = self._range(file, 0, shape[0])
+            tensors[file] = self._finals[file]
         return assemble(self.ted, tensors.__getitem__, length)

@@ -51,8 +51,8 @@ def check_ted(folder: Path) -> TedReport:
         if tuple(td.get(key).shape[1:]) != (1,):
             p.append(f"{key}: trailing dim {tuple(td.get(key).shape[1:])}, expected (1,)")
     if has_reward:
-        if td.get(("next", "reward")).dtype != torch.float32:
-            p.append("next/reward is not float32")
+        if td.get(("next", "reward")).dtype not in (torch.float32, torch.float64):
+            p.append("next/reward is not float32 or float64 (Minari's, kept as recorded)")
         reward = td["next", "reward"].numpy()
         if not np.isfinite(reward).all():
             p.append(f"{int((~np.isfinite(reward)).sum())} rewards are NaN or infinite")
