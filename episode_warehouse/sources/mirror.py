@@ -12,7 +12,7 @@ from pathlib import Path
 from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.blobstore import BlobInfo, BlobStore, DownloadStats
 from episode_warehouse.guards.names import inside
-from episode_warehouse.incremental import published
+from episode_warehouse.incremental import Built, build_if_changed, published
 from episode_warehouse.progress import progress
 from episode_warehouse.records import RawRecord
 from episode_warehouse.roots import Root
@@ -84,3 +84,44 @@ def mirror_files(
             bar.update()
     shutil.rmtree(partial, ignore_errors=True)
     return dict(sorted(files.items()))
+
+
+def mirror_listed(
+    store: BlobStore,
+    prefix: str,
+    wanted: dict[str, BlobInfo],
+    target: Path,
+    *,
+    root: Root,
+    code_version: str,
+    record_format: str,
+    workers: int = 4,
+    revision: str | None = None,
+    license: str | None = None,
+) -> tuple[Built[RawRecord], MirrorReport]:
+    """The raw stage of a dataset that is the files ``wanted`` under ``prefix`` of ``store``:
+    rebuilt when the listing (names, sizes, generations) or the code changed, unchanged files
+    linked (:func:`mirror_files`). The record says where they came from (``store.location``)
+    and, where the source has them, its commit (``revision``) and ``license``."""
+    source_url = store.location(prefix)
+    inputs = {
+        "source_url": source_url,
+        "files": {name: blob.to_json() for name, blob in wanted.items()},
+        "code_version": code_version,
+        "format": f"{record_format}/v1",  # the record's format: a new one rebuilds the folder
+    }
+    report = MirrorReport()
+
+    def build(staging: Path) -> RawRecord:
+        files = mirror_files(
+            store, wanted, target, staging, report, root=root, subdir=".", workers=workers
+        )
+        return RawRecord(
+            format=record_format,
+            source_url=source_url,
+            files=files,
+            revision=revision or None,
+            license=license or None,
+        )
+
+    return build_if_changed(root, target, inputs, build, record_type=RawRecord), report

@@ -19,13 +19,13 @@ from episode_warehouse.blobstore import BlobInfo, BlobStore
 from episode_warehouse.errors import CorruptInputError, FormatVersionError, SourceMissingError
 from episode_warehouse.guards.json_input import load_json
 from episode_warehouse.hub.store import HubBlobStore
-from episode_warehouse.incremental import Built, build_if_changed
+from episode_warehouse.incremental import Built
 from episode_warehouse.records import RawRecord
 from episode_warehouse.roots import Root
 from episode_warehouse.sources.lerobot.dataset import CODEBASE_VERSION
 from episode_warehouse.sources.lerobot.hub_revision import CONVERT, lerobot_revision
 from episode_warehouse.sources.lerobot.repo_id import check_repo_id
-from episode_warehouse.sources.mirror import MirrorReport, mirror_files
+from episode_warehouse.sources.mirror import MirrorReport, mirror_listed
 
 FOLDERS = ("meta/", "data/", "videos/")
 _INFO_MAX = 16 << 20
@@ -85,30 +85,12 @@ def mirror_dataset(
         store.pin(repo_id, lerobot_revision(store.client, repo_id))
     wanted = list_dataset(store, repo_id)
     check_info(store, repo_id, wanted["meta/info.json"])
-    source_url = store.location(repo_id)
     revision = license = None
     if isinstance(store, HubBlobStore):
         revision = store.commit(repo_id)
         # the card's license, carried to what is published from this dataset (docs/hub.md)
         license = store.client.card_license(repo_id, revision)
-    inputs = {
-        "source_url": source_url,
-        "files": {name: blob.to_json() for name, blob in wanted.items()},
-        "code_version": code_version,
-        "format": "lerobot-raw/v1",  # the record's format: a new one rebuilds the folder
-    }
-    report = MirrorReport()
-
-    def build(staging) -> RawRecord:
-        files = mirror_files(
-            store, wanted, target, staging, report, root=root, subdir=".", workers=workers
-        )
-        return RawRecord(
-            format="lerobot-raw",
-            source_url=source_url,
-            files=files,
-            revision=revision or None,
-            license=license or None,
-        )
-
-    return build_if_changed(root, target, inputs, build, record_type=RawRecord), report
+    return mirror_listed(
+        store, repo_id, wanted, target, root=root, code_version=code_version,
+        record_format="lerobot-raw", workers=workers, revision=revision, license=license,
+    )  # fmt: skip
