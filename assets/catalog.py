@@ -7,6 +7,7 @@ from assets.retries import only_transient_retries
 from episode_warehouse.catalog import CatalogStore
 from episode_warehouse.catalog.schema import EPISODES
 from episode_warehouse.incremental import published
+from episode_warehouse.sources import registry
 from episode_warehouse.stages import publish_catalog_rows
 from resources import WarehouseStorage
 
@@ -62,7 +63,7 @@ def catalog_rows_asset(
 
 
 @dg.asset(
-    deps=[dg.AssetKey(f"{s}_catalog_rows") for s in ("atari", "openx", "lerobot")],
+    deps=[dg.AssetKey(f"{s}_catalog_rows") for s in registry.names()],  # every source
     group_name="catalog",
     kinds={"duckdb"},
     code_version=versions.EPISODE_CATALOG,

@@ -3,6 +3,7 @@
 from resources.atari_replay import AtariReplaySource
 from resources.hub import HubDestination
 from resources.lerobot_source import LeRobotSource
+from resources.minari_source import MinariSource
 from resources.openx_source import OpenXSource
 from resources.warehouse import WarehouseStorage
 
@@ -10,6 +11,7 @@ __all__ = [
     "AtariReplaySource",
     "HubDestination",
     "LeRobotSource",
+    "MinariSource",
     "OpenXSource",
     "WarehouseStorage",
     "build_resources",
@@ -24,5 +26,6 @@ def build_resources() -> dict:
         "atari_replay": AtariReplaySource(),
         "openx_source": OpenXSource(),
         "lerobot_source": LeRobotSource(),
+        "minari_source": MinariSource(),
         "hub": HubDestination(),
     }

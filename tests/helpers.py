@@ -80,6 +80,16 @@ def build_lerobot(root, spec):
     )
 
 
+def build_minari(root, dataset: Path, dataset_id: str, seed=0):
+    """A Minari dataset folder (written by Minari: ``warehouse_fixtures.minari_writer``)
+    published as the partition ``dataset_id`` of ``root``, through decoded, TED and catalog."""
+    from episode_warehouse.sources.minari.decode import decode_minari
+
+    _publish(
+        root, "minari", dataset_id, lambda dec: decode_minari(dataset, dec, lineage=_LINEAGE), seed
+    )
+
+
 _LINEAGE = {"source_url": "test", "source_version": "test"}
 
 

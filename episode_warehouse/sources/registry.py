@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from episode_warehouse.errors import ConfigError, PartitionKeyError
 from episode_warehouse.sources.atari.source import SOURCE as ATARI
 from episode_warehouse.sources.lerobot.source import SOURCE as LEROBOT
+from episode_warehouse.sources.minari.source import SOURCE as MINARI
 from episode_warehouse.sources.openx.source import SOURCE as OPENX
 from episode_warehouse.sources.source import Source
 
@@ -93,5 +94,5 @@ def partition_task(name: str, partition: str) -> str | None:
     return rule(partition) if rule is not None else None
 
 
-for _source in (ATARI, OPENX, LEROBOT):  # the registry: one entry per source
+for _source in (ATARI, OPENX, LEROBOT, MINARI):  # the registry: one entry per source
     register(_source)

@@ -1,0 +1,154 @@
+"""Episodes of a Minari ``hdf5`` dataset: ``data/main_data.hdf5``, a group ``episode_<id>`` per
+episode (Minari's ``HDF5Storage``), read one episode at a time with h5py.
+
+In an episode group: ``observations`` and ``actions`` (a dataset, or for a Dict space a group
+of its keys and for a Tuple one of ``_index_<i>``), ``rewards``, ``terminations``,
+``truncations``, ``infos`` (a group, nested), and attributes ``id``, ``seed``,
+``total_steps``, ``options/...``. An image leaf is JPEG bytes per frame when the dataset was
+written with ``jpeg_encoding`` (rows of bytes), else the frames themselves.
+
+The file is not trusted: links (soft or external), virtual datasets and external storage are
+refused before anything is read, so nothing outside the file is ever opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.sources.minari.episode import RawEpisode
+from episode_warehouse.sources.minari.images import decode_frames
+from episode_warehouse.sources.minari.metadata import DatasetInfo
+from episode_warehouse.sources.minari.spaces import Leaf
+
+MAIN_FILE = "main_data.hdf5"
+_FIX = "the dataset is malformed: download it again, or write it again with Minari"
+MAX_INFO_LEAVES = 256
+
+
+def _checked(group, where: str) -> None:
+    """Refuse links and datasets whose data lives outside the file, anywhere below ``group``."""
+    import h5py
+
+    for name in group:
+        link = group.get(name, getlink=True)
+        if not isinstance(link, h5py.HardLink):
+            kind = "an external link" if isinstance(link, h5py.ExternalLink) else "a soft link"
+            raise CorruptInputError(
+                f"{group.name}/{name} is {kind}: a Minari file holds its own data",
+                subject=where,
+                fix="refusing to follow it; " + _FIX,
+            )
+        item = group[name]
+        if isinstance(item, h5py.Group):
+            _checked(item, where)
+        elif isinstance(item, h5py.Dataset) and (item.is_virtual or item.external):
+            raise CorruptInputError(
+                f"{item.name} is a {'virtual' if item.is_virtual else 'external'} dataset: "
+                "its data is in other files",
+                subject=where,
+                fix="refusing to read it; " + _FIX,
+            )
+
+
+def _node(group, path: tuple[str, ...], where: str):
+    """The dataset at a leaf's space path (a Tuple's member ``"1"`` is ``_index_1`` here)."""
+    node = group
+    for part in path:
+        name = f"_index_{part}" if part.isdigit() and f"_index_{part}" in node else part
+        if name not in node:
+            raise CorruptInputError(
+                f"no {node.name}/{name} (the space declares it)", subject=where, fix=_FIX
+            )
+        node = node[name]
+    return node
+
+
+def _read_leaf(node, leaf: Leaf, info: DatasetInfo, where: str):
+    import h5py
+
+    if not isinstance(node, h5py.Dataset):
+        raise CorruptInputError(
+            f"{node.name} is a group where the space has one array", subject=where, fix=_FIX
+        )
+    if leaf.kind == "text":
+        return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in node[()]]
+    if leaf.image and info.jpeg_encoding and node.ndim != 1 + len(leaf.shape):
+        rows = node[()]  # one row of bytes per frame (vlen, or a 2-D array when equal length)
+        return decode_frames(
+            [np.asarray(r, dtype=np.uint8).tobytes() for r in rows], leaf, f"{where} {node.name}"
+        )
+    return node[()]
+
+
+def hdf5_episodes(info: DatasetInfo) -> Iterator[RawEpisode]:
+    """The dataset's episodes in id order.
+
+    Raises:
+        CorruptInputError: a group missing or extra, a link or external data, a leaf missing.
+    """
+    import h5py
+
+    path = Path(info.data_dir) / MAIN_FILE
+    where = str(path)
+    with h5py.File(path, "r", locking=False) as file:
+        names = set(file.keys())
+        expected = {f"episode_{i}" for i in range(info.total_episodes)}
+        if names != expected:
+            odd = sorted(names ^ expected)[:3]
+            raise CorruptInputError(
+                f"the file's episode groups differ from the metadata's {info.total_episodes} "
+                f"episodes (e.g. {', '.join(odd)})",
+                subject=where,
+                fix=_FIX,
+            )
+        for i in range(info.total_episodes):
+            group = file[f"episode_{i}"]
+            _checked(group, where)
+            obs_root = group.get("observations")
+            act_root = group.get("actions")
+            if obs_root is None or act_root is None:
+                raise CorruptInputError(
+                    f"episode_{i} has no observations or actions", subject=where, fix=_FIX
+                )
+            flags = {}
+            for name in ("rewards", "terminations", "truncations"):
+                if name not in group:
+                    raise CorruptInputError(f"episode_{i} has no {name}", subject=where, fix=_FIX)
+                flags[name] = group[name][()]
+            seed = group.attrs.get("seed")
+            yield RawEpisode(
+                id=i,
+                observations={
+                    leaf.path: _read_leaf(_node(obs_root, leaf.path, where), leaf, info, where)
+                    for leaf in info.observation
+                },
+                actions={
+                    leaf.path: _read_leaf(_node(act_root, leaf.path, where), leaf, info, where)
+                    for leaf in info.action
+                },
+                rewards=np.asarray(flags["rewards"]),
+                terminations=np.asarray(flags["terminations"]),
+                truncations=np.asarray(flags["truncations"]),
+                infos=_infos(group["infos"]) if "infos" in group else {},
+                seed=int(seed) if seed is not None else None,
+                source_file=f"data/{MAIN_FILE}",
+            )
+
+
+def _infos(group, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], np.ndarray]:
+    """The numeric arrays below ``infos``, by path (strings and objects are left out)."""
+    import h5py
+
+    out: dict[tuple[str, ...], np.ndarray] = {}
+    for name, item in group.items():
+        if len(out) >= MAX_INFO_LEAVES:
+            break
+        if isinstance(item, h5py.Group):
+            out.update(_infos(item, (*prefix, name)))
+        elif item.dtype.kind in "biuf" and item.ndim >= 1:
+            out[(*prefix, name)] = item[()]
+    return out

@@ -1,0 +1,46 @@
+"""A Gymnasium environment with a Dict observation and a camera, for Minari fixtures: a bounded
+3-D state, a 32x32 RGB camera (an image to Minari, so JPEG-encoded by default) and a Discrete
+mode; a bounded Box action. It terminates when the arm reaches its target, else the time limit
+truncates it. Its infos carry the distance to the target (one float, also at reset)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class ArmCameraEnv(gym.Env):
+    """A 3-D arm tip moving toward a target; its camera shows the tip as a bright square."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Dict(
+            {
+                "state": spaces.Box(-10.0, 10.0, (3,), np.float32),
+                "camera": spaces.Box(0, 255, (32, 32, 3), np.uint8),
+                "mode": spaces.Discrete(3),
+            }
+        )
+        self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self._tip = np.zeros(3, np.float32)
+        self._t = 0
+
+    def _obs(self) -> dict:
+        camera = np.full((32, 32, 3), 40, np.uint8)
+        y, x = ((np.clip(self._tip[:2], -8, 8) + 8) * 1.5).astype(int)
+        camera[y : y + 6, x : x + 6] = (250, 200, 30)
+        return {"state": self._tip.copy(), "camera": camera, "mode": self._t % 3}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._tip = self.np_random.uniform(-2, 2, 3).astype(np.float32)
+        self._t = 0
+        return self._obs(), {"distance": float(np.linalg.norm(self._tip[:2] - 5.0))}
+
+    def step(self, action):
+        self._tip[:2] = np.clip(self._tip[:2] + np.asarray(action, np.float32), -9, 9)
+        self._t += 1
+        distance = float(np.linalg.norm(self._tip[:2] - 5.0))
+        return self._obs(), -distance, distance < 2.5, False, {"distance": distance}
