@@ -63,8 +63,11 @@ class OpenPartitions:
 def _param(request: Request, name: str, default: str | None = None) -> str:
     value = request.query_params.get(name, default)
     if value is None:
-        raise PartitionKeyError(f"the request has no {name!r}", subject=str(request.url.path),
-                                fix=f"add ?{name}=... to the URL")  # fmt: skip
+        raise PartitionKeyError(
+            f"the request has no {name!r}",
+            subject=str(request.url.path),
+            fix=f"add ?{name}=... to the URL",
+        )
     return value
 
 
@@ -112,8 +115,11 @@ def build_app(layout: WarehouseLayout) -> Starlette:
         pixels, image_layout = camera_frame(
             ted, _int(request, "episode"), _int(request, "t"), _param(request, "camera")
         )
-        return Response(frame_png(pixels, image_layout), media_type="image/png",
-                        headers={"Cache-Control": "private, max-age=60"})  # fmt: skip
+        return Response(
+            frame_png(pixels, image_layout),
+            media_type="image/png",
+            headers={"Cache-Control": "private, max-age=60"},
+        )
 
     def as_json(handler):
         def endpoint(request: Request) -> Response:
@@ -130,8 +136,14 @@ def build_app(layout: WarehouseLayout) -> Starlette:
     def index(request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
 
-    api = {"info": info, "partitions": partitions, "episodes": episodes, "episode": episode,
-           "partition": partition, "frame": frame}  # fmt: skip
+    api = {
+        "info": info,
+        "partitions": partitions,
+        "episodes": episodes,
+        "episode": episode,
+        "partition": partition,
+        "frame": frame,
+    }
     routes: list[Route | Mount] = [
         Route("/", index),
         Route("/favicon.ico", lambda request: Response(status_code=204)),

@@ -71,10 +71,12 @@ def series(rows: TensorDictBase, feature_names: dict) -> tuple[list[dict], list[
         if dims > MAX_PLOTTED_DIMS:
             wide.append({"key": "/".join(path), "dims": dims})
             continue
-        values = [[None if not math.isfinite(v) else v for v in flat[:, j].tolist()]
-                  for j in range(dims)]  # fmt: skip
-        plotted.append({"key": "/".join(path), "names": _names(feature_names, path, dims),
-                        "values": values})  # fmt: skip
+        values = [
+            [None if not math.isfinite(v) else v for v in flat[:, j].tolist()] for j in range(dims)
+        ]
+        plotted.append(
+            {"key": "/".join(path), "names": _names(feature_names, path, dims), "values": values}
+        )
     return plotted, wide
 
 
@@ -150,9 +152,10 @@ def camera_frame(ted: PartitionTed, episode: int, step: int, camera: str) -> tup
     subject = f"{ted.source}/{ted.partition} episode {episode}"
     if camera not in cameras:
         raise PartitionKeyError(
-            f"no camera {camera!r}", subject=subject,
+            f"no camera {camera!r}",
+            subject=subject,
             fix=f"ask for one of: {', '.join(cameras) or '(this TED has no camera)'}",
-        )  # fmt: skip
+        )
     if not 0 <= step < len(rows):
         raise PartitionKeyError(
             f"no step {step}", subject=subject, fix=f"ask for a step from 0 to {len(rows) - 1}"

@@ -16,6 +16,7 @@ def partition_url(base: str, source: str, partition: str) -> str:
 
 def episode_url(base: str, source: str, partition: str, episode: int, step: int = 0) -> str:
     """One episode's page, opened at ``step``."""
-    query = urlencode({"view": "episode", "source": source, "partition": partition,
-                       "episode": episode, "t": step})  # fmt: skip
+    query = urlencode(
+        {"view": "episode", "source": source, "partition": partition, "episode": episode, "t": step}
+    )
     return f"{base.rstrip('/')}/?{query}"

@@ -10,9 +10,19 @@ from episode_warehouse.errors import CatalogQueryError
 from episode_warehouse.paths import WarehouseLayout
 
 EPISODE_COLUMNS = (
-    "source", "partition", "episode", "length", "return", "idle_fraction", "jerk", "length_z",
-    "return_z", "terminated", "truncated", "language_instruction",
-)  # fmt: skip
+    "source",
+    "partition",
+    "episode",
+    "length",
+    "return",
+    "idle_fraction",
+    "jerk",
+    "length_z",
+    "return_z",
+    "terminated",
+    "truncated",
+    "language_instruction",
+)
 SORTS = ("episode", "length", "return", "idle_fraction", "jerk", "length_z", "return_z")
 LIST_LIMIT = 500  # episodes listed at once; the page says when there are more
 LIMITS = QueryLimits(timeout_s=30, memory_limit="1GB")
@@ -20,10 +30,12 @@ LIMITS = QueryLimits(timeout_s=30, memory_limit="1GB")
 
 def _rows(columns: list[str], rows: list[tuple]) -> list[dict]:
     return [
-        {c: (None if isinstance(v, float) and not math.isfinite(v) else v)
-         for c, v in zip(columns, row, strict=True)}
+        {
+            c: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for c, v in zip(columns, row, strict=True)
+        }
         for row in rows
-    ]  # fmt: skip
+    ]
 
 
 def partitions(layout: WarehouseLayout) -> list[dict]:

@@ -38,9 +38,11 @@ def action_statistics(statistics: pa.Table | None, names: list[str] | None) -> d
         return None
     stats = summary(merge(partials_from_table(rows)))
     dims = len(stats["mean"])
-    labels = names if names is not None and len(names) == dims else (
-        ["action"] if dims == 1 else [f"action[{i}]" for i in range(dims)]
-    )  # fmt: skip
+    labels = (
+        names
+        if names is not None and len(names) == dims
+        else (["action"] if dims == 1 else [f"action[{i}]" for i in range(dims)])
+    )
     columns = ("mean", "std", "min", "max", "q01", "q99")
     return {
         "names": labels,
