@@ -55,6 +55,7 @@ _EXTRA_OF = {
         "cluster",
     ),  # fmt: skip
     "lerobot": "lerobot",
+    "h5py": "minari",
     "gcp_storage_emulator": "testing",
 }
 
