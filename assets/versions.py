@@ -13,8 +13,6 @@ OPENX_EPISODES = "4"  # 2: tar members read by name, every value checked; 3: nul
 LEROBOT_FILES = "1"
 LEROBOT_EPISODES = "4"  # 2: tasks and lerobot_stats per episode; 3: no invented rewards;
 # 4: the source's features and their names in the record
-MINARI_FILES = "1"
-MINARI_EPISODES = "1"
 TED = "5"  # 2: validated before publishing; 3: one Atari schema (no clipped_reward, no final);
 # 4: fps recorded for every source, LeRobot feature names carried; 5: final observations (v4)
 CATALOG_ROWS = "5"  # 2: folder per partition, source ids; 3: fps, robot_type; 4: tasks, stats;

@@ -3,7 +3,6 @@
 from resources.atari_replay import AtariReplaySource
 from resources.hub import HubDestination
 from resources.lerobot_source import LeRobotSource
-from resources.minari_source import MinariSource
 from resources.openx_source import OpenXSource
 from resources.warehouse import WarehouseStorage
 
@@ -11,7 +10,6 @@ __all__ = [
     "AtariReplaySource",
     "HubDestination",
     "LeRobotSource",
-    "MinariSource",
     "OpenXSource",
     "WarehouseStorage",
     "build_resources",
@@ -19,13 +17,13 @@ __all__ = [
 
 
 def build_resources() -> dict:
-    """The resources of the code location, keyed as the assets ask for them (no value is read
-    here: each is resolved when a run starts)."""
+    """The resources of the code location, keyed as the assets ask for them: the warehouse's
+    storage, the hub as a destination, and each registered source's own (its ``SourceAssets``
+    declares it). No value is read here: each is resolved when a run starts."""
+    from assets.sources import SOURCE_ASSETS  # the sources' modules import this package
+
     return {
         "warehouse": WarehouseStorage(),
-        "atari_replay": AtariReplaySource(),
-        "openx_source": OpenXSource(),
-        "lerobot_source": LeRobotSource(),
-        "minari_source": MinariSource(),
+        **{spec.resource_key: spec.resource for spec in SOURCE_ASSETS},
         "hub": HubDestination(),
     }

@@ -55,9 +55,17 @@ _EXTRA_OF = {
         "cluster",
     ),  # fmt: skip
     "lerobot": "lerobot",
-    "h5py": "minari",
     "gcp_storage_emulator": "testing",
 }
+
+
+def _extra_of(module: str) -> str | None:
+    """The extra that installs ``module``: the table above, or a source's own (its ``Source``
+    declares ``extra`` and ``modules``)."""
+    from episode_warehouse.sources import registry
+
+    sources = {m: s.extra for s in map(registry.get, registry.names()) for m in s.modules}
+    return _EXTRA_OF.get(module) or sources.get(module)
 
 
 def _resources(args: argparse.Namespace) -> dict[str, dict]:
@@ -318,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except ModuleNotFoundError as exc:
-        extra = _EXTRA_OF.get((exc.name or "").split(".")[0])
+        extra = _extra_of((exc.name or "").split(".")[0])
         if extra is None:
             raise
         print(

@@ -21,11 +21,16 @@ def _graphs():
     return GRAPHS
 
 
+def source_assets(source: str):
+    """The ``SourceAssets`` of a registered source (its Dagster part, ``assets/sources``)."""
+    return _graphs()[registry.get(source).name].source
+
+
 def dynamic_partitions(source: str) -> str | None:
     """The name of ``source``'s dynamic partitions, or ``None`` when its keys are fixed."""
     if source == SELECTION:
         return SELECTIONS
-    return _graphs()[registry.get(source).name].source.dynamic
+    return source_assets(source).dynamic
 
 
 def all_partitions(source: str) -> list[str]:

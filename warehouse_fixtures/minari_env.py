@@ -24,7 +24,7 @@ class ArmCameraEnv(gym.Env):
             }
         )
         self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
-        self._tip = np.zeros(3, np.float32)
+        self._tip: np.ndarray = np.zeros(3, np.float32)
         self._t = 0
 
     def _obs(self) -> dict:

@@ -114,8 +114,10 @@ ASSETS = SourceAssets(
     decoded=atari_episodes,
     group="atari",
     resource_key="atari_replay",
+    resource=AtariReplaySource(),
     listing=lambda atari_replay: atari_fingerprints(atari_replay.store()),
     sensor_description="Lists ATARI_REPLAY_URL; requests atari_replay_files for each game/run "
     "whose files appeared or changed (generation/crc32c). Automation then rebuilds downstream.",
     row_checks=(recorded_returns_check,),
+    pod={"requests": {"cpu": "2", "memory": "6Gi"}, "limits": {"memory": "10Gi"}},
 )

@@ -90,9 +90,11 @@ ASSETS = SourceAssets(
     decoded=lerobot_episodes,
     group="lerobot_source",  # "lerobot" is the exports' group
     resource_key="lerobot_source",
+    resource=LeRobotSource(),
     listing=lambda lerobot_source: lerobot_fingerprints(
         lerobot_source.store(), lerobot_source.watched_repos()
     ),
     sensor_description="Lists LEROBOT_URL; adds new <owner>/<name> datasets as partitions and "
     "requests lerobot_files for each dataset whose files appeared or changed.",
+    pod={"requests": {"cpu": "4", "memory": "8Gi"}, "limits": {"memory": "16Gi"}},
 )

@@ -10,9 +10,13 @@ from episode_warehouse.sources.minari.dataset_id import check_dataset_id
 from episode_warehouse.sources.minari.fingerprints import minari_fingerprints
 from episode_warehouse.sources.minari.mirror import mirror_dataset
 from episode_warehouse.sources.minari.stage import decode_minari_stage
-from resources import MinariSource, WarehouseStorage
+from resources import WarehouseStorage
+from resources.minari_source import MinariSource
 
 minari_datasets = dg.DynamicPartitionsDefinition(name="minari_datasets")  # dataset ids
+# this source's code versions (assets/versions.py's rule: bump when a byte of the output changes)
+FILES_VERSION = "1"
+EPISODES_VERSION = "1"
 
 
 @dg.asset(
@@ -20,7 +24,7 @@ minari_datasets = dg.DynamicPartitionsDefinition(name="minari_datasets")  # data
     group_name="minari",
     pool="download",  # bounded across runs and machines (docs/cluster.md)
     kinds={"minari", "hdf5"},
-    code_version=versions.MINARI_FILES,
+    code_version=FILES_VERSION,
     retry_policy=RAW_RETRY_POLICY,
     owners=["team:data-platform"],
 )
@@ -57,7 +61,7 @@ def minari_files(
     deps=[minari_files],
     group_name="minari",
     kinds={"numpy"},
-    code_version=versions.MINARI_EPISODES,
+    code_version=EPISODES_VERSION,
     automation_condition=dg.AutomationCondition.eager(),
     owners=["team:data-platform"],
 )
@@ -86,9 +90,11 @@ ASSETS = SourceAssets(
     decoded=minari_episodes,
     group="minari",
     resource_key="minari_source",
+    resource=MinariSource(),
     listing=lambda minari_source: minari_fingerprints(
         minari_source.store()[0], minari_source.location()[1], minari_source.watched_datasets()
     ),
     sensor_description="Lists MINARI_URL; adds new namespace/env/name-vN datasets as "
     "partitions and requests minari_files for each dataset whose files appeared or changed.",
+    pod={"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "16Gi"}},
 )

@@ -95,10 +95,12 @@ ASSETS = SourceAssets(
     decoded=openx_episodes,
     group="openx",
     resource_key="openx_source",
+    resource=OpenXSource(),
     listing=lambda openx_source: openx_fingerprints(
         openx_source.source_url(), openx_source.endpoint()
     ),
     sensor_description="Lists OPENX_URL; adds new dataset folders (RLDS version folders or "
     "WebDataset tars) as partitions and requests openx_shards for each dataset whose files "
     "appeared or changed.",
+    pod={"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"memory": "24Gi"}},
 )

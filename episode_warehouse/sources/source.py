@@ -24,6 +24,9 @@ class Source:
         partition_task: the task string every episode of a partition has (Atari: the game),
             or ``None`` when tasks are per episode (the TED's ``tasks`` and ``task_index``).
         describe: one line for ``warehouse --help`` and the docs.
+        extra: the package extra its readers need (``pip install 'episode-warehouse[NAME]'``),
+            and ``modules``: the top-level modules of that extra, so a missing one is reported
+            as the extra to install.
     """
 
     name: str
@@ -31,3 +34,5 @@ class Source:
     fps: Callable[[str], int]
     partition_task: Callable[[str], str] | None = None
     describe: str = ""
+    extra: str | None = None
+    modules: tuple[str, ...] = ()

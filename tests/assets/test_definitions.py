@@ -26,10 +26,16 @@ def test_asset_keys_and_groups():
         "lerobot_ted": "lerobot_source",
         "lerobot_catalog_rows": "catalog",
         "lerobot_statistics": "catalog",
+        "minari_files": "minari",
+        "minari_episodes": "minari",
+        "minari_ted": "minari",
+        "minari_catalog_rows": "catalog",
+        "minari_statistics": "catalog",
         "episode_catalog": "catalog",
         "atari_lerobot_export": "lerobot",
         "openx_lerobot_export": "lerobot",
         "lerobot_lerobot_export": "lerobot",
+        "minari_lerobot_export": "lerobot",
         "selection_lerobot_export": "lerobot",
     }
 
@@ -46,10 +52,13 @@ def test_lineage_edges():
     assert parents("openx_ted") == {"openx_episodes"}
     assert parents("lerobot_episodes") == {"lerobot_files"}
     assert parents("lerobot_ted") == {"lerobot_episodes"}
+    assert parents("minari_episodes") == {"minari_files"}
+    assert parents("minari_ted") == {"minari_episodes"}
     assert parents("episode_catalog") == {
         "atari_catalog_rows",
         "openx_catalog_rows",
         "lerobot_catalog_rows",
+        "minari_catalog_rows",
     }
 
 

@@ -121,7 +121,7 @@ def test_a_source_name_is_refused_twice_and_unknown_names_name_the_registered(to
 
     with pytest.raises(ConfigError, match="registered already"):
         registry.register(toy.SOURCE)
-    with pytest.raises(PartitionKeyError, match="atari, openx, lerobot, toy"):
+    with pytest.raises(PartitionKeyError, match="atari, openx, lerobot, minari, toy"):
         registry.get("nope")
     with pytest.raises(PartitionKeyError, match="not a toy partition"):
         registry.check_partition("toy", "Walk/1")

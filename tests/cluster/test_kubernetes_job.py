@@ -14,7 +14,7 @@ from dagster_k8s import K8sRunLauncher
 
 from warehouse_cli.cluster.backfill import PARTITION_TAG
 from warehouse_cli.cluster.instance import SOURCE_TAG
-from warehouse_cli.cluster.kubernetes import SOURCE_PODS, k8s_tags, render_run_job
+from warehouse_cli.cluster.kubernetes import k8s_tags, render_run_job, source_pod
 
 DEPLOY = Path(__file__).parents[2] / "deploy"
 KUBECONFIG = """\
@@ -73,7 +73,11 @@ def test_a_run_renders_as_the_job_kubernetes_would_start(tmp_path):
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["image"] == "registry.example.com/episode-warehouse:0.1.0"
-    assert container["resources"] == SOURCE_PODS["openx"]  # the run's source sizes its pod
+    # the run's source sizes its pod: OpenX's, as assets/sources/openx.py declares it
+    assert container["resources"] == {
+        "requests": {"cpu": "4", "memory": "16Gi"},
+        "limits": {"memory": "24Gi"},
+    }
     assert container["args"][:5] == [
         "/opt/warehouse/.venv/bin/python",
         "-m",
@@ -98,6 +102,9 @@ def test_a_run_renders_as_the_job_kubernetes_would_start(tmp_path):
 
 
 def test_each_source_has_pod_resources():
-    for source in ("atari", "openx", "lerobot"):
+    from episode_warehouse.sources import registry
+
+    for source in registry.names():  # every registered source, a new one included
         config = json.loads(k8s_tags(source)["dagster-k8s/config"])
+        assert config["container_config"]["resources"] == source_pod(source)
         assert config["container_config"]["resources"]["requests"]["cpu"]

@@ -57,6 +57,7 @@ ASSETS = SourceAssets(
     decoded=toy_episodes,
     group="toy",
     resource_key="toy_source",
+    resource=None,  # each test passes ToySource(folder=...) of its own
     listing=lambda toy_source: toy_source.listing(),
     sensor_description="Lists the toy folder.",
 )

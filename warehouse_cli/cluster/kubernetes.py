@@ -10,17 +10,19 @@ from __future__ import annotations
 import json
 
 K8S_CONFIG_TAG = "dagster-k8s/config"
-# One run builds one partition: what its pod requests and may use, per source.
-SOURCE_PODS = {
-    "atari": {"requests": {"cpu": "2", "memory": "6Gi"}, "limits": {"memory": "10Gi"}},
-    "openx": {"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"memory": "24Gi"}},
-    "lerobot": {"requests": {"cpu": "4", "memory": "8Gi"}, "limits": {"memory": "16Gi"}},
-}
+
+
+def source_pod(source: str) -> dict:
+    """What one run of ``source`` (one partition) requests and may use: its ``SourceAssets.pod``
+    (``assets/sources/<name>.py``)."""
+    from warehouse_cli.runner import source_assets
+
+    return source_assets(source).pod
 
 
 def k8s_tags(source: str) -> dict[str, str]:
     """The run tag that sizes a run's pod for ``source``."""
-    config = {"container_config": {"resources": SOURCE_PODS[source]}}
+    config = {"container_config": {"resources": source_pod(source)}}
     return {K8S_CONFIG_TAG: json.dumps(config, sort_keys=True)}
 
 

@@ -11,4 +11,6 @@ SOURCE = Source(
     check_partition=check_dataset_id,
     fps=lambda partition: DEFAULT_FPS,
     describe="Farama Minari datasets (D4RL and its successors), one dataset id each",
+    extra="minari",
+    modules=("h5py",),
 )
