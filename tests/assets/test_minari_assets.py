@@ -74,6 +74,25 @@ def test_a_dataset_from_the_hub_equals_its_folder_build(warehouse_env, hub, data
         assert torch.equal(from_hub.get(key), from_folder.get(key)), key
 
 
+def test_a_dataset_from_a_bucket_and_the_sensors_listing(warehouse_env, datasets, gcs_endpoint,
+                                                          monkeypatch):  # fmt: skip
+    from episode_warehouse.blobstore import open_blob_store
+    from episode_warehouse.sources.minari.fingerprints import minari_fingerprints
+    from warehouse_fixtures.gcs_emulator import upload_tree
+
+    upload_tree(gcs_endpoint, "minari-fixtures", datasets, prefix="mirror")
+    url = "gs://minari-fixtures/mirror"
+    listed = minari_fingerprints(open_blob_store(url, endpoint=gcs_endpoint))
+    assert list(listed) == [PENDULUM.dataset_id]  # what the sensor adds as a partition
+    monkeypatch.setenv("MINARI_URL", url)
+    assert main(["materialize", "minari", PENDULUM.dataset_id, "--through", "ted"]) == 0
+    td = open_ted("minari", PENDULUM.dataset_id, root=warehouse_env)
+    raw = json.loads((warehouse_env / "raw" / "minari" / PENDULUM.dataset_id / "meta.json")
+                     .read_text())  # fmt: skip
+    assert raw["source_url"] == f"{url}/{PENDULUM.dataset_id}"
+    assert len(td) == 36 and set(raw["files"]) == {"data/main_data.hdf5", "data/metadata.json"}
+
+
 def test_refusals_name_the_dataset_and_the_fix(warehouse_env, datasets, monkeypatch, capsys):
     monkeypatch.setenv("MINARI_URL", str(datasets))
     assert main(["materialize", "minari", "fx/pendulum/none-v0"]) == 2
