@@ -44,3 +44,41 @@ class ArmCameraEnv(gym.Env):
         self._t += 1
         distance = float(np.linalg.norm(self._tip[:2] - 5.0))
         return self._obs(), -distance, distance < 2.5, False, {"distance": distance}
+
+
+class MixedSpacesEnv(gym.Env):
+    """Every other space Minari writes: a Tuple observation of a Box, a MultiDiscrete, a
+    MultiBinary and a Text (the mission), a MultiDiscrete action; a random walk that terminates
+    when its counter wraps."""
+
+    metadata = {"render_modes": []}
+    MISSIONS = ("left", "right", "wait")
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Tuple(
+            (
+                spaces.Box(-5.0, 5.0, (2,), np.float64),
+                spaces.MultiDiscrete([3, 4]),
+                spaces.MultiBinary(3),
+                spaces.Text(max_length=12),
+            )
+        )
+        self.action_space = spaces.MultiDiscrete([2, 3])
+        self._position = np.zeros(2)
+        self._t = 0
+
+    def _obs(self) -> tuple:
+        bits = np.array([(self._t >> i) & 1 for i in range(3)], dtype=np.int8)
+        counts = np.array([self._t % 3, self._t % 4], dtype=np.int64)
+        return (self._position.copy(), counts, bits, self.MISSIONS[self._t % 3])
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._position = self.np_random.uniform(-1, 1, 2)
+        self._t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self._position = np.clip(self._position + (np.asarray(action) - 1) * 0.5, -5, 5)
+        self._t += 1
+        return self._obs(), float(action[0]), self._t >= 7 and bool(action[1] == 2), False, {}

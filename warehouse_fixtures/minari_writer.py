@@ -8,7 +8,9 @@ written.
 
 Environments: Gymnasium's ``CartPole-v1`` (Box observation, Discrete action, terminations) and
 ``Pendulum-v1`` (bounded Box action, time-limit truncations), and
-:class:`~warehouse_fixtures.minari_env.ArmCameraEnv` (Dict observation with a camera).
+:class:`~warehouse_fixtures.minari_env.ArmCameraEnv` (Dict observation with a camera) and
+:class:`~warehouse_fixtures.minari_env.MixedSpacesEnv` (Tuple of Box, MultiDiscrete, MultiBinary
+and Text; a MultiDiscrete action).
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ from pathlib import Path
 from warehouse_fixtures.environment import variable_set
 
 ARM_ID = "WarehouseArmCamera-v0"
+MIXED_ID = "WarehouseMixedSpaces-v0"
+_ENTRY_POINTS = {
+    ARM_ID: "warehouse_fixtures.minari_env:ArmCameraEnv",
+    MIXED_ID: "warehouse_fixtures.minari_env:MixedSpacesEnv",
+}
 
 
 @dataclass(frozen=True)
@@ -38,8 +45,8 @@ class MinariSpec:
 def _make_env(spec: MinariSpec):
     import gymnasium as gym
 
-    if spec.env == ARM_ID and ARM_ID not in gym.registry:
-        gym.register(ARM_ID, entry_point="warehouse_fixtures.minari_env:ArmCameraEnv")
+    if spec.env in _ENTRY_POINTS and spec.env not in gym.registry:
+        gym.register(spec.env, entry_point=_ENTRY_POINTS[spec.env])
     return gym.make(spec.env, max_episode_steps=spec.max_steps)
 
 

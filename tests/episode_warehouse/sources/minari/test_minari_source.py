@@ -14,7 +14,7 @@ from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.ted import open_ted
 from tests.helpers import build_minari
 from warehouse_fixtures.environment import variable_set
-from warehouse_fixtures.minari_writer import ARM_ID, MinariSpec, write_minari_dataset
+from warehouse_fixtures.minari_writer import ARM_ID, MIXED_ID, MinariSpec, write_minari_dataset
 
 BACKENDS = ("hdf5", "arrow", "parquet")
 SPECS = {
@@ -22,6 +22,10 @@ SPECS = {
        for b in BACKENDS},
     **{f"arm-{b}": MinariSpec(f"fx/arm/{b}-v0", env=ARM_ID, data_format=b, max_steps=20)
        for b in BACKENDS},
+    **{
+        f"mixed-{b}": MinariSpec(f"fx/mixed/{b}-v0", env=MIXED_ID, data_format=b, max_steps=12)
+        for b in BACKENDS
+    },
     "pendulum": MinariSpec("fx/pendulum/random-v0", env="Pendulum-v1", max_steps=15, episodes=3),
     "arm-raw": MinariSpec("fx/arm/raw-v0", env=ARM_ID, max_steps=20, jpeg_encoding=False),
 }  # fmt: skip
@@ -45,9 +49,15 @@ def _minari_episodes(datasets, dataset_id):
 
 
 def _leaves(value, path=()):
-    """A Minari observation (a dict or an array) as {TED key: array}."""
+    """A Minari observation (a dict, a tuple, an array, a list of texts) as {TED key: value}."""
     if isinstance(value, dict):
         return {k: v for key, sub in value.items() for k, v in _leaves(sub, (*path, key)).items()}
+    if isinstance(value, tuple):
+        return {
+            k: v for i, sub in enumerate(value) for k, v in _leaves(sub, (*path, str(i))).items()
+        }
+    if isinstance(value, list):  # a Text space: the TED holds indices into the record's texts
+        return {("observation", *path): value}
     return {("observation", *path): np.asarray(value)}
 
 
@@ -61,6 +71,8 @@ def test_the_ted_is_what_minari_reads_back(written, name):
     datasets, root = written
     spec = SPECS[name]
     td = open_ted("minari", spec.dataset_id, root=root)
+    texts = json.loads((root / "ted" / "minari" / spec.dataset_id / "meta.json").read_text())
+    texts = texts.get("texts", {})
     episodes = _minari_episodes(datasets, spec.dataset_id)
     start = 0
     assert int(td["episode"].max()) + 1 == len(episodes) == spec.episodes
@@ -68,6 +80,11 @@ def test_the_ted_is_what_minari_reads_back(written, name):
         n = len(episode.rewards)
         rows = td[start : start + n]
         for key, values in _leaves(episode.observations).items():
+            if isinstance(values, list):
+                table = texts["/".join(key)]
+                assert [table[i] for i in rows.get(key).tolist()] == values[:-1]
+                assert [table[i] for i in rows.get(("next", *key)).tolist()] == values[1:]
+                continue
             want = torch.from_numpy(_as_ted(values))
             assert torch.equal(rows.get(key), want[:-1]), (number, key)
             # the next observation is real on every step, the last one included: Minari's N+1th
