@@ -64,7 +64,7 @@ class MixedSpacesEnv(gym.Env):
             )
         )
         self.action_space = spaces.MultiDiscrete([2, 3])
-        self._position = np.zeros(2)
+        self._position: np.ndarray = np.zeros(2)
         self._t = 0
 
     def _obs(self) -> tuple:
