@@ -3,7 +3,7 @@
 import dagster as dg
 
 from assets import versions
-from assets.results import decoded_result
+from assets.results import decoded_result, mirrored_result
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
 from assets.sources.spec import SourceAssets
 from episode_warehouse.sources.lerobot.fingerprints import lerobot_fingerprints
@@ -42,17 +42,7 @@ def lerobot_files(
             code_version=versions.of(context),
             workers=lerobot_source.download_workers,
         )
-    return dg.MaterializeResult(
-        metadata={
-            "source_url": built.meta.source_url,
-            "files": len(built.meta.files),
-            "bytes": sum(f["size"] for f in built.meta.files.values()),
-            "downloaded": len(report.downloaded),
-            "rebuilt": built.rebuilt,
-            "path": dg.MetadataValue.path(str(target)),
-        },
-        data_version=dg.DataVersion(built.version),
-    )
+    return mirrored_result(built, report, target)
 
 
 @dg.asset(

@@ -3,7 +3,7 @@
 import dagster as dg
 
 from assets import versions
-from assets.results import decoded_result
+from assets.results import decoded_result, mirrored_result
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
 from assets.sources.spec import SourceAssets
 from episode_warehouse.sources.minari.dataset_id import check_dataset_id
@@ -43,17 +43,7 @@ def minari_files(
             store, organization, dataset_id, target, root=layout.root,
             code_version=versions.of(context), workers=minari_source.download_workers,
         )  # fmt: skip
-    return dg.MaterializeResult(
-        metadata={
-            "source_url": built.meta.source_url,
-            "files": len(built.meta.files),
-            "bytes": sum(f["size"] for f in built.meta.files.values()),
-            "downloaded": len(report.downloaded),
-            "rebuilt": built.rebuilt,
-            "path": dg.MetadataValue.path(str(target)),
-        },
-        data_version=dg.DataVersion(built.version),
-    )
+    return mirrored_result(built, report, target)
 
 
 @dg.asset(
