@@ -9,8 +9,9 @@ steps) and a 100k-step image dataset (32x32x3 frames stored raw, ``jpeg_encoding
 TorchRL reads JPEG bytes as they are and cannot decode them; 100 episodes of 1,000 steps).
 
 Note: torchrl 0.14.1 keeps ``memmap_like`` of the tensors it fills, so its replay buffer reads
-zeros (tests/episode_warehouse/sources/minari); its time and memory are what a user pays all
-the same.
+zeros (tests/episode_warehouse/sources/minari) and it never writes the values; its time and
+memory are what a user pays all the same. ``torchrl_fixed`` writes them (``memmap``): what a
+loader that returns the data costs.
 
     python -m bench.minari_decode [--state-steps 1000000] [--image-steps 100000]
 """
@@ -90,9 +91,14 @@ def child_ours(dataset_id: str) -> None:
     print(json.dumps({"rows": rows, "seconds": time.perf_counter() - started}))
 
 
-def child_torchrl(dataset_id: str) -> None:
-    """TorchRL's loader as shipped; prints one JSON line."""
+def child_torchrl(dataset_id: str, fixed: str = "") -> None:
+    """TorchRL's loader as shipped, or (``fixed``) with its filled tensors written out
+    (``memmap`` where it calls ``memmap_like``: what a working loader costs); prints one line."""
+    from tensordict import TensorDict
     from torchrl.data.datasets.minari_data import MinariExperienceReplay
+
+    if fixed:
+        TensorDict.memmap_like = lambda self, prefix=None, **kw: self.memmap(prefix)  # type: ignore[method-assign]
 
     os.environ["MINARI_DATASETS_PATH"] = str(DATA / "datasets")
     work = DATA / "work-torchrl"
@@ -109,6 +115,7 @@ def measure(dataset_id: str, steps: int, image: bool) -> dict:
     file = DATA / "datasets" / dataset_id / "data" / "main_data.hdf5"
     ours = run_child("bench.minari_decode", ["ours", dataset_id])
     theirs = run_child("bench.minari_decode", ["torchrl", dataset_id])
+    fixed = run_child("bench.minari_decode", ["torchrl", dataset_id, "fixed"])
     return {
         "steps": steps,
         "file_mb": round(file.stat().st_size / 1e6, 1),
@@ -119,6 +126,10 @@ def measure(dataset_id: str, steps: int, image: bool) -> dict:
         "torchrl_steps_per_s": round(steps / theirs.result["seconds"]),
         "speedup": round(theirs.result["seconds"] / ours.result["seconds"], 2),
         "process_s": [round(ours.seconds, 2), round(theirs.seconds, 2)],
+        # torchrl with its values written (memmap): what a loader that returns data costs
+        "torchrl_fixed_s": round(fixed.result["seconds"], 2),
+        "speedup_vs_fixed": round(fixed.result["seconds"] / ours.result["seconds"], 2),
+        "torchrl_fixed_peak_anon_mb": round(fixed.peak_anon_mb),
         "ours_peak_anon_mb": round(ours.peak_anon_mb),
         "torchrl_peak_anon_mb": round(theirs.peak_anon_mb),
     }

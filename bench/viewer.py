@@ -20,6 +20,7 @@ import time
 import warnings
 
 from bench.measure import median_ms, save_report
+from episode_warehouse.export.features import declared_images
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.ted import open_ted
 from episode_warehouse.viewer.app import build_app
@@ -52,7 +53,8 @@ def main() -> None:
 
     page_ms = median_ms(lambda: client.get("/api/episode", params=query).raise_for_status())
     direct_ms = median_ms(direct_episode)
-    camera, (path, image_layout) = next(iter(camera_leaves(ted.rows(args.episode)).items()))
+    cameras = camera_leaves(ted.rows(args.episode), declared_images(ted.record))
+    camera, (path, image_layout) = next(iter(cameras.items()))
     rows = ted.rows(args.episode).get(path)
     started = time.perf_counter()
     for t in range(span.length):

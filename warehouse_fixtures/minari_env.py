@@ -48,8 +48,9 @@ class ArmCameraEnv(gym.Env):
 
 class MixedSpacesEnv(gym.Env):
     """Every other space Minari writes: a Tuple observation of a Box, a MultiDiscrete, a
-    MultiBinary and a Text (the mission), a MultiDiscrete action; a random walk that terminates
-    when its counter wraps."""
+    MultiBinary, a Text (the mission) and a small uint8 grid (MiniGrid's kind: not an image to
+    Minari, so a state here), a MultiDiscrete action; a random walk that terminates when its
+    counter wraps."""
 
     metadata = {"render_modes": []}
     MISSIONS = ("left", "right", "wait")
@@ -61,6 +62,7 @@ class MixedSpacesEnv(gym.Env):
                 spaces.MultiDiscrete([3, 4]),
                 spaces.MultiBinary(3),
                 spaces.Text(max_length=12),
+                spaces.Box(0, 10, (7, 7, 3), np.uint8),
             )
         )
         self.action_space = spaces.MultiDiscrete([2, 3])
@@ -70,7 +72,8 @@ class MixedSpacesEnv(gym.Env):
     def _obs(self) -> tuple:
         bits = np.array([(self._t >> i) & 1 for i in range(3)], dtype=np.int8)
         counts = np.array([self._t % 3, self._t % 4], dtype=np.int64)
-        return (self._position.copy(), counts, bits, self.MISSIONS[self._t % 3])
+        grid = np.full((7, 7, 3), self._t % 11, dtype=np.uint8)
+        return (self._position.copy(), counts, bits, self.MISSIONS[self._t % 3], grid)
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)

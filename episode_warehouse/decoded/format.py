@@ -25,6 +25,10 @@ ARRAYS = "arrays"
 #   (Minari's N+1th), at the same key as its observation; the TED's ("next", key) reads it there
 ROLES = ("observation", "reward", "terminal", "next", "step", "final")
 FINAL = "final"
+# the camera layouts a decoder declares in its record's ``images`` (key -> layout), carried to
+# the TED: rows of (C, H, W) uint8, or a grey (H, W) uint8 observation
+CHW = "chw"
+GRAY = "gray"
 _REBUILD = "re-materialize the decoded stage with this version of the warehouse"
 
 # the per-episode columns every decoder writes: the catalog's, less partition and lineage

@@ -67,7 +67,7 @@ def create_dataset(repo_id: str, episodes: list[ExportEpisode], out: Path, video
     """A new, empty ``LeRobotDataset`` at ``out`` with the features of ``episodes``' source."""
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    from episode_warehouse.export.features import features_for
+    from episode_warehouse.export.features import declared_images, features_for
     from episode_warehouse.sources import registry
 
     first = episodes[0]
@@ -76,7 +76,9 @@ def create_dataset(repo_id: str, episodes: list[ExportEpisode], out: Path, video
     return LeRobotDataset.create(
         repo_id,
         fps=registry.fps(first.source, first.partition, first.meta.fps),
-        features=features_for(first.ted, video, first.meta.extra.get("feature_names")),
+        features=features_for(
+            first.ted, video, first.meta.extra.get("feature_names"), declared_images(first.meta)
+        ),
         root=out,
         use_videos=video,
         robot_type=first.meta.robot_type or first.source,

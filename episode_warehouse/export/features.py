@@ -35,11 +35,29 @@ def observation_leaves(td: TensorDictBase) -> list[tuple[Path_, torch.Tensor]]:
     return [((k,) if isinstance(k, str) else k, obs[k]) for k in obs.keys(True, True)]
 
 
-def image_layout(path: Path_, value: torch.Tensor) -> str | None:
+def declared_images(meta: TedRecord) -> dict[str, str] | None:
+    """The cameras the source's decoder declared (TED record ``images``: key -> ``CHW`` or
+    ``GRAY``), or None for a TED whose decoder declares none (OpenX's: its cameras are told by
+    their shape)."""
+    images = meta.extra.get("images")
+    return images if isinstance(images, dict) else None
+
+
+def image_layout(
+    path: Path_, value: torch.Tensor, declared: dict[str, str] | None = None
+) -> str | None:
     """``CHW`` or ``GRAY`` where the leaf holds 8-bit camera frames, else ``None`` (a state:
-    uint16 depth maps too, exported as float32 values rather than squeezed into 8 bits)."""
+    uint16 depth maps too, exported as float32 values rather than squeezed into 8 bits).
+
+    ``declared``: the decoder's word (:func:`declared_images`); then only a declared leaf is a
+    camera, so a small uint8 grid (a Minari MiniGrid observation) stays a state. Else the leaf's
+    shape tells: ``(N, C, H, W)`` uint8, or a bare ``(N, H, W)`` uint8 observation."""
     if value.dtype != torch.uint8:
         return None
+    if declared is not None:
+        layout = declared.get("/".join(("observation", *path)))
+        expected = {CHW: 4, GRAY: 3}.get(layout or "")
+        return layout if expected == value.ndim else None
     if value.ndim == 4:
         return CHW
     if value.ndim == 3 and path == ():
@@ -58,21 +76,24 @@ def _has_reward(td: TensorDictBase) -> bool:
     return ("next", "reward") in td.keys(True, True)
 
 
-def _images(td: TensorDictBase) -> dict[str, tuple[Path_, str]]:
+def _images(td: TensorDictBase, declared: dict | None) -> dict[str, tuple[Path_, str]]:
     """Each image feature's TED key path under ``observation`` and its row layout."""
     out = {}
     for path, value in observation_leaves(td):
-        layout = image_layout(path, value)
+        layout = image_layout(path, value, declared)
         if layout is not None:
             out[_feature_name(path, image=True)] = (path, layout)
     return out
 
 
-def features_for(td: TensorDictBase, video: bool, source: dict | None = None) -> dict:
+def features_for(
+    td: TensorDictBase, video: bool, source: dict | None = None, images: dict | None = None
+) -> dict:
     """LeRobot ``features`` for the TED ``td``. ``source``: a LeRobot source's own features and
     their ``names`` (the TED record's ``feature_names``): their names are written again, and
-    ``next.done`` only where the source had it (a teleoperation recording has none)."""
-    feats = _features(td, video)
+    ``next.done`` only where the source had it (a teleoperation recording has none).
+    ``images``: the cameras the decoder declared (:func:`declared_images`)."""
+    feats = _features(td, video, images)
     if source is None:
         return feats
     if "next.done" not in source:
@@ -83,14 +104,14 @@ def features_for(td: TensorDictBase, video: bool, source: dict | None = None) ->
     return feats
 
 
-def _features(td: TensorDictBase, video: bool) -> dict:
+def _features(td: TensorDictBase, video: bool, declared: dict | None) -> dict:
     visual = "video" if video else "image"
     feats: dict[str, dict] = {}
     if _has_reward(td):
         feats["next.reward"] = {"dtype": "float32", "shape": (1,), "names": None}
     feats["next.done"] = {"dtype": "bool", "shape": (1,), "names": None}
     for path, value in observation_leaves(td):
-        layout = image_layout(path, value)
+        layout = image_layout(path, value, declared)
         if layout is None:
             feats[_feature_name(path, image=False)] = {
                 "dtype": "float32",
@@ -135,7 +156,7 @@ def _action_leaves(td: TensorDictBase) -> list[tuple[Path_, torch.Tensor]]:
 
 def image_sources(meta: TedRecord, td: TensorDictBase, feats: dict) -> dict[str, tuple[str, str]]:
     """Each image feature's TED file (relative to the TED folder) and its row layout."""
-    images = _images(td)
+    images = _images(td, declared_images(meta))
     out = {}
     for key, ft in feats.items():
         if ft["dtype"] in ("image", "video"):
@@ -163,9 +184,11 @@ def columns_of(td: TensorDictBase, feats: dict) -> dict[str, np.ndarray]:
     return cols
 
 
-def images_of(td: TensorDictBase, feats: dict) -> dict[str, np.ndarray]:
+def images_of(
+    td: TensorDictBase, feats: dict, declared: dict | None = None
+) -> dict[str, np.ndarray]:
     """The image features of ``td`` (one episode) as (N, H, W, 3) uint8 arrays."""
-    images = _images(td)
+    images = _images(td, declared)
     out = {}
     for key, ft in feats.items():
         if ft["dtype"] in ("image", "video"):
@@ -174,7 +197,7 @@ def images_of(td: TensorDictBase, feats: dict) -> dict[str, np.ndarray]:
     return out
 
 
-def frames_of(td: TensorDictBase, feats: dict) -> list[dict]:
+def frames_of(td: TensorDictBase, feats: dict, declared: dict | None = None) -> list[dict]:
     """One LeRobot frame dict per step of ``td`` (one episode), without ``task``."""
-    cols = {**columns_of(td, feats), **images_of(td, feats)}
+    cols = {**columns_of(td, feats), **images_of(td, feats, declared)}
     return [{k: v[i] for k, v in cols.items()} for i in range(td.batch_size[0])]

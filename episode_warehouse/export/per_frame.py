@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from episode_warehouse.export.episodes import create_dataset, export_episodes
-from episode_warehouse.export.features import frames_of
+from episode_warehouse.export.features import declared_images, frames_of
 
 
 def write_per_frame(repo_id: str, root: Path, rows: list, out: Path, *, video: bool = False) -> int:
@@ -17,7 +17,8 @@ def write_per_frame(repo_id: str, root: Path, rows: list, out: Path, *, video: b
     episodes = export_episodes(root, rows)
     dataset = create_dataset(repo_id, episodes, out, video)
     for episode in episodes:
-        for frame in frames_of(episode.steps(), dataset.meta.features):
+        declared = declared_images(episode.meta)
+        for frame in frames_of(episode.steps(), dataset.meta.features, declared):
             frame["task"] = episode.task
             dataset.add_frame(frame)
         dataset.save_episode()

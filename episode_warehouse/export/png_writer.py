@@ -22,13 +22,14 @@ from pathlib import Path
 import numpy as np
 import PIL.Image
 
+# GRAY: (N, H, W) frames, written as RGB with the grey value in all three channels; CHW:
+# (N, C, H, W) frames, written as HWC (one channel: as GRAY). The decoders declare them.
+from episode_warehouse.decoded.format import CHW, GRAY
 from episode_warehouse.errors import DiskFullError, ExportError, is_disk_full
 from episode_warehouse.workers import WorkerPool
 
 log = logging.getLogger(__name__)
 
-GRAY = "gray"  # (N, H, W) frames, written as RGB with the gray value in all three channels
-CHW = "chw"  # (N, C, H, W) frames, written as HWC (one channel: as GRAY)
 SCRATCH_SETTING = "EPISODE_WAREHOUSE_SCRATCH"
 JOB_TIMEOUT_S = 600.0  # one job is at most CHUNK_FRAMES frames: seconds, not minutes
 

@@ -30,6 +30,7 @@ _CARRIED = (
     "fps",
     "robot_type",
     "feature_names",  # LeRobot: the source's features and their dimension names
+    "images",  # the cameras a decoder declares: key -> "chw" or "gray" (export, viewer)
     "suffixes",
     "gaps",
     "capacity",

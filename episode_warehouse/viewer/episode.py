@@ -10,7 +10,7 @@ import torch
 from tensordict import TensorDictBase
 
 from episode_warehouse.errors import PartitionKeyError
-from episode_warehouse.export.features import image_layout, observation_leaves
+from episode_warehouse.export.features import declared_images, image_layout, observation_leaves
 from episode_warehouse.viewer.partition import PartitionTed, Span
 
 MAX_PLOTTED_DIMS = 32  # a wider leaf (a language embedding) is listed, not plotted
@@ -18,11 +18,14 @@ _BOOKKEEPING = {("episode",), ("task_index",), ("is_init",)}
 FLAGS = ("done", "terminated", "truncated")
 
 
-def camera_leaves(rows: TensorDictBase) -> dict[str, tuple[tuple[str, ...], str]]:
-    """Each camera's name (its TED key, ``/``-joined) -> (key path, image layout)."""
+def camera_leaves(
+    rows: TensorDictBase, declared: dict | None = None
+) -> dict[str, tuple[tuple[str, ...], str]]:
+    """Each camera's name (its TED key, ``/``-joined) -> (key path, image layout);
+    ``declared``: the cameras the source's decoder declared (``declared_images``)."""
     out = {}
     for path, value in observation_leaves(rows):
-        layout = image_layout(path, value)
+        layout = image_layout(path, value, declared)
         if layout is not None:
             out["/".join(("observation", *path))] = (("observation", *path), layout)
     return out
@@ -49,11 +52,13 @@ def _order(key: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
     return first, key
 
 
-def series(rows: TensorDictBase, feature_names: dict) -> tuple[list[dict], list[dict]]:
+def series(
+    rows: TensorDictBase, feature_names: dict, declared: dict | None = None
+) -> tuple[list[dict], list[dict]]:
     """(plotted, not plotted): one entry per numeric leaf other than cameras, flags and
     bookkeeping. A plotted entry has ``key``, ``names`` and ``values`` (``[dims][steps]``;
     NaN and infinities as None)."""
-    cameras = {path for path, _ in camera_leaves(rows).values()}
+    cameras = {path for path, _ in camera_leaves(rows, declared).values()}
     plotted, wide = [], []
     for key in sorted(rows.keys(True, True), key=lambda k: _order(_path(k))):
         path = _path(key)
@@ -121,7 +126,8 @@ def episode_page(ted: PartitionTed, episode: int, root_url: str) -> dict:
     """Everything the episode page draws, as JSON-ready values."""
     span = ted.span(episode)
     rows = ted.rows(episode)
-    plotted, wide = series(rows, ted.record.extra.get("feature_names") or {})
+    declared = declared_images(ted.record)
+    plotted, wide = series(rows, ted.record.extra.get("feature_names") or {}, declared)
     returns = ted.column("return")
     return {
         "source": ted.source,
@@ -135,7 +141,8 @@ def episode_page(ted: PartitionTed, episode: int, root_url: str) -> dict:
         else float(returns[episode]),
         "fps": ted.record.fps,
         "cameras": [
-            {"name": name, "layout": layout} for name, (_, layout) in camera_leaves(rows).items()
+            {"name": name, "layout": layout}
+            for name, (_, layout) in camera_leaves(rows, declared).items()
         ],
         "series": plotted,
         "not_plotted": wide,
@@ -148,7 +155,7 @@ def episode_page(ted: PartitionTed, episode: int, root_url: str) -> dict:
 def camera_frame(ted: PartitionTed, episode: int, step: int, camera: str) -> tuple[np.ndarray, str]:
     """The TED row ``step`` of ``episode`` of ``camera`` (uint8, as stored) and its layout."""
     rows = ted.rows(episode)
-    cameras = camera_leaves(rows)
+    cameras = camera_leaves(rows, declared_images(ted.record))
     subject = f"{ted.source}/{ted.partition} episode {episode}"
     if camera not in cameras:
         raise PartitionKeyError(

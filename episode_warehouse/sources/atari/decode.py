@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
-from episode_warehouse.decoded.format import episode_table
+from episode_warehouse.decoded.format import GRAY, episode_table
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.progress import progress
@@ -83,6 +83,7 @@ def decode_run(
     meta = writer.finish(
         episodes,
         {
+            "images": {"observation": GRAY},  # the 84x84 grey screen: the one camera
             "capacity": plan.capacity,
             "stack_size": plan.stack_size,
             "suffixes": [m.suffix for m in metas],

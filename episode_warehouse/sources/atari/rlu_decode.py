@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
-from episode_warehouse.decoded.format import episode_table
+from episode_warehouse.decoded.format import GRAY, episode_table
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.limits import InputLimits
@@ -92,6 +92,7 @@ def decode_rlu_run(
     meta = writer.finish(
         table,
         {
+            "images": {"observation": GRAY},  # the 84x84 grey screen: the one camera
             "format_source": "rl_unplugged",
             "files": [s.name for s in sources],
             "time_limited_episodes": int((ended & ~terminated).sum()),

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
-from episode_warehouse.decoded.format import episode_table
+from episode_warehouse.decoded.format import CHW, episode_table
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.guards.numbers import check_finite
@@ -283,6 +283,12 @@ def decode_lerobot(
             # every feature the dataset declares, with its names: an export writes them again
             # (and no feature the source did not have, such as next.done)
             "feature_names": {f.name: f.names for f in dataset.features.values()},
+            # its image and video features: the cameras (stored channels first)
+            "images": {
+                _spec(f).key: CHW
+                for f in dataset.features.values()
+                if f.dtype in ("image", "video")
+            },
             **(lineage or {}),
         },
     )

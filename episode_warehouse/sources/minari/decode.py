@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from episode_warehouse.decoded.format import FINAL, ArraySpec, episode_table
+from episode_warehouse.decoded.format import CHW, FINAL, ArraySpec, episode_table
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.decoded.writer import DecodedWriter
 from episode_warehouse.errors import CorruptInputError
@@ -157,6 +157,13 @@ def decode_minari(dataset: Path, staging: Path, *, lineage: dict | None = None) 
         episode_table(columns),
         {
             "texts": texts.to_json(),
+            # Minari's images (is_image_space), stored channels first; any other uint8 array
+            # (a MiniGrid observation) is a state
+            "images": {
+                _key("observation", leaf, info.observation_nested): CHW
+                for leaf in info.observation
+                if leaf.image
+            },
             "minari": {
                 **info.provenance,
                 "data_format": info.data_format,

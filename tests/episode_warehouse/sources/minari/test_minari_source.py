@@ -61,9 +61,10 @@ def _leaves(value, path=()):
     return {("observation", *path): np.asarray(value)}
 
 
-def _as_ted(values: np.ndarray) -> np.ndarray:
-    """Minari's frames (N, H, W, C) as the TED holds them, channels first."""
-    return values.transpose(0, 3, 1, 2) if values.ndim == 4 and values.dtype == np.uint8 else values
+def _as_ted(values: np.ndarray, image: bool) -> np.ndarray:
+    """Minari's frames (N, H, W, C) as the TED holds them, channels first (other arrays as
+    they are: a small uint8 grid is no image to Minari)."""
+    return values.transpose(0, 3, 1, 2) if image else values
 
 
 @pytest.mark.parametrize("name", list(SPECS))
@@ -71,8 +72,8 @@ def test_the_ted_is_what_minari_reads_back(written, name):
     datasets, root = written
     spec = SPECS[name]
     td = open_ted("minari", spec.dataset_id, root=root)
-    texts = json.loads((root / "ted" / "minari" / spec.dataset_id / "meta.json").read_text())
-    texts = texts.get("texts", {})
+    record = json.loads((root / "ted" / "minari" / spec.dataset_id / "meta.json").read_text())
+    texts, images = record.get("texts", {}), record.get("images", {})
     episodes = _minari_episodes(datasets, spec.dataset_id)
     start = 0
     assert int(td["episode"].max()) + 1 == len(episodes) == spec.episodes
@@ -85,7 +86,10 @@ def test_the_ted_is_what_minari_reads_back(written, name):
                 assert [table[i] for i in rows.get(key).tolist()] == values[:-1]
                 assert [table[i] for i in rows.get(("next", *key)).tolist()] == values[1:]
                 continue
-            want = torch.from_numpy(_as_ted(values))
+            # Minari's own rule (is_image_space) says which leaves are images
+            image = values.ndim == 4 and min(values.shape[1:3]) >= 32 and values.dtype == np.uint8
+            assert image == ("/".join(key) in images), key
+            want = torch.from_numpy(_as_ted(values, image))
             assert torch.equal(rows.get(key), want[:-1]), (number, key)
             # the next observation is real on every step, the last one included: Minari's N+1th
             assert torch.equal(rows.get(("next", *key)), want[1:]), (number, key)
@@ -167,3 +171,26 @@ def test_catalog_rows_carry_the_seed_and_the_datasets_provenance(written):
     assert {m["algorithm_name"] for m in meta} == {"random"}
     assert {m["dataset_id"] for m in meta} == {spec.dataset_id}
     assert all(m["minari_version"] for m in meta)
+
+
+def test_only_the_images_minari_declares_are_cameras(written):
+    """A small uint8 grid (MiniGrid's kind) is a state; the arm's 32x32 RGB frames a camera:
+    the decoder declares which (Minari's is_image_space), the export and the viewer follow."""
+    from episode_warehouse.export.features import declared_images, features_for
+    from episode_warehouse.ted.reader import read_meta
+
+    _, root = written
+    for name, camera, state in (
+        ("mixed-hdf5", None, "observation.4"),
+        ("arm-arrow", "observation.images.camera", "observation.state"),
+    ):
+        spec = SPECS[name]
+        folder = WarehouseLayout.local(root).ted_dir("minari", spec.dataset_id)
+        declared = declared_images(read_meta(folder))
+        td = open_ted("minari", spec.dataset_id, root=root)
+        feats = features_for(td, False, images=declared)
+        images = sorted(k for k, f in feats.items() if f["dtype"] == "image")
+        assert images == ([camera] if camera else []), name
+        assert feats[state]["dtype"] == "float32", name
+    guessed = features_for(open_ted("minari", SPECS["mixed-hdf5"].dataset_id, root=root), False)
+    assert "observation.images.4" in guessed  # by its shape alone, the grid passed for a camera
