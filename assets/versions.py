@@ -6,13 +6,14 @@ metadata. Dagster then marks exactly that asset and everything downstream stale 
 """
 
 ATARI_REPLAY_FILES = "2"  # 2: one record per raw folder (meta.json), RL Unplugged layout
-ATARI_EPISODES = "3"  # 2: RL Unplugged decoding; source ids; 3: N rows = N steps, time limit
+ATARI_EPISODES = "4"  # 2: RL Unplugged decoding; source ids; 3: N rows = N steps, time limit;
+# 4: the camera declared (images)
 OPENX_SHARDS = "3"  # 2: meta.json record, verified while copying; 3: RLDS layout
 OPENX_EPISODES = "4"  # 2: tar members read by name, every value checked; 3: null returns;
 # 4: split, dataset_version, episode_metadata columns
 LEROBOT_FILES = "1"
-LEROBOT_EPISODES = "4"  # 2: tasks and lerobot_stats per episode; 3: no invented rewards;
-# 4: the source's features and their names in the record
+LEROBOT_EPISODES = "5"  # 2: tasks and lerobot_stats per episode; 3: no invented rewards;
+# 4: the source's features and their names in the record; 5: the cameras declared (images)
 TED = "5"  # 2: validated before publishing; 3: one Atari schema (no clipped_reward, no final);
 # 4: fps recorded for every source, LeRobot feature names carried; 5: final observations (v4)
 CATALOG_ROWS = "5"  # 2: folder per partition, source ids; 3: fps, robot_type; 4: tasks, stats;
