@@ -53,7 +53,13 @@ PARTITIONS = Table(
         Column("run_id", pa.string(), "VARCHAR", "Dagster run that wrote the rows"),
         Column("materialized_at", pa.timestamp("us", tz="UTC"), "TIMESTAMPTZ", "when"),
         Column("source_url", pa.string(), "VARCHAR", "where the source files were read"),
-        Column("fps", pa.int64(), "BIGINT", "steps per second (LeRobot: info.json's fps)"),
+        Column(
+            "fps",
+            pa.float64(),
+            "DOUBLE",
+            "steps per second, the decoder's (LeRobot: info.json's fps) or the source's; a "
+            "control rate 1/dt may be fractional",
+        ),
         Column("robot_type", pa.string(), "VARCHAR", "LeRobot: info.json's robot_type"),
     ),
     "One row per materialized partition.",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tensordict import TensorDictBase
 
+from episode_warehouse.errors import ExportError
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.ted.record import TedRecord
 
@@ -71,11 +72,19 @@ def create_dataset(repo_id: str, episodes: list[ExportEpisode], out: Path, video
     from episode_warehouse.sources import registry
 
     first = episodes[0]
+    fps = registry.fps(first.source, first.partition, first.meta.fps)
+    if fps != int(fps):
+        raise ExportError(
+            f"the data runs at {fps} steps per second; a LeRobot dataset's fps is a whole number",
+            subject=f"{first.source}/{first.partition}",
+            fix="export from partitions of a whole-number rate (LeRobot timestamps are "
+            "frame_index / fps)",
+        )
     if out.is_dir() and not any(out.iterdir()):
         out.rmdir()  # lerobot creates the dataset root itself (an empty staging folder here)
     return LeRobotDataset.create(
         repo_id,
-        fps=registry.fps(first.source, first.partition, first.meta.fps),
+        fps=int(fps),
         features=features_for(
             first.ted, video, first.meta.extra.get("feature_names"), declared_images(first.meta)
         ),

@@ -80,12 +80,12 @@ def check_partition(name: str, partition: str) -> str:
     return partition
 
 
-def fps(name: str, partition: str, recorded: float | None = None) -> int:
-    """Frames per second of a partition: what its TED recorded (``TedRecord.fps``, LeRobot),
-    else the source's."""
+def fps(name: str, partition: str, recorded: float | None = None) -> float:
+    """Steps per second of a partition: what its decoder recorded (``TedRecord.fps``, LeRobot's
+    info.json; a control rate of 1/dt may be fractional), else the source's."""
     if recorded:
-        return int(recorded)
-    return get(name).fps(partition)
+        return float(recorded)
+    return float(get(name).fps(partition))
 
 
 def partition_task(name: str, partition: str) -> str | None:

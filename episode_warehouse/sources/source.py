@@ -31,7 +31,7 @@ class Source:
 
     name: str
     check_partition: Callable[[str], object]
-    fps: Callable[[str], int]
+    fps: Callable[[str], float]
     partition_task: Callable[[str], str] | None = None
     describe: str = ""
     extra: str | None = None
