@@ -284,6 +284,58 @@ def test_lerobot_info_and_parquet(lerobot_dataset, tmp_path, budget):
     run()
 
 
+@pytest.fixture(scope="module")
+def minari_datasets(tmp_path_factory) -> dict[str, Path]:
+    """Small Minari datasets written by Minari (``DataCollector``): HDF5 and arrow."""
+    from warehouse_fixtures.minari_writer import ARM_ID, MinariSpec, write_minari_dataset
+
+    base = tmp_path_factory.mktemp("minari")
+    return {
+        fmt: write_minari_dataset(
+            MinariSpec(f"fz/arm/{fmt}-v0", env=ARM_ID, data_format=fmt, max_steps=6, episodes=2),
+            base,
+        )
+        for fmt in ("hdf5", "arrow")
+    }
+
+
+def _minari_build(folder: Path, work: Path) -> dict:
+    from episode_warehouse.sources.minari.decode import decode_minari
+
+    decode_minari(folder, work / "decoded")
+    return _decoded_summary(work / "decoded")
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+@pytest.mark.parametrize("fmt", ["hdf5", "arrow"])
+def test_minari_metadata_and_data_files(minari_datasets, tmp_path, budget, fmt):
+    """metadata.json at the field level; main_data.hdf5 or an episode's arrow file at the byte
+    level (neither checksums its bytes: a mutation may make another valid dataset)."""
+    dataset = minari_datasets[fmt]
+    truth = _minari_build(dataset, _folder(tmp_path))
+    meta = json.loads((dataset / "data" / "metadata.json").read_text())
+    files = sorted(
+        p.relative_to(dataset)
+        for p in (dataset / "data").rglob("*")
+        if p.suffix in (".hdf5", ".arrow")
+    )
+
+    @fuzz_settings(budget)
+    @given(field_mutations, st.sampled_from(files), byte_mutations, st.booleans())
+    def run(fields, victim, ops, by_bytes):
+        folder = _folder(tmp_path)
+        copy = folder / "ds"
+        shutil.copytree(dataset, copy)
+        if by_bytes:
+            (copy / victim).write_bytes(mutate_bytes((copy / victim).read_bytes(), ops))
+        else:
+            (copy / "data" / "metadata.json").write_text(json.dumps(mutate_fields(meta, fields)))
+        got = ends_well(lambda: _minari_build(copy, folder), sandbox=tmp_path, work=folder)
+        assert isinstance(got, WarehouseError) or _schema(got) == _schema(truth)
+
+    run()
+
+
 # --- bucket records and hub answers -------------------------------------------------------------
 
 _RECORD = {

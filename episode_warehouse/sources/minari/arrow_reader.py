@@ -29,14 +29,20 @@ MAX_INFO_LEAVES = 256
 
 
 def _read_table(path: Path, data_format: str) -> pa.Table:
+    """The file's table, its buffers validated (``validate(full=True)``: offsets and lengths
+    inside their buffers) before any value is read: an IPC file is not checked on reading, and
+    a damaged offset would make pyarrow read outside its buffer."""
     try:
         if data_format == "parquet":
             import pyarrow.parquet as pq
 
-            return pq.read_table(path)
-        with pa.memory_map(str(path)) as source:
-            return pa.ipc.open_file(source).read_all()
-    except (OSError, pa.ArrowInvalid) as exc:
+            table = pq.read_table(path)
+        else:
+            with pa.OSFile(str(path)) as source:  # read into memory: one episode's file
+                table = pa.ipc.open_file(source).read_all()
+        table.validate(full=True)
+        return table
+    except (OSError, pa.ArrowInvalid, pa.ArrowException) as exc:
         raise CorruptInputError(
             f"not a readable {data_format} file ({exc})", subject=str(path), fix=_FIX
         ) from None

@@ -88,14 +88,22 @@ def hdf5_episodes(info: DatasetInfo) -> Iterator[RawEpisode]:
     """The dataset's episodes in id order.
 
     Raises:
-        CorruptInputError: a group missing or extra, a link or external data, a leaf missing.
+        CorruptInputError: not an HDF5 file h5py can read, a group missing or extra, a link or
+            external data, a leaf missing (h5py's own errors on a damaged file included).
     """
     import h5py
 
     path = Path(info.data_dir) / MAIN_FILE
     where = str(path)
-    with h5py.File(path, "r", locking=False) as file:
-        names = set(file.keys())
+    try:
+        file = h5py.File(path, "r", locking=False)
+    except OSError as exc:
+        raise _damaged(exc, where) from None
+    with file:
+        try:
+            names = set(file.keys())
+        except _H5_ERRORS as exc:
+            raise _damaged(exc, where) from None
         expected = {f"episode_{i}" for i in range(info.total_episodes)}
         if names != expected:
             odd = sorted(names ^ expected)[:3]
@@ -106,37 +114,64 @@ def hdf5_episodes(info: DatasetInfo) -> Iterator[RawEpisode]:
                 fix=_FIX,
             )
         for i in range(info.total_episodes):
-            group = file[f"episode_{i}"]
-            _checked(group, where)
-            obs_root = group.get("observations")
-            act_root = group.get("actions")
-            if obs_root is None or act_root is None:
-                raise CorruptInputError(
-                    f"episode_{i} has no observations or actions", subject=where, fix=_FIX
-                )
-            flags = {}
-            for name in ("rewards", "terminations", "truncations"):
-                if name not in group:
-                    raise CorruptInputError(f"episode_{i} has no {name}", subject=where, fix=_FIX)
-                flags[name] = group[name][()]
-            seed = group.attrs.get("seed")
-            yield RawEpisode(
-                id=i,
-                observations={
-                    leaf.path: _read_leaf(_node(obs_root, leaf.path, where), leaf, info, where)
-                    for leaf in info.observation
-                },
-                actions={
-                    leaf.path: _read_leaf(_node(act_root, leaf.path, where), leaf, info, where)
-                    for leaf in info.action
-                },
-                rewards=np.asarray(flags["rewards"]),
-                terminations=np.asarray(flags["terminations"]),
-                truncations=np.asarray(flags["truncations"]),
-                infos=_infos(group["infos"]) if "infos" in group else {},
-                seed=int(seed) if seed is not None else None,
-                source_file=f"data/{MAIN_FILE}",
+            try:
+                episode = _episode(file[f"episode_{i}"], i, info, where)
+            except _H5_ERRORS as exc:
+                raise _damaged(exc, f"{where} episode_{i}") from None
+            yield episode
+
+
+# what h5py raises on a damaged file (a bad address, a missing signature, an unreadable type)
+_H5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
+
+
+def _damaged(exc: BaseException, where: str) -> CorruptInputError:
+    return CorruptInputError(f"the HDF5 file cannot be read ({exc})", subject=where, fix=_FIX)
+
+
+def _episode(group, i: int, info: DatasetInfo, where: str) -> RawEpisode:
+    """Episode ``i`` from its group, after its links and datasets are checked."""
+    import h5py
+
+    if not isinstance(group, h5py.Group):
+        raise CorruptInputError(f"episode_{i} is not a group", subject=where, fix=_FIX)
+    _checked(group, where)
+    obs_root = group.get("observations")
+    act_root = group.get("actions")
+    if obs_root is None or act_root is None:
+        raise CorruptInputError(
+            f"episode_{i} has no observations or actions", subject=where, fix=_FIX
+        )
+    flags = {}
+    for name in ("rewards", "terminations", "truncations"):
+        if not isinstance(group.get(name), h5py.Dataset):
+            raise CorruptInputError(f"episode_{i} has no {name}", subject=where, fix=_FIX)
+        flags[name] = np.asarray(group[name][()])
+        if flags[name].ndim != 1:
+            raise CorruptInputError(
+                f"episode_{i}/{name} has shape {flags[name].shape}, not one value per step",
+                subject=where,
+                fix=_FIX,
             )
+    seed = group.attrs.get("seed")
+    infos = group.get("infos")
+    return RawEpisode(
+        id=i,
+        observations={
+            leaf.path: _read_leaf(_node(obs_root, leaf.path, where), leaf, info, where)
+            for leaf in info.observation
+        },
+        actions={
+            leaf.path: _read_leaf(_node(act_root, leaf.path, where), leaf, info, where)
+            for leaf in info.action
+        },
+        rewards=flags["rewards"],
+        terminations=flags["terminations"],
+        truncations=flags["truncations"],
+        infos=_infos(infos) if isinstance(infos, h5py.Group) else {},
+        seed=int(seed) if isinstance(seed, int | np.integer) else None,
+        source_file=f"data/{MAIN_FILE}",
+    )
 
 
 def _infos(group, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], np.ndarray]:
