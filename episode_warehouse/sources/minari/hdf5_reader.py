@@ -30,28 +30,39 @@ MAX_INFO_LEAVES = 256
 
 
 def _checked(group, where: str) -> None:
-    """Refuse links and datasets whose data lives outside the file, anywhere below ``group``."""
+    """Refuse soft and external links anywhere below ``group`` (the links are listed, not
+    followed)."""
     import h5py
 
-    for name in group:
-        link = group.get(name, getlink=True)
-        if not isinstance(link, h5py.HardLink):
-            kind = "an external link" if isinstance(link, h5py.ExternalLink) else "a soft link"
-            raise CorruptInputError(
-                f"{group.name}/{name} is {kind}: a Minari file holds its own data",
-                subject=where,
-                fix="refusing to follow it; " + _FIX,
-            )
-        item = group[name]
-        if isinstance(item, h5py.Group):
-            _checked(item, where)
-        elif isinstance(item, h5py.Dataset) and (item.is_virtual or item.external):
-            raise CorruptInputError(
-                f"{item.name} is a {'virtual' if item.is_virtual else 'external'} dataset: "
-                "its data is in other files",
-                subject=where,
-                fix="refusing to read it; " + _FIX,
-            )
+    found: list[tuple[str, object]] = []
+
+    def visit(name: str, link) -> bool | None:
+        if isinstance(link, h5py.HardLink):
+            return None
+        found.append((name, link))
+        return True  # stops the visit (an exception cannot cross h5py's callback)
+
+    group.visititems_links(visit)
+    if found:
+        name, link = found[0]
+        kind = "an external link" if isinstance(link, h5py.ExternalLink) else "a soft link"
+        raise CorruptInputError(
+            f"{group.name}/{name} is {kind}: a Minari file holds its own data",
+            subject=where,
+            fix="refusing to follow it; " + _FIX,
+        )
+
+
+def _own_data(dataset, where: str):
+    """``dataset``, refused when its data lives in other files (virtual or external)."""
+    if dataset.is_virtual or dataset.external:
+        raise CorruptInputError(
+            f"{dataset.name} is a {'virtual' if dataset.is_virtual else 'external'} dataset: "
+            "its data is in other files",
+            subject=where,
+            fix="refusing to read it; " + _FIX,
+        )
+    return dataset
 
 
 def _node(group, path: tuple[str, ...], where: str):
@@ -74,6 +85,7 @@ def _read_leaf(node, leaf: Leaf, info: DatasetInfo, where: str):
         raise CorruptInputError(
             f"{node.name} is a group where the space has one array", subject=where, fix=_FIX
         )
+    _own_data(node, where)
     if leaf.kind == "text":
         return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in node[()]]
     if leaf.image and info.jpeg_encoding and node.ndim != 1 + len(leaf.shape):
@@ -146,7 +158,7 @@ def _episode(group, i: int, info: DatasetInfo, where: str) -> RawEpisode:
     for name in ("rewards", "terminations", "truncations"):
         if not isinstance(group.get(name), h5py.Dataset):
             raise CorruptInputError(f"episode_{i} has no {name}", subject=where, fix=_FIX)
-        flags[name] = np.asarray(group[name][()])
+        flags[name] = np.asarray(_own_data(group[name], where)[()])
         if flags[name].ndim != 1:
             raise CorruptInputError(
                 f"episode_{i}/{name} has shape {flags[name].shape}, not one value per step",
@@ -168,13 +180,13 @@ def _episode(group, i: int, info: DatasetInfo, where: str) -> RawEpisode:
         rewards=flags["rewards"],
         terminations=flags["terminations"],
         truncations=flags["truncations"],
-        infos=_infos(infos) if isinstance(infos, h5py.Group) else {},
+        infos=_infos(infos, where) if isinstance(infos, h5py.Group) else {},
         seed=int(seed) if isinstance(seed, int | np.integer) else None,
         source_file=f"data/{MAIN_FILE}",
     )
 
 
-def _infos(group, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], np.ndarray]:
+def _infos(group, where: str, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], np.ndarray]:
     """The numeric arrays below ``infos``, by path (strings and objects are left out)."""
     import h5py
 
@@ -183,7 +195,7 @@ def _infos(group, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], np.ndar
         if len(out) >= MAX_INFO_LEAVES:
             break
         if isinstance(item, h5py.Group):
-            out.update(_infos(item, (*prefix, name)))
+            out.update(_infos(item, where, (*prefix, name)))
         elif item.dtype.kind in "biuf" and item.ndim >= 1:
-            out[(*prefix, name)] = item[()]
+            out[(*prefix, name)] = _own_data(item, where)[()]
     return out
