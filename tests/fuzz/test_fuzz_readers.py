@@ -262,26 +262,32 @@ def _lerobot_build(folder: Path, work: Path) -> dict:
     return _decoded_summary(work / "decoded")
 
 
-@pytest.mark.parametrize("budget", BUDGETS)
-def test_lerobot_info_and_parquet(lerobot_dataset, tmp_path, budget):
-    truth = _lerobot_build(lerobot_dataset, _folder(tmp_path))
-    info = json.loads((lerobot_dataset / "meta" / "info.json").read_text())
-    parquets = sorted(p.relative_to(lerobot_dataset) for p in lerobot_dataset.rglob("*.parquet"))
+def _fuzz_dataset(dataset: Path, json_file: str, files: list, build, tmp_path, budget) -> None:
+    """Copies of the dataset folder with its JSON metadata mutated at the field level, or one
+    of ``files`` at the byte level; ``build`` ends in our error or in the unmutated schema."""
+    truth = build(dataset, _folder(tmp_path))
+    meta = json.loads((dataset / json_file).read_text())
 
     @fuzz_settings(budget)
-    @given(field_mutations, st.sampled_from(parquets), byte_mutations, st.booleans())
+    @given(field_mutations, st.sampled_from(files), byte_mutations, st.booleans())
     def run(fields, victim, ops, by_bytes):
         folder = _folder(tmp_path)
         copy = folder / "ds"
-        shutil.copytree(lerobot_dataset, copy)
+        shutil.copytree(dataset, copy)
         if by_bytes:
             (copy / victim).write_bytes(mutate_bytes((copy / victim).read_bytes(), ops))
         else:
-            (copy / "meta" / "info.json").write_text(json.dumps(mutate_fields(info, fields)))
-        got = ends_well(lambda: _lerobot_build(copy, folder), sandbox=tmp_path, work=folder)
+            (copy / json_file).write_text(json.dumps(mutate_fields(meta, fields)))
+        got = ends_well(lambda: build(copy, folder), sandbox=tmp_path, work=folder)
         assert isinstance(got, WarehouseError) or _schema(got) == _schema(truth)
 
     run()
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_lerobot_info_and_parquet(lerobot_dataset, tmp_path, budget):
+    parquets = sorted(p.relative_to(lerobot_dataset) for p in lerobot_dataset.rglob("*.parquet"))
+    _fuzz_dataset(lerobot_dataset, "meta/info.json", parquets, _lerobot_build, tmp_path, budget)
 
 
 @pytest.fixture(scope="module")
@@ -312,28 +318,12 @@ def test_minari_metadata_and_data_files(minari_datasets, tmp_path, budget, fmt):
     """metadata.json at the field level; main_data.hdf5 or an episode's arrow file at the byte
     level (neither checksums its bytes: a mutation may make another valid dataset)."""
     dataset = minari_datasets[fmt]
-    truth = _minari_build(dataset, _folder(tmp_path))
-    meta = json.loads((dataset / "data" / "metadata.json").read_text())
     files = sorted(
         p.relative_to(dataset)
         for p in (dataset / "data").rglob("*")
         if p.suffix in (".hdf5", ".arrow")
     )
-
-    @fuzz_settings(budget)
-    @given(field_mutations, st.sampled_from(files), byte_mutations, st.booleans())
-    def run(fields, victim, ops, by_bytes):
-        folder = _folder(tmp_path)
-        copy = folder / "ds"
-        shutil.copytree(dataset, copy)
-        if by_bytes:
-            (copy / victim).write_bytes(mutate_bytes((copy / victim).read_bytes(), ops))
-        else:
-            (copy / "data" / "metadata.json").write_text(json.dumps(mutate_fields(meta, fields)))
-        got = ends_well(lambda: _minari_build(copy, folder), sandbox=tmp_path, work=folder)
-        assert isinstance(got, WarehouseError) or _schema(got) == _schema(truth)
-
-    run()
+    _fuzz_dataset(dataset, "data/metadata.json", files, _minari_build, tmp_path, budget)
 
 
 # --- bucket records and hub answers -------------------------------------------------------------

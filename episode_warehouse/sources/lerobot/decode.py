@@ -209,6 +209,13 @@ def _check_schema(table: pa.Table, dataset: LeRobotFolder, file: Path) -> None:
             subject=str(file),
             fix="the dataset's info.json disagrees with its data: download it again",
         )
+    undeclared = [n for n in table.schema.names if n not in dataset.features]
+    if undeclared:  # its values would be dropped without a word
+        raise CorruptInputError(
+            f"the data file has a column {undeclared[0]!r} that info.json does not list",
+            subject=str(file),
+            fix="the dataset's info.json disagrees with its data: download it again",
+        )
 
 
 def decode_lerobot(
