@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.guards.json_input import read_json_file
+from episode_warehouse.guards.names import checked_segment
 from episode_warehouse.sources.minari.episode import RawEpisode
 from episode_warehouse.sources.minari.images import decode_frames
 from episode_warehouse.sources.minari.metadata import METADATA, DatasetInfo
@@ -103,14 +104,17 @@ def _leaf_values(column: pa.Array, leaf: Leaf, info: DatasetInfo, where: str):
     )
 
 
-def _infos(column: pa.Array, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], np.ndarray]:
+def _infos(
+    column: pa.Array, where: str, prefix: tuple[str, ...] = ()
+) -> dict[tuple[str, ...], np.ndarray]:
     out: dict[tuple[str, ...], np.ndarray] = {}
     for i, f in enumerate(column.type):
         if len(out) >= MAX_INFO_LEAVES:
             break
+        checked_segment(f.name, subject=where, what="info name")  # it names a decoded file
         values = column.field(i)
         if pa.types.is_struct(f.type):
-            out.update(_infos(values, (*prefix, f.name)))
+            out.update(_infos(values, where, (*prefix, f.name)))
         elif pa.types.is_fixed_size_list(f.type) and f.metadata and b"shape" in f.metadata:
             shape = tuple(int(d) for d in f.metadata[b"shape"].split(b",") if d)
             flat = values.flatten().to_numpy(zero_copy_only=False)
@@ -166,7 +170,7 @@ def arrow_episodes(info: DatasetInfo) -> Iterator[RawEpisode]:
             rewards=_steps(table, "rewards"),
             terminations=_steps(table, "terminations"),
             truncations=_steps(table, "truncations"),
-            infos=_infos(table.column("infos").combine_chunks()) if "infos" in names else {},
+            infos=_infos(table.column("infos").combine_chunks(), where) if "infos" in names else {},
             seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
             options=meta.get("options") if isinstance(meta, dict) else None,
             source_file=source_file,

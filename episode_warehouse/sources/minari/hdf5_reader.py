@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.guards.names import checked_segment
 from episode_warehouse.sources.minari.episode import RawEpisode
 from episode_warehouse.sources.minari.images import decode_frames
 from episode_warehouse.sources.minari.metadata import DatasetInfo
@@ -194,6 +195,7 @@ def _infos(group, where: str, prefix: tuple[str, ...] = ()) -> dict[tuple[str, .
     for name, item in group.items():
         if len(out) >= MAX_INFO_LEAVES:
             break
+        checked_segment(name, subject=where, what="info name")  # it names a decoded file
         if isinstance(item, h5py.Group):
             out.update(_infos(item, where, (*prefix, name)))
         elif item.dtype.kind in "biuf" and item.ndim >= 1:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.guards.names import checked_segment
 from episode_warehouse.guards.shapes import checked_shape
 
 NUMERIC = {
@@ -88,10 +89,8 @@ def _walk(space: object, path: tuple[str, ...], out: list[Leaf], subject: str, d
         if not isinstance(sub, dict):
             raise CorruptInputError("a Dict space without subspaces", subject=where, fix=_FIX)
         for key, member in sub.items():
-            if not isinstance(key, str) or not key or "/" in key or key in (".", ".."):
-                raise CorruptInputError(
-                    f"a Dict key {key!r} cannot name an array", subject=where, fix=_FIX
-                )
+            # a key names a file of the decoded folder: one safe segment (guards.names)
+            checked_segment(key, subject=where, what="Dict space key")
             _walk(member, (*path, key), out, subject, depth + 1)
         return
     if kind == "Tuple":

@@ -150,3 +150,25 @@ def test_a_jpeg_frame_of_another_size(copy_of, tmp_path):
     with pa.OSFile(str(part), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
     _refused(dataset, tmp_path, r"frame 1 is not an image of the space's shape \(32, 32, 3\)")
+
+
+def test_an_info_name_that_cannot_name_a_file(copy_of, tmp_path):
+    """An info's name becomes a decoded file's name (``info/<name>.npy``): one safe segment or
+    refused by the names guard, like every other name from outside."""
+    dataset = copy_of(CARTPOLE)
+    with h5py.File(dataset / "data" / "main_data.hdf5", "a") as f:
+        n = f["episode_0/rewards"].shape[0]
+        for i in range(3):
+            f.require_group(f"episode_{i}/infos")
+        f["episode_0/infos/" + "x" * 300] = np.arange(n + 1, dtype=np.float64)
+    _refused(dataset, tmp_path, "refused the info name")
+
+
+def test_a_dict_key_that_cannot_name_a_file(copy_of, tmp_path):
+    dataset = copy_of(CARTPOLE)
+    meta_path = dataset / "data" / "metadata.json"
+    meta = json.loads(meta_path.read_text())
+    box = json.loads(meta["observation_space"])
+    meta["observation_space"] = json.dumps({"type": "Dict", "subspaces": {"a\nb": box}})
+    meta_path.write_text(json.dumps(meta))
+    _refused(dataset, tmp_path, "refused the Dict space key")
