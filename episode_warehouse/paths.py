@@ -28,7 +28,8 @@ def is_bucket_root(value: str | os.PathLike) -> bool:
 
 @dataclass(frozen=True)
 class WarehouseLayout:
-    """Paths of the artifacts: ``raw/``, ``decoded/``, ``ted/``, ``catalog/``, ``lerobot/``,
+    """Paths of the artifacts: ``raw/``, ``decoded/``, ``ted/``, ``catalog/``,
+    ``standardized/``, ``lerobot/``,
     under ``root.folder`` (a local root's folder, or a bucket root's local copy; see
     :mod:`episode_warehouse.roots`)."""
 
@@ -98,6 +99,9 @@ class WarehouseLayout:
 
     def ted_dir(self, source: str, partition: str) -> Path:
         return self._part("ted", source, partition)
+
+    def standardized_dir(self, source: str, partition: str) -> Path:
+        return self._part("standardized", source, partition)
 
     def lerobot_dir(self, name: str) -> Path:
         return self.root.folder / "lerobot" / name

@@ -165,7 +165,9 @@ def _leaves(node: dict, path: str, in_steps: bool, out: list[Leaf], subject: str
                 f"feature {path or '(root)'} lists no features", subject=subject
             )
         for name in sorted(children):
-            if not name or "/" in name:
+            # TFDS joins a leaf's path with '/', and a name may hold one itself (kuka's
+            # 'clip_function_input/base_pose_tool_reached'): each part must be a name
+            if not isinstance(name, str) or any(p in ("", ".", "..") for p in name.split("/")):
                 raise CorruptInputError(f"feature name {name!r} under {path!r}", subject=subject)
             _leaves(children[name], f"{path}/{name}" if path else name, in_steps, out, subject)
     elif kind in ("Tensor", "Scalar"):
@@ -254,6 +256,15 @@ def parse_features(doc: object, subject: str) -> RldsFeatures:
         )
     leaves: list[Leaf] = []
     _leaves(doc, "", False, leaves, subject)
+    paths = [leaf.path for leaf in leaves]
+    if len(set(paths)) != len(paths):
+        twice = sorted({p for p in paths if paths.count(p) > 1})
+        raise CorruptInputError(
+            f"two features serialize to the same key {twice[0]!r} (a name with '/' beside a "
+            "nested one)",
+            subject=subject,
+            fix="rename one of them at the source",
+        )
     steps = tuple(leaf for leaf in leaves if leaf.in_steps)
     if not steps:
         raise CorruptInputError(f"'{STEPS}' declares no features", subject=subject)

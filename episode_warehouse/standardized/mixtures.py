@@ -1,0 +1,177 @@
+"""Mixtures: Octo's named mixes and any list or SQL selection of datasets with weights, turned
+into sampling weights as ``make_interleaved_dataset`` does.
+
+With ``balance=True`` (Octo's and OpenVLA's pretraining default) each weight is multiplied by
+the dataset's ``num_transitions``, so equal weights mean one pass over each dataset per epoch
+in expectation; then the weights are normalized to sum to 1.
+
+Octo's mixes name its private bridge copy ``bridge_dataset``; here that entry means OXE's
+``bridge`` (standardized as OpenVLA's ``bridge_oxe``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from episode_warehouse.errors import ConfigError, NotMaterializedError
+
+log = logging.getLogger(__name__)
+
+_RTX = [
+    ("fractal20220817_data", 0.54087122203), ("kuka", 0.8341046294), ("bridge", 1.0),
+    ("taco_play", 2.0), ("jaco_play", 2.0), ("berkeley_cable_routing", 3.0), ("roboturk", 1.0),
+    ("nyu_door_opening_surprising_effectiveness", 5.0), ("viola", 2.0),
+    ("berkeley_autolab_ur5", 1.0), ("toto", 1.0),
+]  # fmt: skip
+_FRANKA = [
+    ("taco_play", 1.0), ("berkeley_cable_routing", 1.0), ("viola", 1.0), ("toto", 1.0),
+    ("stanford_hydra_dataset_converted_externally_to_rlds", 1.0),
+    ("austin_buds_dataset_converted_externally_to_rlds", 3.0),
+    ("nyu_franka_play_dataset_converted_externally_to_rlds", 3.0),
+    ("maniskill_dataset_converted_externally_to_rlds", 0.1),
+    ("furniture_bench_dataset_converted_externally_to_rlds", 0.1),
+    ("cmu_franka_exploration_dataset_converted_externally_to_rlds", 5.0),
+    ("austin_sailor_dataset_converted_externally_to_rlds", 1.0),
+    ("austin_sirius_dataset_converted_externally_to_rlds", 1.0),
+    ("berkeley_rpt_converted_externally_to_rlds", 1.0),
+    ("kaist_nonprehensile_converted_externally_to_rlds", 3.0),
+    ("stanford_robocook_converted_externally_to_rlds", 1.0),
+    ("iamlab_cmu_pickup_insert_converted_externally_to_rlds", 1.0),
+    ("utaustin_mutex", 1.0), ("cmu_play_fusion", 1.0),
+]  # fmt: skip
+_MAGIC_SOUP = [
+    ("fractal20220817_data", 0.54087122203), ("kuka", 0.8341046294), ("bridge", 1.0),
+    ("taco_play", 2.0), ("jaco_play", 1.0), ("berkeley_cable_routing", 1.0), ("roboturk", 2.0),
+    ("nyu_door_opening_surprising_effectiveness", 1.0), ("viola", 2.0),
+    ("berkeley_autolab_ur5", 2.0), ("toto", 1.0), ("language_table", 0.1),
+    ("stanford_hydra_dataset_converted_externally_to_rlds", 2.0),
+    ("austin_buds_dataset_converted_externally_to_rlds", 1.0),
+    ("nyu_franka_play_dataset_converted_externally_to_rlds", 3.0),
+    ("furniture_bench_dataset_converted_externally_to_rlds", 0.1),
+    ("ucsd_kitchen_dataset_converted_externally_to_rlds", 2.0),
+    ("austin_sailor_dataset_converted_externally_to_rlds", 1.0),
+    ("austin_sirius_dataset_converted_externally_to_rlds", 1.0), ("bc_z", 0.2),
+    ("dlr_edan_shared_control_converted_externally_to_rlds", 1.0),
+    ("iamlab_cmu_pickup_insert_converted_externally_to_rlds", 1.0), ("utaustin_mutex", 1.0),
+    ("berkeley_fanuc_manipulation", 2.0), ("cmu_stretch", 1.0),
+]  # fmt: skip
+# Octo's oxe_flex_act_soup without the datasets that have no OXE folder (gnm_dataset, aloha_*,
+# dobbe, roboset, rh20t): those are named in the warning like any other missing dataset
+_FLEX_ACT_SOUP = _MAGIC_SOUP[:20] + [
+    ("berkeley_mvp_converted_externally_to_rlds", 1.0),
+    *_MAGIC_SOUP[20:],
+    ("gnm_dataset", 1.0), ("aloha_static_dataset", 3.0), ("aloha_mobile_dataset", 2.0),
+    ("dobbe", 1.0), ("roboset", 0.5), ("rh20t", 0.5),
+]  # fmt: skip
+
+NAMED_MIXES: dict[str, list[tuple[str, float]]] = {
+    "bridge": [("bridge", 1.0)],
+    "rtx": _RTX,
+    "rtx_franka": _RTX + _FRANKA,
+    "oxe_magic_soup": _MAGIC_SOUP,
+    "oxe_flex_act_soup": _FLEX_ACT_SOUP,
+}
+
+Mix = str | list[tuple[str, float]]
+
+
+def _entries(mix: Mix, root) -> list[tuple[str, str, float]]:
+    """(source, partition, weight), duplicates dropped as Octo does (the first one stays)."""
+    if isinstance(mix, str) and mix.lstrip()[:6].upper() in ("SELECT", "WITH ", "FROM "):
+        return _from_sql(mix, root)
+    if isinstance(mix, str):
+        if mix not in NAMED_MIXES:
+            raise ConfigError(
+                f"no named mix {mix!r}",
+                subject="mixture",
+                fix="use one of " + ", ".join(NAMED_MIXES) + ", a list of (dataset, weight), "
+                "or a SQL selection with a weight column",
+            )
+        mix = NAMED_MIXES[mix]
+    out, seen = [], set()
+    for item in mix:
+        if not (isinstance(item, tuple | list) and len(item) == 2):
+            raise ConfigError(f"{item!r} is not a (dataset, weight) pair", subject="mixture")
+        name, weight = item
+        source, partition = name.split(":", 1) if ":" in name else ("openx", name)
+        if not isinstance(weight, int | float) or weight < 0 or weight != weight:
+            raise ConfigError(f"the weight of {name!r} is {weight!r}", subject="mixture",
+                              fix="weights are numbers >= 0")  # fmt: skip
+        if (source, partition) in seen:
+            log.warning("skipping the duplicate %s in the mixture", name)
+            continue
+        seen.add((source, partition))
+        out.append((source, partition, float(weight)))
+    return out
+
+
+def _from_sql(sql: str, root) -> list[tuple[str, str, float]]:
+    """A SQL selection over the catalog with columns ``partition`` (and ``source``, default
+    openx) and ``weight``; rows of one partition are one entry (the first weight)."""
+    from episode_warehouse.catalog.query import run_query
+    from episode_warehouse.paths import WarehouseLayout
+
+    columns, values = run_query(WarehouseLayout.from_root(root).root, sql)
+    names = set(columns)
+    if not {"partition", "weight"} <= names:
+        raise ConfigError(
+            f"the selection's columns are {sorted(names)}; a mixture needs partition and weight",
+            subject="mixture SQL",
+            fix="e.g. SELECT DISTINCT source, partition, 1.0 AS weight FROM episodes "
+            "WHERE source = 'openx'",
+        )
+    rows = [dict(zip(columns, v, strict=True)) for v in values]
+    return [
+        (r.get("source") or "openx", str(r["partition"]), float(r["weight"]))
+        for r in {(r.get("source") or "openx", r["partition"]): r for r in rows[::-1]}.values()
+    ][::-1]
+
+
+def resolve(mix: Mix, root=None) -> list[tuple[str, str, float, dict]]:
+    """The mixture's standardized partitions with their weights and statistics; those not
+    materialized are named in one warning and left out.
+
+    Raises:
+        ConfigError: an unknown mix, a malformed entry, or nothing left.
+    """
+    from episode_warehouse.standardized.reader import dataset_statistics
+
+    found, missing = [], []
+    for source, partition, weight in _entries(mix, root):
+        try:
+            stats = dataset_statistics(source, partition, root)
+        except NotMaterializedError:
+            missing.append(partition if source == "openx" else f"{source}:{partition}")
+            continue
+        if weight > 0:
+            found.append((source, partition, weight, stats))
+    if missing:
+        log.warning(
+            "%d dataset(s) of the mixture are not standardized and are left out: %s",
+            len(missing),
+            ", ".join(missing),
+        )
+    if not found:
+        raise ConfigError(
+            "the mixture is empty: none of its datasets is standardized here",
+            subject=f"mixture {mix if isinstance(mix, str) else 'list'}",
+            fix="./warehouse materialize openx DATASET --through standardized",
+        )
+    return found
+
+
+def mixture_weights(mix: Mix, root=None, balance: bool = True) -> dict[str, float]:
+    """``{partition: weight}`` summing to 1 (a non-OXE partition as ``source:partition``).
+
+    ``mix``: a named mix (``NAMED_MIXES``), a list of ``(dataset, weight)``, or a SQL selection
+    over the catalog with ``partition`` and ``weight`` columns.
+    """
+    entries = resolve(mix, root)
+    raw = {
+        (p if s == "openx" else f"{s}:{p}"): w * (stats["num_transitions"] if balance else 1.0)
+        for s, p, w, stats in entries
+    }
+    total = sum(raw.values())
+    if total <= 0:
+        raise ConfigError("every weight of the mixture is 0", subject="mixture")
+    return {name: value / total for name, value in raw.items()}

@@ -1,0 +1,66 @@
+"""The standardized stage: one call of the incremental rule per partition, rebuilt when the
+TED, the transforms' version, the declared mapping or the code version change."""
+
+from __future__ import annotations
+
+import json
+
+from episode_warehouse.incremental import Built, build_if_changed, require
+from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.standardized.build import Plan, build_standardized
+from episode_warehouse.standardized.configs import CONFIGS
+from episode_warehouse.standardized.record import StandardizedRecord
+from episode_warehouse.standardized.transforms import TRANSFORMS_VERSION, transform_of
+from episode_warehouse.ted.record import TedRecord
+
+
+def plan_for(layout: WarehouseLayout, source: str, partition: str) -> Plan:
+    """OXE datasets take Octo's transform and config; any other partition its declared mapping.
+
+    Raises:
+        ConfigError: an OXE dataset Octo has no transform for, or a partition without a mapping.
+    """
+    ted_dir = layout.ted_dir(source, partition)
+    if source == "openx":
+        transform = transform_of(partition)
+        return Plan(ted_dir, source, partition, partition, transform, CONFIGS[partition])
+    from episode_warehouse.standardized.mapping import (
+        mapped_config,
+        mapped_transform,
+        mapping_for,
+    )
+
+    keys = json.loads((ted_dir / "meta.json").read_text())["keys"]
+    mapping = mapping_for(layout.folder, source, partition, keys)
+    name = f"{source}:{partition}"
+    return Plan(ted_dir, source, partition, name, mapped_transform(mapping),
+                mapped_config(mapping), mapping)  # fmt: skip
+
+
+def build_standardized_stage(
+    layout: WarehouseLayout, source: str, partition: str, *, code_version: str
+) -> Built[StandardizedRecord]:
+    """The standardized partition of ``source:partition`` (published atomically).
+
+    Raises:
+        NotMaterializedError: its TED is not built.
+        ConfigError: no transform or mapping for it.
+        CorruptInputError: a transform met a missing key, a NaN, or frames that are not a view.
+    """
+    ted_dir = layout.ted_dir(source, partition)
+    ted = require(layout.root, ted_dir, f"{source}_ted", partition, TedRecord)
+    plan = plan_for(layout, source, partition)
+    inputs = {
+        "ted": ted.version,
+        "transforms": TRANSFORMS_VERSION,
+        "mapping": plan.mapping,
+        "code_version": code_version,
+        "format": StandardizedRecord.format_id(),
+    }
+    return build_if_changed(
+        layout.root,
+        layout.standardized_dir(source, partition),
+        inputs,
+        lambda tmp: build_standardized(plan, tmp, fps=ted.fps),
+        record_type=StandardizedRecord,
+    )

@@ -1,0 +1,83 @@
+"""Normalization statistics as Octo's ``get_dataset_statistics`` computes them, with OpenVLA's
+names beside Octo's, and Octo's ``combine_dataset_statistics`` for a mixture.
+
+Per partition: for ``action`` and ``proprio`` (the state) ``mean``, ``std`` (population, as
+numpy's default), ``max``, ``min``, ``p01``/``p99`` (Octo) and the same values as ``q01``/``q99``
+(OpenVLA; ``np.quantile``, linear interpolation), and ``mask`` (the dimensions normalization
+applies to); ``num_transitions`` and ``num_trajectories``. The file ``dataset_statistics.json``
+holds ``{dataset name: statistics}``, the layout OpenVLA's ``predict_action(unnorm_key=...)``
+reads from its ``norm_stats``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+STATISTICS_FILE = "dataset_statistics.json"
+
+
+def _summary(values: np.ndarray) -> dict:
+    values = np.asarray(values, dtype=np.float32)
+    p01 = np.quantile(values, 0.01, axis=0).tolist()
+    p99 = np.quantile(values, 0.99, axis=0).tolist()
+    return {
+        "mean": values.mean(0).tolist(),
+        "std": values.std(0).tolist(),
+        "max": values.max(0).tolist(),
+        "min": values.min(0).tolist(),
+        "p99": p99,
+        "p01": p01,
+        "q99": p99,
+        "q01": p01,
+    }
+
+
+def octo_statistics(
+    action: np.ndarray,
+    state: np.ndarray | None,
+    *,
+    episodes: int,
+    action_mask: list[bool],
+) -> dict:
+    """The statistics of one standardized partition (all of its kept steps)."""
+    out: dict = {"action": {**_summary(action), "mask": list(action_mask)}}
+    if state is not None:
+        out["proprio"] = {**_summary(state), "mask": [True] * state.shape[1]}
+    out["num_transitions"] = int(len(action))
+    out["num_trajectories"] = int(episodes)
+    return out
+
+
+def combine_dataset_statistics(statistics: list[dict]) -> dict:
+    """Octo's ``combine_dataset_statistics``: means weighted by transitions, the pooled
+    population std, min of mins and max of maxes; ``num_transitions`` and ``num_trajectories``
+    are the lists of the parts. Every part must have the same action (and proprio) size.
+
+    Raises:
+        ValueError: no statistics, or parts of different sizes (naming the key).
+    """
+    if not statistics:
+        raise ValueError("no statistics to combine")
+    counts = np.array([s["num_transitions"] for s in statistics], dtype=np.float64)
+    weights = counts / counts.sum()
+    out: dict = {}
+    for key in ("action", "proprio"):
+        parts = [s[key] for s in statistics if key in s]
+        if len(parts) != len(statistics):
+            continue  # Octo combines a key only when every dataset has it
+        sizes = {len(p["mean"]) for p in parts}
+        if len(sizes) > 1:
+            raise ValueError(f"{key} sizes differ across the datasets: {sorted(sizes)}")
+        means = np.array([p["mean"] for p in parts], dtype=np.float64)
+        stds = np.array([p["std"] for p in parts], dtype=np.float64)
+        mean = (means * weights[:, None]).sum(0)
+        var = (counts[:, None] * stds**2 + counts[:, None] * (means - mean) ** 2).sum(0)
+        out[key] = {
+            "min": np.array([p["min"] for p in parts]).min(0).tolist(),
+            "max": np.array([p["max"] for p in parts]).max(0).tolist(),
+            "mean": mean.tolist(),
+            "std": np.sqrt(var / counts.sum()).tolist(),
+        }
+    out["num_trajectories"] = [s["num_trajectories"] for s in statistics]
+    out["num_transitions"] = [s["num_transitions"] for s in statistics]
+    return out

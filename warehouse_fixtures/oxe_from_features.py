@@ -1,0 +1,128 @@
+"""Episodes for a real OXE ``features.json``: every leaf it declares, filled with values of its
+declared shape and dtype, so a fixture folder has exactly the published dataset's feature tree.
+
+Values are seeded noise, except where a test needs a known sequence: ``overrides`` maps a step
+leaf's path (``"action/gripper_closedness_action"``) to a function ``(t, length) -> value``.
+Images have their declared size (readers check it) and cheap content: a seeded shade plus a
+gradient, which PNG compresses to a few KB even at 640x512.
+
+The values follow the features' declaration only (TFDS's feature connectors), never the
+project's reader or the standardization code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from warehouse_fixtures import rlds_writer as w
+
+Override = Callable[[int, int], object]
+
+
+def _kind(node: dict) -> str:
+    return node["pythonClassName"].rsplit(".", 1)[-1]
+
+
+def _dims(node: dict) -> list[int]:
+    content = node.get("tensor") or node.get("image") or {}
+    return [int(d) for d in (content.get("shape") or {}).get("dimensions", [])]
+
+
+def _leaf(node: dict, rng: np.random.Generator, text: str):
+    kind = _kind(node)
+    if kind == "Image":
+        h, w_, c = _dims(node)
+        dtype = node["image"].get("dtype", "uint8")
+        shade = int(rng.integers(0, 200))
+        ramp = (np.arange(w_) * 50 // max(w_, 1))[None, :, None]
+        pixels = np.broadcast_to(shade + ramp, (h, w_, c))
+        return np.ascontiguousarray(pixels).astype(dtype if dtype != "float32" else "uint8")
+    if kind == "Text":
+        return text
+    if kind == "ClassLabel":
+        return int(rng.integers(0, int(node["classLabel"].get("numClasses", 2))))
+    spec = node["tensor"]
+    dtype = spec["dtype"]
+    shape = [d if d >= 0 else 2 for d in _dims(node)]
+    if dtype == "string":
+        return text
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.startswith("float"):
+        return rng.normal(0, 1, shape).astype(dtype)
+    return rng.integers(0, 50, shape).astype(dtype)
+
+
+def _fill(node, path, t, length, rng, overrides, text):
+    if _kind(node) == "FeaturesDict":
+        return {
+            name: _fill(child, f"{path}/{name}" if path else name, t, length, rng, overrides, text)
+            for name, child in node["featuresDict"]["features"].items()
+        }
+    if path in overrides:
+        dtype = (node.get("tensor") or {}).get("dtype")
+        value = overrides[path](t, length)
+        return np.asarray(value, dtype=dtype) if dtype and dtype != "string" else value
+    return _leaf(node, rng, text)
+
+
+def episode(
+    features: dict,
+    length: int,
+    seed: int,
+    *,
+    overrides: dict[str, Override] | None = None,
+    instruction: str = "pick up the block",
+) -> dict:
+    """One episode of ``length`` steps for ``features`` (the root FeaturesDict)."""
+    rng = np.random.default_rng(seed)
+    overrides = dict(overrides or {})
+    boundaries: dict[str, Override] = {
+        "is_first": lambda t, n: t == 0,
+        "is_last": lambda t, n: t == n - 1,
+        "is_terminal": lambda t, n: t == n - 1,
+    }
+    for key, fn in boundaries.items():
+        overrides.setdefault(key, fn)
+    root = features["featuresDict"]["features"]
+    out: dict = {}
+    for name, child in root.items():
+        if _kind(child) == "Dataset":
+            step = child["sequence"]["feature"]
+            out[name] = [
+                _fill(step, "", t, length, rng, overrides, instruction) for t in range(length)
+            ]
+        else:
+            out[name] = _fill(child, name, 0, 1, rng, {}, instruction)
+    return out
+
+
+def write_from_features(
+    root: Path,
+    name: str,
+    features_path: Path,
+    lengths: list[int],
+    *,
+    version: str = "0.1.0",
+    overrides: dict[str, Override] | None = None,
+    instructions: list[str] | None = None,
+) -> tuple[Path, list[dict]]:
+    """Write ``root/name/version/`` with one train shard of episodes of ``lengths``, using the
+    published ``features.json`` as is. Returns the folder and the episodes written."""
+    features = json.loads(Path(features_path).read_text())
+    episodes = [
+        episode(
+            features,
+            n,
+            seed=i,
+            overrides=overrides,
+            instruction=(instructions or ["pick up the block"])[i % len(instructions or [1])],
+        )
+        for i, n in enumerate(lengths)
+    ]
+    folder = w.write_dataset(root, name, version, features, {"train": [episodes]})
+    return folder, episodes
