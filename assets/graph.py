@@ -1,7 +1,8 @@
 """The asset graph, generated from the source registry (``assets/sources``).
 
 Per source: its own raw and decoded assets, then the generated stages ``{name}_ted``,
-``{name}_catalog_rows``, ``{name}_statistics`` and ``{name}_lerobot_export``, with their checks;
+``{name}_catalog_rows``, ``{name}_statistics``, ``{name}_standardized`` and
+``{name}_lerobot_export``, with their checks;
 across sources: the episode catalog and the named-selection exports.
 """
 
@@ -17,15 +18,15 @@ from assets.checks import export_check, rows_check, ted_check
 from assets.lerobot import partition_export_asset, selection_lerobot_export
 from assets.sources import SOURCE_ASSETS
 from assets.sources.spec import SourceAssets
+from assets.standardized import standardized_asset
 from assets.statistics import statistics_asset
 from assets.ted import ted_asset
-
-STAGES = ("raw", "decoded", "ted", "catalog", "lerobot")
 
 
 @dataclass(frozen=True)
 class SourceGraph:
-    """One source's assets by stage (``STAGES``), its statistics asset and its checks."""
+    """One source's assets by stage (``warehouse_cli.arguments.STAGES``), its statistics asset
+    and its checks."""
 
     source: SourceAssets
     stages: dict[str, dg.AssetsDefinition]
@@ -56,6 +57,7 @@ def source_graph(spec: SourceAssets) -> SourceGraph:
     ted = ted_asset(name, parts, spec.decoded, group=spec.group)
     rows = catalog_rows_asset(name, parts, ted)
     export = partition_export_asset(name, parts, rows)
+    standardized = standardized_asset(name, parts, ted, group=spec.group)
     checks = [
         ted_check(name, ted),
         rows_check(name, rows),
@@ -69,6 +71,7 @@ def source_graph(spec: SourceAssets) -> SourceGraph:
             "decoded": spec.decoded,
             "ted": ted,
             "catalog": rows,
+            "standardized": standardized,
             "lerobot": export,
         },  # fmt: skip
         statistics=statistics_asset(name, parts, ted),

@@ -19,6 +19,7 @@ TED = "5"  # 2: validated before publishing; 3: one Atari schema (no clipped_rew
 CATALOG_ROWS = "6"  # 2: folder per partition, source ids; 3: fps, robot_type; 4: tasks, stats;
 # 5: quality signals (idle_fraction, jerk, length_z, return_z); 6: fps a DOUBLE (1/dt)
 EPISODE_CATALOG = "1"
+STANDARDIZED = "1"  # the transforms have their own version (TRANSFORMS_VERSION)
 STATISTICS = "1"
 LEROBOT_EXPORT = "4"  # 2: fps, robot type, nested keys of LeRobot sources; 3: rewards if any;
 # 4: a LeRobot source's feature names kept, no next.done it did not have

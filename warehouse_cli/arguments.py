@@ -3,7 +3,10 @@ every command parses them)."""
 
 from __future__ import annotations
 
-STAGES = ("raw", "decoded", "ted", "catalog", "lerobot")
+STAGES = ("raw", "decoded", "ted", "catalog", "standardized", "lerobot")
+# built only when asked for (--through standardized, or selected in the UI): an OXE dataset
+# Octo has no transform for, or a partition without a mapping, is refused by name
+OPT_IN = ("standardized",)
 
 
 def add_source_arguments(parser, partition_help: str, *, many: bool = False) -> None:
@@ -16,5 +19,8 @@ def add_source_arguments(parser, partition_help: str, *, many: bool = False) -> 
     else:
         parser.add_argument("partition", help=partition_help)
     parser.add_argument(
-        "--through", choices=STAGES, default=None, help="last stage to build (default: all)"
+        "--through",
+        choices=STAGES,
+        default=None,
+        help="last stage to build (default: all but standardized, which is built when named)",
     )

@@ -99,7 +99,12 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         video=args.video,
         resources=_resources(args),
     )
-    if args.through in (None, "catalog", "lerobot"):  # the partition's rows are in: the views
+    if args.through in (
+        None,
+        "catalog",
+        "standardized",
+        "lerobot",
+    ):  # the partition's rows are in: the views
         materialize_catalog(instance=instance, resources=_resources(args))
     bind_dagster_home(args.root)
     from warehouse_cli.console import partition_line

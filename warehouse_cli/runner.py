@@ -7,7 +7,7 @@ import dagster as dg
 
 from episode_warehouse.errors import PartitionKeyError, WarehouseError
 from episode_warehouse.sources import registry
-from warehouse_cli.arguments import STAGES
+from warehouse_cli.arguments import OPT_IN, STAGES
 from warehouse_cli.code_location import load_defs
 
 SELECTION = "selection"  # the named-selection exports: partitions are export names
@@ -39,7 +39,8 @@ def all_partitions(source: str) -> list[str]:
 
 
 def stage_assets(source: str, through: str | None) -> list[str]:
-    """The asset names of ``source``'s stages up to and including ``through`` (default: all)."""
+    """The asset names of ``source``'s stages up to and including ``through`` (default: all but
+    the opt-in ones, which are built only when named)."""
     if source == SELECTION:
         return ["selection_lerobot_export"]
     if through is not None and through not in STAGES:
@@ -48,6 +49,8 @@ def stage_assets(source: str, through: str | None) -> list[str]:
     last = STAGES.index(through) if through is not None else len(STAGES) - 1
     names = []
     for stage in STAGES[: last + 1]:
+        if stage in OPT_IN and stage != through:
+            continue
         names.append(graph.stages[stage].key.to_user_string())
         if stage == "catalog":
             names.append(graph.statistics.key.to_user_string())

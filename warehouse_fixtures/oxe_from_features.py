@@ -110,10 +110,18 @@ def write_from_features(
     version: str = "0.1.0",
     overrides: dict[str, Override] | None = None,
     instructions: list[str] | None = None,
+    drop: tuple[str, ...] = (),
 ) -> tuple[Path, list[dict]]:
     """Write ``root/name/version/`` with one train shard of episodes of ``lengths``, using the
-    published ``features.json`` as is. Returns the folder and the episodes written."""
+    published ``features.json`` as is but for the step features in ``drop`` (paths such as
+    ``"observation/image_with_depth"``). Returns the folder and the episodes written."""
     features = json.loads(Path(features_path).read_text())
+    for path in drop:
+        node = features["featuresDict"]["features"]["steps"]["sequence"]["feature"]
+        *parents, leaf = path.split("/")
+        for part in parents:
+            node = node["featuresDict"]["features"][part]
+        del node["featuresDict"]["features"][leaf]
     episodes = [
         episode(
             features,

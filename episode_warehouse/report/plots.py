@@ -65,3 +65,30 @@ def thumbnails_png(frames: list[np.ndarray], size: int = 64) -> bytes:
 def markdown_image(png: bytes, alt: str) -> str:
     """Markdown with the PNG inlined as a data URI (the Dagster UI renders it)."""
     return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode()})"
+
+
+def statistics_png(stats: dict) -> bytes:
+    """Per-dimension action (and proprio) statistics of a standardized partition: mean and
+    std as bars with whiskers, q01..q99 as a band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [k for k in ("action", "proprio") if k in stats]
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.4 * len(keys), 2.4), squeeze=False)
+    try:
+        for ax, key in zip(axes[0], keys, strict=True):
+            s = stats[key]
+            x = np.arange(len(s["mean"]))
+            ax.fill_between(x, s["q01"], s["q99"], color="#c7d4e8", step="mid", label="q01..q99")
+            ax.errorbar(x, s["mean"], yerr=s["std"], fmt="o", ms=3, color="#4c72b0",
+                        label="mean ± std")  # fmt: skip
+            ax.set_title(f"{key} (n={stats['num_transitions']})", fontsize=9)
+            ax.set_xticks(x)
+            ax.tick_params(labelsize=7)
+        axes[0][0].legend(fontsize=6)
+        fig.tight_layout()
+        return _png(fig)
+    finally:
+        plt.close(fig)

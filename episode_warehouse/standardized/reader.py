@@ -28,12 +28,13 @@ class Opened:
     meta: StandardizedRecord
 
     def array(self, name: str) -> np.ndarray:
-        return np.load(self.folder / f"{name}.npy", mmap_mode="r")
+        """``name``.npy, mapped copy-on-write (writes never reach the file)."""
+        return np.load(self.folder / f"{name}.npy", mmap_mode="c")
 
     def frames(self, view: str) -> np.ndarray | None:
         """The view's frame file (every TED row), or ``None`` for a view the dataset lacks."""
         file = self.meta.views.get(view)
-        return None if file is None else np.load(self.folder / file, mmap_mode="r")
+        return None if file is None else np.load(self.folder / file, mmap_mode="c")
 
     @property
     def instructions(self) -> np.ndarray:
