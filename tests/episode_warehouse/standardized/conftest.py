@@ -14,7 +14,6 @@ from episode_warehouse.stages import build_ted_stage
 from episode_warehouse.standardized.stage import build_standardized_stage
 from warehouse_fixtures.oxe_from_features import write_from_features
 
-
 # TFDS encodes a float32 Image (berkeley_autolab_ur5's depth) as a bit-cast PNG, which the RLDS
 # reader does not read yet (it refuses the dataset naming the feature): the fixture leaves it
 # out; depth is not a standardized view
