@@ -11,8 +11,11 @@ reads from its ``norm_stats``.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
+log = logging.getLogger(__name__)
 STATISTICS_FILE = "dataset_statistics.json"
 
 
@@ -51,10 +54,11 @@ def octo_statistics(
 def combine_dataset_statistics(statistics: list[dict]) -> dict:
     """Octo's ``combine_dataset_statistics``: means weighted by transitions, the pooled
     population std, min of mins and max of maxes; ``num_transitions`` and ``num_trajectories``
-    are the lists of the parts. Every part must have the same action (and proprio) size.
+    are the lists of the parts. A key is combined when every part has it with one size (states
+    of 8 and 7 dimensions are not: that key is left out, with a warning).
 
     Raises:
-        ValueError: no statistics, or parts of different sizes (naming the key).
+        ValueError: no statistics.
     """
     if not statistics:
         raise ValueError("no statistics to combine")
@@ -66,8 +70,10 @@ def combine_dataset_statistics(statistics: list[dict]) -> dict:
         if len(parts) != len(statistics):
             continue  # Octo combines a key only when every dataset has it
         sizes = {len(p["mean"]) for p in parts}
-        if len(sizes) > 1:
-            raise ValueError(f"{key} sizes differ across the datasets: {sorted(sizes)}")
+        if len(sizes) > 1:  # Octo's np.array of ragged lists fails here; the key is left out
+            log.warning("%s sizes differ across the datasets (%s): not combined", key,
+                        sorted(sizes))  # fmt: skip
+            continue
         means = np.array([p["mean"] for p in parts], dtype=np.float64)
         stds = np.array([p["std"] for p in parts], dtype=np.float64)
         mean = (means * weights[:, None]).sum(0)

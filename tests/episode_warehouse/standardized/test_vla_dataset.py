@@ -1,0 +1,174 @@
+"""VLADataset over a two-robot mixture: every batch passes TorchRL's validate_vla_tensordict;
+items hold the standardized values, normalized per dataset with its own statistics as Octo's
+formula defines; sampling follows the balanced weights; workers, ranks and resume deliver each
+item once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from episode_warehouse.errors import ConfigError
+from episode_warehouse.loading import no_collate, ted_collate
+from episode_warehouse.standardized import (
+    VLADataset,
+    dataset_statistics,
+    mixture_weights,
+    open_standardized,
+)
+
+REL = {5: [0.0, 1.0, 0.0, -1.0, 0.0], 4: [0.0, -1.0, 0.0, 1.0]}
+G = {"action/gripper_closedness_action": lambda t, n: [REL[n][t]]}
+MIX = [("fractal20220817_data", 1.0), ("taco_play", 1.0)]
+SIZES = {"primary": (32, 32), "wrist": (16, 16)}
+
+
+@pytest.fixture
+def root(oxe):
+    oxe("fractal20220817_data", [5, 4], G)
+    layout, _ = oxe("taco_play", [6, 6, 3])
+    return layout.folder
+
+
+def _expected(root, name, row, window, chunk):
+    """The item at ``row`` from open_standardized and the statistics (Octo's formulas)."""
+    td = open_standardized("openx", name, root=root)
+    stats = dataset_statistics("openx", name, root=root)
+    starts = td["is_init"].nonzero().squeeze(-1).numpy()
+    ends = td["next", "done"].squeeze(-1).nonzero().squeeze(-1).numpy()
+    start = starts[starts <= row].max()
+    end = ends[ends >= row].min()
+    history = np.maximum(np.arange(row - window + 1, row + 1), start)
+    future = np.minimum(history[:, None] + np.arange(chunk), end)
+    a = td["action"].numpy()
+    mean, std = np.float32(stats["action"]["mean"]), np.float32(stats["action"]["std"])
+    mask = np.array(stats["action"]["mask"])
+    chunk_values = np.where(mask, (a[future] - mean) / (std + 1e-8), a[future])
+    s = td["observation", "state"].numpy()[history]
+    smean, sstd = np.float32(stats["proprio"]["mean"]), np.float32(stats["proprio"]["std"])
+    state = (s - smean) / (sstd + 1e-8)
+    state = np.where(np.float32(stats["proprio"]["min"]) == np.float32(stats["proprio"]["max"]),
+                     0, state)  # fmt: skip
+    return {
+        "action": a[history],
+        "chunk": chunk_values,
+        "action_is_pad": history[:, None] + np.arange(chunk) > end,
+        "state": state,
+        "timestep_is_pad": np.arange(row - window + 1, row + 1) < start,
+        "instruction": list(td["language_instruction"])[row],
+    }
+
+
+def test_items_hold_the_standardized_values_and_batches_are_vla(root):
+    from torchrl.data.vla import validate_vla_tensordict
+
+    ds = VLADataset(MIX, root, image_sizes=SIZES, window=2, chunk=3, seed=1)
+    items = []
+    for index in range(24):
+        part, row = ds.draw(index)
+        item = ds.item(part, row)
+        name = ds.parts[part].name
+        want = _expected(root, name, row, 2, 3)
+        a = ds.parts[part].opened.meta.action_dim
+        np.testing.assert_allclose(item["vla_action", "chunk"][..., :a].numpy(), want["chunk"],
+                                   rtol=1e-5, atol=1e-6)  # fmt: skip
+        np.testing.assert_array_equal(item["action"][..., :a].numpy(), want["action"])
+        np.testing.assert_array_equal(item["action_is_pad"].numpy(), want["action_is_pad"])
+        s = want["state"].shape[-1]
+        np.testing.assert_allclose(item["observation", "state"][..., :s].numpy(), want["state"],
+                                   rtol=1e-5, atol=1e-6)  # fmt: skip
+        assert not item["observation", "state"][..., s:].any()  # padded to the mix's width
+        assert item["observation", "timestep_is_pad"].tolist() == want["timestep_is_pad"].tolist()
+        assert item["language_instruction"] == want["instruction"]
+        assert item["dataset_name"] == name
+        has_wrist = name == "taco_play"
+        assert item["observation", "pad_mask_dict", "wrist"].tolist() == [has_wrist] * 2
+        assert item["observation", "image", "primary"].shape == (2, 3, 32, 32)
+        assert item["observation", "image", "wrist"].shape == (2, 3, 16, 16)
+        if not has_wrist:
+            assert not item["observation", "image", "wrist"].any()
+        items.append(item)
+    batch = ted_collate(items)
+    assert batch.batch_size == torch.Size([24])
+    assert validate_vla_tensordict(batch) == []
+    assert batch["vla_action", "chunk"].shape == (24, 2, 3, 7)
+    assert batch["observation", "state"].shape == (24, 2, 8)  # fractal 8-D, taco 7-D padded
+    assert {*batch["dataset_name"]} == {"fractal20220817_data", "taco_play"}
+
+
+def test_sampling_follows_the_balanced_weights(root):
+    ds = VLADataset(MIX, root, image_sizes=SIZES)
+    weights = mixture_weights(MIX, root)
+    draws = np.array([ds.draw(i)[0] for i in range(6000)])
+    for part, p in enumerate(ds.parts):
+        assert (draws == part).mean() == pytest.approx(weights[p.name], abs=0.03)
+    # rows are uniform within a dataset: every kept step of taco (15) is drawn
+    taco = next(i for i, p in enumerate(ds.parts) if p.name == "taco_play")
+    rows = {ds.draw(i)[1] for i in range(6000) if ds.draw(i)[0] == taco}
+    assert rows == set(range(15))
+
+
+def _key(item):
+    return (item["dataset_name"], item["action"].numpy().tobytes(),
+            item["observation", "image", "primary"].numpy().tobytes())  # fmt: skip
+
+
+def test_ranks_split_an_epoch_and_resume_skips_what_was_delivered(root):
+    whole = [_key(x) for x in VLADataset(MIX, root, image_sizes=SIZES, num_samples=30)]
+    halves = [
+        [
+            _key(x)
+            for x in VLADataset(MIX, root, image_sizes=SIZES, num_samples=30, rank=r, world_size=2)
+        ]  # fmt: skip
+        for r in (0, 1)
+    ]
+    assert sorted(halves[0] + halves[1]) == sorted(whole)
+    assert halves[0] == whole[0::2]
+    first = VLADataset(MIX, root, image_sizes=SIZES, num_samples=30)
+    it = iter(first)
+    head = [_key(next(it)) for _ in range(7)]
+    state = first.state_dict()
+    again = VLADataset(MIX, root, image_sizes=SIZES, num_samples=30)
+    again.load_state_dict(state)
+    assert head + [_key(x) for x in again] == whole
+    with pytest.raises(ConfigError, match="another shard layout or seed"):
+        VLADataset(MIX, root, image_sizes=SIZES, seed=5).load_state_dict(state)
+
+
+@pytest.mark.integration  # DataLoader worker processes
+def test_workers_and_persistent_workers_deliver_each_item_once(root):
+    from torch.utils.data import DataLoader
+
+    def epoch(ds, e):
+        ds.set_epoch(e)
+        return sorted(_key(x) for x in ds)
+
+    single = VLADataset(MIX, root, image_sizes=SIZES, num_samples=24)
+    want = [epoch(single, 0), epoch(single, 1)]
+    ds = VLADataset(MIX, root, image_sizes=SIZES, num_samples=24)
+    loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True,
+                        collate_fn=no_collate)  # fmt: skip
+    got = [sorted(_key(x) for x in loader) for _ in range(2)]
+    assert got == want and want[0] != want[1]
+    batches = DataLoader(ds, batch_size=8, num_workers=2, collate_fn=ted_collate)
+    assert sum(len(b) for b in batches) == 24
+
+
+def test_sizes_must_agree_or_be_given_and_metadata_per_dataset(root):
+    with pytest.raises(ConfigError, match="primary view has different sizes") as error:
+        VLADataset(MIX, root)
+    assert "image_sizes" in error.value.fix
+    ds = VLADataset(MIX, root, image_sizes=SIZES, normalization="bounds_q99")
+    meta = ds.metadata()
+    assert set(meta) == {"fractal20220817_data", "taco_play"}
+    stats = dataset_statistics("openx", "taco_play", root=root)
+    assert meta["taco_play"].action_dim == 7
+    assert torch.allclose(meta["taco_play"].action_low, torch.tensor(stats["action"]["q01"]))
+    assert meta["fractal20220817_data"].gripper_mode == "binary"  # rel2abs gives 0/1
+    assert meta["taco_play"].gripper_mode == "continuous"  # clipped, not binarized
+    part, row = ds.draw(0)
+    chunk = ds.item(part, row)["vla_action", "chunk"]
+    assert chunk[..., :6].abs().max() <= 1  # q01..q99 to [-1, 1], clipped
+    with pytest.raises(ConfigError, match="normalization"):
+        VLADataset(MIX, root, image_sizes=SIZES, normalization="z")
