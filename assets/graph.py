@@ -57,7 +57,7 @@ def source_graph(spec: SourceAssets) -> SourceGraph:
     ted = ted_asset(name, parts, spec.decoded, group=spec.group)
     rows = catalog_rows_asset(name, parts, ted)
     export = partition_export_asset(name, parts, rows)
-    standardized = standardized_asset(name, parts, ted, group=spec.group)
+    standardized = standardized_asset(name, parts, ted)
     checks = [
         ted_check(name, ted),
         rows_check(name, rows),

@@ -28,13 +28,12 @@ def standardized_asset(
     source: str,
     partitions_def: dg.PartitionsDefinition,
     ted: dg.AssetsDefinition,
-    group: str | None = None,
 ) -> dg.AssetsDefinition:
     @dg.asset(
         name=f"{source}_standardized",
         partitions_def=partitions_def,
         deps=[ted],
-        group_name=group or source,
+        group_name="standardized",
         kinds={"numpy"},
         code_version=versions.STANDARDIZED,
         owners=["team:data-platform"],
