@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,21 +19,33 @@ from episode_warehouse.standardized.record import StandardizedRecord
 from episode_warehouse.standardized.statistics import STATISTICS_FILE
 
 
-@dataclass(frozen=True)
 class Opened:
-    """A standardized partition's folder and record, its arrays memory-mapped on demand."""
+    """A standardized partition's folder and record, its arrays memory-mapped once per process
+    (the maps are not pickled: a DataLoader worker maps the files again)."""
 
-    folder: Path
-    meta: StandardizedRecord
+    def __init__(self, folder: Path, meta: StandardizedRecord) -> None:
+        self.folder, self.meta = folder, meta
+        self._maps: dict[str, np.ndarray] = {}
+
+    def __getstate__(self) -> dict:
+        return {"folder": self.folder, "meta": self.meta}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["folder"], state["meta"])  # type: ignore[misc]
+
+    def _map(self, relative: str) -> np.ndarray:
+        if relative not in self._maps:
+            self._maps[relative] = np.load(self.folder / relative, mmap_mode="c")
+        return self._maps[relative]
 
     def array(self, name: str) -> np.ndarray:
         """``name``.npy, mapped copy-on-write (writes never reach the file)."""
-        return np.load(self.folder / f"{name}.npy", mmap_mode="c")
+        return self._map(f"{name}.npy")
 
     def frames(self, view: str) -> np.ndarray | None:
         """The view's frame file (every TED row), or ``None`` for a view the dataset lacks."""
         file = self.meta.views.get(view)
-        return None if file is None else np.load(self.folder / file, mmap_mode="c")
+        return None if file is None else self._map(file)
 
     @property
     def instructions(self) -> np.ndarray:

