@@ -15,6 +15,8 @@ from warehouse_fixtures.dopamine_writer import write_run
 from warehouse_fixtures.environment import variable_set
 from warehouse_fixtures.openx_writer import DatasetSpec, write_dataset
 
+SHARED_SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
+
 
 def _layout(root) -> WarehouseLayout:
     """``root``: a layout (a bucket root's), or a local root's folder."""
@@ -91,6 +93,27 @@ def build_minari(root, dataset: Path, dataset_id: str, seed=0):
 
 
 _LINEAGE = {"source_url": "test", "source_version": "test"}
+
+
+def build_oxe_standardized(root, name: str, lengths, overrides=None):
+    """An OXE dataset written from its real features.json (``shared/samples/oxe_features``)
+    and published as the partition ``name`` through raw, decoded, TED, catalog rows and the
+    standardized stage."""
+    from episode_warehouse.sources.openx.raw import mirror_openx
+    from episode_warehouse.sources.openx.stage import decode_openx
+    from episode_warehouse.standardized.stage import build_standardized_stage
+    from warehouse_fixtures.oxe_from_features import write_from_features
+
+    layout = _layout(root)
+    features = next((SHARED_SAMPLES / "oxe_features" / name).rglob("features.json"))
+    src = layout.folder / "oxe-src"
+    write_from_features(src, name, features, list(lengths), overrides=overrides)
+    mirror_openx(str(src), name, layout.raw_dir("openx", name), root=layout.root,
+                 code_version="t")  # fmt: skip
+    decode_openx(layout, name, code_version="t")
+    build_ted_stage(layout, "openx", name, code_version="t")
+    publish_catalog_rows(layout, "openx", name, code_version="t", run_id="r")
+    build_standardized_stage(layout, "openx", name, code_version="t")
 
 
 def dagster_home_of(root):

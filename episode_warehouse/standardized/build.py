@@ -77,7 +77,8 @@ def _reader(ted_dir: Path, keys: dict, subject: str):
 
 def _view_files(plan: Plan, keys: dict, rows: int) -> tuple[dict, dict]:
     """view -> TED file of its frames, view -> [C, H, W]; checked to be camera frames."""
-    views, shapes = {}, {}
+    views: dict[str, str | None] = {}
+    shapes: dict[str, list[int]] = {}
     for view in VIEWS:
         name = plan.config.views[view]
         if name is None:

@@ -39,7 +39,7 @@ MIXTURE_FILE = "meta/warehouse_mixture.json"
 
 
 def _features(views, size, action_dim, state_dim) -> dict:
-    features = {
+    features: dict[str, dict] = {
         "action": {"dtype": "float32", "shape": (action_dim,), "names": None},
         "action_dim_is_pad": {"dtype": "bool", "shape": (action_dim,), "names": None},
         "dataset_index": {"dtype": "int64", "shape": (1,), "names": None},

@@ -150,10 +150,11 @@ class VLADataset(IterableDataset):
         self._position = 0
 
     def _sizes(self, given: dict) -> dict[str, tuple[int, int]]:
-        sizes = {}
+        sizes: dict[str, tuple[int, int]] = {}
         for view in self.views:
             if view in given:
-                sizes[view] = tuple(int(x) for x in given[view])
+                height, width = (int(x) for x in given[view])
+                sizes[view] = (height, width)
                 continue
             native = {tuple(p.opened.meta.image_shapes[view][1:]) for p in self.parts
                       if view in p.opened.meta.image_shapes}  # fmt: skip
@@ -164,7 +165,8 @@ class VLADataset(IterableDataset):
                     fix=f"pass image_sizes={{{view!r}: (H, W)}}",
                 )
             if native:
-                sizes[view] = native.pop()
+                height, width = native.pop()
+                sizes[view] = (height, width)
         return sizes
 
     # -- sampling ----------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 snippet died without its ``if __name__ == "__main__":`` guard; another needed a variable of the
 one before it), against warehouses holding what the snippets name: the demo's root
 (``demo-data/warehouse``: Atari Pong/1 and Pong/5, the export ``atari-Pong-5``) and the default
-root (``warehouse-data``: the LeRobot dataset ``lab/pick_place``)."""
+root (``warehouse-data``: the LeRobot dataset ``lab/pick_place``, the OXE datasets
+``fractal20220817_data`` and ``taco_play`` standardized). docs/standardized.md's snippets run
+the same way."""
 
 from __future__ import annotations
 
@@ -17,11 +19,15 @@ import pytest
 from episode_warehouse.export import ExportRequest, export_lerobot
 from episode_warehouse.loading import select_episodes
 from episode_warehouse.paths import WarehouseLayout
-from tests.helpers import build_atari, build_lerobot
+from tests.helpers import build_atari, build_lerobot, build_oxe_standardized
 from warehouse_fixtures.lerobot_writer import LeRobotSpec
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-SNIPPETS = re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
+STANDARDIZED = README.parent / "docs" / "standardized.md"  # its snippets run the same way
+SNIPPETS = [
+    s for doc in (README, STANDARDIZED) for s in re.findall(r"```python\n(.*?)```",
+                                                          doc.read_text(), re.DOTALL)
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +46,9 @@ def cwd(tmp_path_factory) -> Path:
     export_lerobot(request, layout.lerobot_dir("atari-Pong-5"), root=layout.root)
     spec = LeRobotSpec(repo_id="lab/pick_place", cameras={"top": (24, 32)}, lengths=(6, 8))
     build_lerobot(here / "warehouse-data", spec)
+    rel = {"action/gripper_closedness_action": lambda t, n: [[0.0, 1.0, 0.0, -1.0][t % 4]]}
+    build_oxe_standardized(here / "warehouse-data", "fractal20220817_data", (5, 4), rel)
+    build_oxe_standardized(here / "warehouse-data", "taco_play", (6, 3))
     return here
 
 
