@@ -394,3 +394,48 @@ def test_hub_answers(tmp_path, budget):
             assert len(token.encode()) <= 255
 
     run()
+
+
+# --- a standardized mapping (#40): the owner's JSON, checked against the TED's keys -------------
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_standardized_mapping(tmp_path, budget):
+    from episode_warehouse.standardized.mapping import MAPPINGS_FILE, mapping_for
+
+    keys = {"action": {}, "observation/state": {}, "observation/image/front": {}}
+    good = {
+        "lerobot:lab/arm": {
+            "action": "action",
+            "action_encoding": "JOINT_POS",
+            "state": "observation/state",
+            "views": {"primary": "observation/image/front", "wrist": None},
+        }
+    }
+    truth = mapping_for(_write_mapping(tmp_path, good, MAPPINGS_FILE), "lerobot", "lab/arm", keys)
+
+    @fuzz_settings(budget)
+    @given(field_mutations, byte_mutations, st.booleans())
+    def run(fields, ops, by_bytes):
+        folder = _folder(tmp_path)
+        file = folder / MAPPINGS_FILE
+        file.parent.mkdir(parents=True)
+        text = json.dumps(good).encode()
+        file.write_bytes(mutate_bytes(text, ops) if by_bytes else
+                         json.dumps(mutate_fields(json.loads(text), fields)).encode())  # fmt: skip
+        got = ends_well(lambda: mapping_for(folder, "lerobot", "lab/arm", keys),
+                        sandbox=tmp_path, work=folder)  # fmt: skip
+        if not isinstance(got, WarehouseError):
+            assert set(got) == set(truth)
+            assert set(got["views"]) == {"primary", "secondary", "wrist"}
+            for key in [got["action"], got["state"], *got["views"].values()]:
+                assert key is None or key in keys
+
+    run()
+
+
+def _write_mapping(base: Path, doc: dict, relative) -> Path:
+    file = base / relative
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(json.dumps(doc))
+    return base
