@@ -39,10 +39,21 @@ def test_the_toy_source_goes_through_every_generated_stage(toy_world, warehouse_
     graphs, assets, checks = build_graph([*SOURCE_ASSETS, wiring.ASSETS])
     toy_graph = graphs["toy"]
     assert [a.key.to_user_string() for a in toy_graph.assets()] == [
-        "toy_files", "toy_episodes", "toy_ted", "toy_catalog_rows", "toy_lerobot_export",
+        "toy_files",
+        "toy_episodes",
+        "toy_ted",
+        "toy_catalog_rows",
+        "toy_standardized",
+        "toy_lerobot_export",
         "toy_statistics",
-    ]  # fmt: skip
+    ]  # fmt: skip  (toy_standardized: opt-in, for a partition with a declared mapping)
     resources = {**build_resources(), "toy_source": wiring.ToySource(folder=str(folder))}
+    # a new source joins mixtures by a declared mapping, no code (docs/standardized.md)
+    (warehouse_env / "config").mkdir(parents=True, exist_ok=True)
+    (warehouse_env / "config" / "standardized_mappings.json").write_text(
+        '{"toy:walk": {"action": "action", "action_encoding": "OTHER", '
+        '"state": "observation/state", "views": {}}}'
+    )
     with dg.instance_for_test() as instance:
         result = dg.materialize(
             [*assets, *checks],
@@ -58,6 +69,11 @@ def test_the_toy_source_goes_through_every_generated_stage(toy_world, warehouse_
     assert all(e.passed for e in evaluations), [e.metadata for e in evaluations]
 
     td = open_ted("toy", "walk")
+    from episode_warehouse.standardized import open_standardized
+
+    std = open_standardized("toy", "walk")
+    np.testing.assert_array_equal(std["action"].numpy().reshape(-1), td["action"].numpy())
+    np.testing.assert_array_equal(std["observation", "state"].numpy(), td["observation", "state"])
     np.testing.assert_array_equal(
         td["observation", "state"].numpy(), np.concatenate([e["state"] for e in truth])
     )
