@@ -18,15 +18,13 @@ from episode_warehouse.standardized import (
     mixture_weights,
     open_standardized,
 )
-from tests.episode_warehouse.standardized.conftest import features_json
+from tests.episode_warehouse.standardized.conftest import REL, features_json
 from warehouse_cli.main import main
 from warehouse_cli.runner import stage_assets
 from warehouse_fixtures.lerobot_writer import TELEOP, write_lerobot_dataset
 from warehouse_fixtures.oxe_from_features import write_from_features
 
 pytestmark = pytest.mark.integration
-
-REL = {5: [0.0, 1.0, 0.0, -1.0, 0.0], 4: [0.0, -1.0, 0.0, 1.0]}
 
 
 @pytest.fixture

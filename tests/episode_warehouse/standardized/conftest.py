@@ -14,6 +14,11 @@ from episode_warehouse.stages import build_ted_stage
 from episode_warehouse.standardized.stage import build_standardized_stage
 from warehouse_fixtures.oxe_from_features import write_from_features
 
+# relative gripper commands (+1 close, -1 open) of 5- and 4-step episodes, for the rt1-like
+# datasets (test_oxe_transforms.py works out the absolute states Octo's scan gives)
+REL = {5: [0.0, 1.0, 0.0, -1.0, 0.0], 4: [0.0, -1.0, 0.0, 1.0]}
+G = {"action/gripper_closedness_action": lambda t, n: [REL[n][t]]}
+
 # TFDS encodes a float32 Image (berkeley_autolab_ur5's depth) as a bit-cast PNG, which the RLDS
 # reader does not read yet (it refuses the dataset naming the feature): the fixture leaves it
 # out; depth is not a standardized view

@@ -11,9 +11,7 @@ import torch
 
 from episode_warehouse.standardized import dataset_statistics, open_standardized
 from episode_warehouse.standardized.export import MIXTURE_FILE, export_mixture
-
-REL = {5: [0.0, 1.0, 0.0, -1.0, 0.0], 4: [0.0, -1.0, 0.0, 1.0]}
-G = {"action/gripper_closedness_action": lambda t, n: [REL[n][t]]}
+from tests.episode_warehouse.standardized.conftest import G
 
 
 def test_a_mixture_exports_as_one_lerobot_dataset(oxe):

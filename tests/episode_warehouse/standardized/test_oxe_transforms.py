@@ -14,10 +14,10 @@ from episode_warehouse.standardized.gripper import (
     binarize_gripper_actions,
     rel2abs_gripper_actions,
 )
+from tests.episode_warehouse.standardized.conftest import REL, G
 
 # relative gripper commands (+1 close, -1 open) and the absolute state Octo's scan gives:
 # 5 steps: close at 1, open at 3; the state before the first command is open
-REL = {5: [0.0, 1.0, 0.0, -1.0, 0.0], 4: [0.0, -1.0, 0.0, 1.0]}
 ABS = {5: [1, 0, 0, 1, 1], 4: [0, 1, 1, 0]}  # 4 steps: the first command opens: started closed
 RAW = {5: [-0.5, 0.2, 1.5, 1.0, 0.0], 4: [-0.5, 0.2, 1.5, 1.0]}  # a continuous gripper value
 CLIPPED = {n: np.clip(v, 0, 1).tolist() for n, v in RAW.items()}
@@ -58,7 +58,6 @@ def flat_action(width, gripper_at=-1, table=RAW):
     return {"action": make}
 
 
-G = {"action/gripper_closedness_action": lambda t, n: [REL[n][t]]}
 G_SCALAR = {"action/gripper_closedness_action": lambda t, n: REL[n][t]}
 G_RAW = {"action/gripper_closedness_action": lambda t, n: [RAW[n][t]]}
 G_RAW_SCALAR = {"action/gripper_closedness_action": lambda t, n: RAW[n][t]}

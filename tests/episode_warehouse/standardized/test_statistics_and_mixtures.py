@@ -21,10 +21,7 @@ from episode_warehouse.standardized import (
 )
 from episode_warehouse.standardized.normalize import Normalizer
 from episode_warehouse.standardized.stage import build_standardized_stage
-from tests.episode_warehouse.standardized.conftest import build_ted
-
-REL = {5: [0.0, 1.0, 0.0, -1.0, 0.0], 4: [0.0, -1.0, 0.0, 1.0]}
-G = {"action/gripper_closedness_action": lambda t, n: [REL[n][t]]}
+from tests.episode_warehouse.standardized.conftest import G, build_ted
 
 
 def test_the_real_bridge_sample_as_openvla_bridge_oxe(shared_samples, tmp_path):

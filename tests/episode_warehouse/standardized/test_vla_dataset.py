@@ -17,9 +17,8 @@ from episode_warehouse.standardized import (
     mixture_weights,
     open_standardized,
 )
+from tests.episode_warehouse.standardized.conftest import G
 
-REL = {5: [0.0, 1.0, 0.0, -1.0, 0.0], 4: [0.0, -1.0, 0.0, 1.0]}
-G = {"action/gripper_closedness_action": lambda t, n: [REL[n][t]]}
 MIX = [("fractal20220817_data", 1.0), ("taco_play", 1.0)]
 SIZES = {"primary": (32, 32), "wrist": (16, 16)}
 
