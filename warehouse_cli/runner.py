@@ -9,6 +9,7 @@ from episode_warehouse.errors import PartitionKeyError, WarehouseError
 from episode_warehouse.sources import registry
 from warehouse_cli.arguments import OPT_IN, STAGES
 from warehouse_cli.code_location import load_defs
+from warehouse_cli.dead_runs import process_tags, release_dead_runs
 
 SELECTION = "selection"  # the named-selection exports: partitions are export names
 SELECTIONS = "lerobot_selections"
@@ -111,6 +112,8 @@ def materialize_partition(
     job = load_defs().resolve_implicit_global_asset_job_def()
     from assets.retries import NO_RETRIES_TAG  # the code location is importable now
 
+    release_dead_runs(instance)  # a killed run's pool slots would block this one for ever
+
     result = job.execute_in_process(
         run_config=run_config,
         instance=instance,
@@ -119,7 +122,7 @@ def materialize_partition(
         raise_on_error=False,
         # a command line fails fast: sources are retried inside the step (bounded backoff);
         # Dagster's step retries are for the daemon and the cluster, where nobody waits
-        tags={"warehouse/source": source, NO_RETRIES_TAG: "off"},
+        tags={"warehouse/source": source, NO_RETRIES_TAG: "off", **process_tags()},
     )
     if not result.success:
         for evaluation in result.get_asset_check_evaluations():
@@ -157,15 +160,17 @@ def materialize_catalog(
     run_config: dict = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     if resources:
         run_config["resources"] = {k: {"config": v} for k, v in resources.items()}
+    instance = instance or dg.DagsterInstance.get()
+    release_dead_runs(instance)
     result = (
         load_defs()
         .resolve_implicit_global_asset_job_def()
         .execute_in_process(
             run_config=run_config,
-            instance=instance or dg.DagsterInstance.get(),
+            instance=instance,
             asset_selection=[dg.AssetKey("episode_catalog")],
             raise_on_error=False,
-            tags={NO_RETRIES_TAG: "off"},
+            tags={NO_RETRIES_TAG: "off", **process_tags()},
         )
     )
     if not result.success:
