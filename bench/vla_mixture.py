@@ -176,7 +176,6 @@ class _Stream(IterableDataset):
 
 def child_stream(kind: str, seconds: str) -> None:
     """Stream batches for ``seconds``; prints one JSON line (frames/s, RSS samples)."""
-    import torch
     from torch.utils.data import DataLoader
 
     from episode_warehouse.loading import ted_collate
@@ -208,7 +207,6 @@ def child_stream(kind: str, seconds: str) -> None:
             break
     elapsed = time.perf_counter() - started
     stop.set()
-    torch.set_num_threads(1)
     head = [a for t, a, _ in samples if t <= 60]
     tail = [a for t, a, _ in samples if t >= elapsed - 60]
     print(json.dumps({
