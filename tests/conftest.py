@@ -44,6 +44,13 @@ def _tier(item: pytest.Item) -> str:
     return "unit"
 
 
+def pytest_sessionstart(session):
+    # matplotlib builds its font cache on first import by running fc-list: done here, before
+    # any unit test refuses child processes, so the first unit test to plot does not fail on a
+    # fresh machine (whose cache is empty)
+    import matplotlib.font_manager  # noqa: F401
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         item.add_marker(_tier(item))

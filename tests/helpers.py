@@ -120,3 +120,34 @@ def dagster_home_of(root):
     """``DAGSTER_HOME`` set to an instance of ``root``'s own (beside it) for the CLI calls inside:
     the CLI keeps one Dagster instance per warehouse root and refuses to mix them."""
     return variable_set("DAGSTER_HOME", str(Path(root).parent / f".dagster_home-{Path(root).name}"))
+
+
+def td_leaves(td) -> dict:
+    """Every leaf of a TensorDict by key, strings (non-tensor entries) included, as plain
+    values: tensors as their numpy arrays, string stacks as lists."""
+    from tensordict import is_non_tensor
+
+    from episode_warehouse.loading.shared_batches import non_tensor_keys
+
+    out = {}
+    for key in td.keys(True, True):
+        out[key if isinstance(key, tuple) else (key,)] = td.get(key).numpy()
+    for key in non_tensor_keys(td):
+        value = td.get(key)
+        out[key] = value.tolist() if is_non_tensor(value) else value
+    return out
+
+
+def assert_same_batches(got: list, want: list) -> None:
+    """Two lists of batches hold the same keys and values, strings included, in order."""
+    import numpy as np
+
+    assert len(got) == len(want), (len(got), len(want))
+    for n, (a, b) in enumerate(zip(got, want, strict=True)):
+        a, b = td_leaves(a), td_leaves(b)
+        assert set(a) == set(b), (n, sorted(set(a) ^ set(b)))
+        for key, value in b.items():
+            if isinstance(value, np.ndarray):
+                np.testing.assert_array_equal(a[key], value, err_msg=f"batch {n} {key}")
+            else:
+                assert a[key] == value, (n, key)

@@ -40,13 +40,25 @@ from dataclasses import dataclass
 from multiprocessing.reduction import ForkingPickler
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, is_non_tensor
 from torch.multiprocessing.reductions import StorageWeakRef
 
 log = logging.getLogger(__name__)
 MAX_SLOTS = 8  # per worker: batches in flight (prefetch) + held by the trainer + one late
 ALIGN = 64  # bytes: every leaf starts on a cache line (and on its dtype's alignment)
 SLOT_ROUNDING = 1 << 20  # slots are allocated in whole MiB, so batch sizes can vary a little
+
+
+def _leaf_or_text(cls: type) -> bool:
+    """``is_leaf`` for ``keys()``: tensors and non-tensor entries (strings) are leaves."""
+    return issubclass(cls, (NonTensorData, NonTensorStack)) or not issubclass(cls, TensorDictBase)
+
+
+def non_tensor_keys(td: TensorDictBase) -> list[tuple[str, ...]]:
+    """The keys of ``td``'s non-tensor entries (strings such as an instruction), nested too:
+    ``keys(True, True)`` leaves them out, so a batch built from it alone would drop them."""
+    keys = td.keys(True, True, is_leaf=_leaf_or_text)
+    return [k if isinstance(k, tuple) else (k,) for k in keys if is_non_tensor(td.get(k))]
 
 
 @dataclass(frozen=True)
@@ -125,7 +137,8 @@ class _Pool:
 
 
 _pool: _Pool | None = None
-_sent: dict[int, tuple[weakref.ref[TensorDict], int, list[Leaf], list[torch.Tensor]]] = {}
+_Extras = dict[tuple[str, ...], TensorDictBase]  # a batch's stacked non-tensor entries
+_sent: dict[int, tuple[weakref.ref[TensorDict], int, list[Leaf], list[torch.Tensor], _Extras]] = {}
 _previous_reduce = None
 
 
@@ -153,13 +166,19 @@ def _worker_pool() -> _Pool:
 
 def stack_into_slot(items: list[TensorDictBase]) -> TensorDictBase | None:
     """Stack equal-shaped TensorDicts into a free slot of this worker, or None (no free slot,
-    or items that are not equal-shaped tensors: the caller stacks them the usual way)."""
+    or items that are not equal-shaped tensors: the caller stacks them the usual way).
+
+    Non-tensor entries (strings) are stacked as ``torch.stack`` stacks them and travel pickled
+    beside the slot, so a worker's batch holds what the main process's batch holds."""
     found = _layout(items)
     if found is None:
         return None
     leaves, nbytes = found
+    texts = non_tensor_keys(items[0])
+    if any(non_tensor_keys(item) != texts for item in items[1:]):
+        return None
     pool = _worker_pool()
-    for key, (ref, unsent, _, _) in list(_sent.items()):
+    for key, (ref, unsent, *_) in list(_sent.items()):
         if ref() is None:  # made but never sent (a collate dropped it): the slot is free
             del _sent[key]
             pool.flags[unsent] = 0
@@ -172,13 +191,20 @@ def stack_into_slot(items: list[TensorDictBase]) -> TensorDictBase | None:
     for leaf, view in zip(leaves, views, strict=True):
         torch.stack([item.get(leaf.key) for item in items], out=view)
         out.set(leaf.key, view)
+    extras = {key: torch.stack([item.get(key) for item in items]) for key in texts}
+    for key, value in extras.items():
+        out.set(key, value)
     pool.flags[i] = 1
-    _sent[id(out)] = (weakref.ref(out), i, leaves, views)
+    _sent[id(out)] = (weakref.ref(out), i, leaves, views, extras)
     return out
 
 
-def _untouched(td: TensorDict, leaves: list[Leaf], views: list[torch.Tensor]) -> bool:
-    if len(td.keys(True, True)) != len(leaves):
+def _untouched(
+    td: TensorDict, leaves: list[Leaf], views: list[torch.Tensor], extras: _Extras
+) -> bool:
+    if len(td.keys(True, True)) != len(leaves) or non_tensor_keys(td) != list(extras):
+        return False
+    if any(td.get(key) is not value for key, value in extras.items()):
         return False
     for leaf, view in zip(leaves, views, strict=True):
         value = td.get(leaf.key, None)
@@ -201,9 +227,10 @@ def _reduce(td: TensorDict):
     """
     entry = _sent.pop(id(td), None)
     if entry is not None and id(entry[0]()) == id(td) and _pool is not None:  # (not a reused id)
-        _, i, leaves, views = entry
-        if _untouched(td, leaves, views) and td.batch_size[0] == leaves[0].shape[0]:
-            return _rebuild, (_pool.slots[i], _pool.flags, i, leaves, tuple(td.batch_size))
+        _, i, leaves, views, extras = entry
+        if _untouched(td, leaves, views, extras) and td.batch_size[0] == leaves[0].shape[0]:
+            rebuild = (_pool.slots[i], _pool.flags, i, leaves, tuple(td.batch_size), extras)
+            return _rebuild, rebuild
         copy = td.clone()  # changed in the worker after stacking: send a copy, keep the slot
         _pool.flags[i] = 0
     else:
@@ -241,11 +268,14 @@ def _rebuild(
     i: int,
     leaves: list[Leaf],
     batch_size: tuple[int, ...],
+    extras: _Extras,
 ) -> TensorDict:
     release_dropped()
     out = TensorDict(batch_size=batch_size)
     for leaf, view in zip(leaves, _views(data, leaves), strict=True):
         out.set(leaf.key, view)
+    for key, value in extras.items():
+        out.set(key, value)
     with _held_lock:
         _held.append((StorageWeakRef(data.untyped_storage()), flags, i))
     return out

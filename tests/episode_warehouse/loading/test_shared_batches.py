@@ -43,13 +43,11 @@ def reference(warehouse_root):
 
 
 def _same(batch, reference) -> bool:
-    """Every slice of the batch equals the reference slice, leaf by leaf."""
-    for item in batch.unbind(0):
-        want = reference[_key(item)]
-        if set(item.keys(True, True)) != set(want.keys(True, True)):
-            return False
-        if not all(torch.equal(item[k], want[k]) for k in want.keys(True, True)):
-            return False
+    """Every slice of the batch equals the reference slice, leaf by leaf (strings too)."""
+    from tests.helpers import assert_same_batches
+
+    items = batch.unbind(0)
+    assert_same_batches(items, [reference[_key(item)] for item in items])
     return True
 
 
@@ -112,3 +110,35 @@ def test_a_collate_that_changes_the_batch_in_the_worker_gets_its_change(warehous
             assert torch.equal(item["next", "observation"], want["next", "observation"])
         count += batch.batch_size[0]
     assert count == len(reference)
+
+
+class _Labelled(torch.utils.data.Dataset):
+    """Items with strings beside tensors, nested too (an instruction, a dataset's name)."""
+
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        from tensordict import TensorDict
+
+        td = TensorDict({"x": torch.full((3,), i), "obs": {"s": torch.tensor([i, -i])}}, [])
+        td.set_non_tensor("language_instruction", f"pick {i}")
+        td.set_non_tensor(("obs", "camera"), f"cam{i % 3}")
+        return td
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_worker_batches_keep_their_strings(context):
+    """#48: a slot batch held the tensors only; the strings (TorchRL's VLA instruction) were
+    dropped in workers and kept with num_workers=0."""
+    from tests.helpers import assert_same_batches
+
+    def batches(workers):
+        loader = DataLoader(_Labelled(), batch_size=4, num_workers=workers,
+                            collate_fn=ted_collate,
+                            multiprocessing_context=context if workers else None)  # fmt: skip
+        return [b.clone() for b in loader]
+
+    want = batches(0)
+    assert want[0]["language_instruction"] == ["pick 0", "pick 1", "pick 2", "pick 3"]
+    assert_same_batches(batches(2), want)

@@ -18,6 +18,7 @@ from episode_warehouse.standardized import (
     open_standardized,
 )
 from tests.episode_warehouse.standardized.conftest import G
+from tests.helpers import assert_same_batches
 
 MIX = [("fractal20220817_data", 1.0), ("taco_play", 1.0)]
 SIZES = {"primary": (32, 32), "wrist": (16, 16)}
@@ -150,8 +151,30 @@ def test_workers_and_persistent_workers_deliver_each_item_once(root):
                         collate_fn=no_collate)  # fmt: skip
     got = [sorted(_key(x) for x in loader) for _ in range(2)]
     assert got == want and want[0] != want[1]
-    batches = DataLoader(ds, batch_size=8, num_workers=2, collate_fn=ted_collate)
-    assert sum(len(b) for b in batches) == 24
+
+
+@pytest.mark.integration  # DataLoader worker processes
+def test_worker_batches_equal_main_process_batches_strings_included(root):
+    """#48: the worker path of ted_collate (a shared-memory slot) dropped the strings, so the
+    documented loader's batches failed validate_vla_tensordict."""
+    from torch.utils.data import DataLoader
+    from torchrl.data.vla import validate_vla_tensordict
+
+    def dataset():  # one each: an epoch delivered moves a dataset on to the next
+        return VLADataset(MIX, root, image_sizes=SIZES, num_samples=24)
+
+    single = [b.clone() for b in DataLoader(dataset(), batch_size=8, num_workers=0,
+                                            collate_fn=ted_collate)]  # fmt: skip
+    workers = []
+    for batch in DataLoader(dataset(), batch_size=8, num_workers=2, collate_fn=ted_collate):
+        assert validate_vla_tensordict(batch) == []
+        assert len(batch["language_instruction"]) == len(batch)
+        workers.append(batch.clone())
+
+    def items(batches):  # workers split an epoch by item, so batches hold other items
+        return sorted((item for b in batches for item in b.unbind(0)), key=_key)
+
+    assert_same_batches(items(workers), items(single))
 
 
 def test_sizes_must_agree_or_be_given_and_metadata_per_dataset(root):
