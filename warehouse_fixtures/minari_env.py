@@ -85,3 +85,26 @@ class MixedSpacesEnv(gym.Env):
         self._position = np.clip(self._position + (np.asarray(action) - 1) * 0.5, -5, 5)
         self._t += 1
         return self._obs(), float(action[0]), self._t >= 7 and bool(action[1] == 2), False, {}
+
+
+class CountdownEnv(gym.Env):
+    """Terminates after ``3 + seed % 4`` steps: under a time limit of 5 the episodes of seeds
+    0..3 end terminated, terminated, terminated *and* truncated on the same step (gymnasium's
+    TimeLimit sets both), and truncated."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(0.0, 10.0, (1,), np.float32)
+        self.action_space = spaces.Discrete(2)
+        self._t = 0
+        self._end = 3
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t, self._end = 0, 3 + (seed or 0) % 4
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self._t += 1
+        return np.full(1, self._t, np.float32), 1.0, self._t >= self._end, False, {}

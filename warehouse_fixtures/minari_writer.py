@@ -10,7 +10,8 @@ Environments: Gymnasium's ``CartPole-v1`` (Box observation, Discrete action, ter
 ``Pendulum-v1`` (bounded Box action, time-limit truncations), and
 :class:`~warehouse_fixtures.minari_env.ArmCameraEnv` (Dict observation with a camera) and
 :class:`~warehouse_fixtures.minari_env.MixedSpacesEnv` (Tuple of Box, MultiDiscrete, MultiBinary
-and Text; a MultiDiscrete action).
+and Text; a MultiDiscrete action) and :class:`~warehouse_fixtures.minari_env.CountdownEnv`
+(an episode that terminates on the step its time limit truncates).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from warehouse_fixtures.environment import variable_set
 
 ARM_ID = "WarehouseArmCamera-v0"
 MIXED_ID = "WarehouseMixedSpaces-v0"
+COUNTDOWN_ID = "WarehouseCountdown-v0"
 _ENTRY_POINTS = {
     ARM_ID: "warehouse_fixtures.minari_env:ArmCameraEnv",
     MIXED_ID: "warehouse_fixtures.minari_env:MixedSpacesEnv",
+    COUNTDOWN_ID: "warehouse_fixtures.minari_env:CountdownEnv",
 }
 
 

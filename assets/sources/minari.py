@@ -16,7 +16,7 @@ from resources.minari_source import MinariSource
 minari_datasets = dg.DynamicPartitionsDefinition(name="minari_datasets")  # dataset ids
 # this source's code versions (assets/versions.py's rule: bump when a byte of the output changes)
 FILES_VERSION = "1"
-EPISODES_VERSION = "1"
+EPISODES_VERSION = "2"  # 2: truncations kept as recorded (#48)
 
 
 @dg.asset(

@@ -20,10 +20,12 @@ EPISODES = "episodes.parquet"
 ARRAYS = "arrays"
 # observation: stored once, rows+1 rows; TED's ("next", key) is the same file shifted by one
 # reward / terminal: ("next", "reward") / ("next", "terminated"); next: another ("next", key)
+# truncation: ("next", "truncated") as the source recorded it (Minari: gymnasium's TimeLimit
+#   may set it on the step that also terminates); without it truncated = done & ~terminated
 # step: any other per-step value, at the TED root
 # final: one row per episode, the observation after its last step where the source recorded it
 #   (Minari's N+1th), at the same key as its observation; the TED's ("next", key) reads it there
-ROLES = ("observation", "reward", "terminal", "next", "step", "final")
+ROLES = ("observation", "reward", "terminal", "truncation", "next", "step", "final")
 FINAL = "final"
 # the camera layouts a decoder declares in its record's ``images`` (key -> layout), carried to
 # the TED: rows of (C, H, W) uint8, or a grey (H, W) uint8 observation

@@ -42,6 +42,17 @@ def _save(path: Path, values: np.ndarray) -> None:
     np.save(path, values, allow_pickle=False)
 
 
+def _check_truncations(truncated: np.ndarray, done: np.ndarray, folder: Path) -> None:
+    """Recorded truncations fall on episodes' last steps only (an episode ends there)."""
+    stray = np.flatnonzero(truncated & ~done)
+    if len(stray):
+        raise CorruptInputError(
+            f"{len(stray)} truncations fall inside an episode (first at row {int(stray[0])})",
+            subject=str(Path(folder) / EPISODES),
+            fix="re-materialize the decoded stage of this partition",
+        )
+
+
 def build_ted(decoded: DecodedEpisodes, staging: Path, *, fps: float | None = None) -> TedRecord:
     """Write the TED folder of ``decoded`` into ``staging`` and return its record; ``fps``: the
     source's rate where the decoded record has none (Atari, OpenX), so the TED and the catalog
@@ -51,7 +62,9 @@ def build_ted(decoded: DecodedEpisodes, staging: Path, *, fps: float | None = No
     step: the source's final observation where it recorded one, ``final/<key>.npy``, one row
     per episode; else zeros: the observation after it is not in the data); reward under
     ("next", "reward"); terminal as ("next", "terminated"); ("next", "done") on each episode's
-    last step; truncated = done & ~terminated; ``is_init`` on first steps; ``episode`` ids
+    last step; ("next", "truncated") as recorded where the source records truncations (role
+    ``truncation``: a step may be both terminated and truncated), else done & ~terminated;
+    ``is_init`` on first steps; ``episode`` ids
     (int32, as TorchRL's OpenX loader); root done/terminated/truncated all False.
     """
     staging = Path(staging)
@@ -73,6 +86,8 @@ def build_ted(decoded: DecodedEpisodes, staging: Path, *, fps: float | None = No
         elif spec.role == "terminal":
             link_or_copy(src, staging / "next" / "terminated.npy")
             keys["next/terminated"] = {"file": "next/terminated.npy", "kind": UNSQUEEZE}
+        elif spec.role == "truncation":
+            link_or_copy(src, staging / "next" / "truncated.npy")
         elif spec.role == FINAL:  # named final/<key> in the decoded record
             link_or_copy(src, staging / FINAL / f"{spec.key}.npy")
         elif spec.role == "next":
@@ -111,7 +126,11 @@ def build_ted(decoded: DecodedEpisodes, staging: Path, *, fps: float | None = No
         _save(staging / "next" / "terminated.npy", terminated)
         keys["next/terminated"] = {"file": "next/terminated.npy", "kind": UNSQUEEZE}
     _save(staging / "next" / "done.npy", done)
-    _save(staging / "next" / "truncated.npy", done & ~terminated)
+    recorded = any(spec.role == "truncation" for spec in decoded.arrays.values())
+    if recorded:  # as the source recorded them; an episode ends at a done step only
+        _check_truncations(np.load(staging / "next" / "truncated.npy"), done, decoded.folder)
+    else:
+        _save(staging / "next" / "truncated.npy", done & ~terminated)
     _save(staging / "is_init.npy", is_init)
     _save(staging / "episode.npy", episode)
     keys["next/done"] = {"file": "next/done.npy", "kind": UNSQUEEZE}

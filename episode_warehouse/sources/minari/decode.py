@@ -8,8 +8,12 @@ the first N are its steps' and the last is its final observation (TED: ``("next"
 the last step). Images are stored channels-first (``(C, H, W)``, as every camera here), text
 leaves as indices into the record's ``texts``.
 
-Per episode: ``return`` (the sum of its rewards), ``terminated`` (its last step's termination),
-``truncated`` (otherwise: Minari ends an episode only at a termination or a truncation),
+Terminations and truncations are kept per step as recorded (TED: ``("next", "terminated")``
+and ``("next", "truncated")``): gymnasium's TimeLimit sets both on a step that terminates at
+the time limit, and Minari records both.
+
+Per episode: ``return`` (the sum of its rewards), ``terminated`` and ``truncated`` (its last
+step's flags as recorded; at least one is set: Minari ends an episode only there),
 ``source_files``, and ``episode_metadata`` JSON: the Minari episode id, its ``seed`` and
 ``options``, and the dataset's ``dataset_id``, ``algorithm_name``, ``env_id`` and
 ``minari_version``.
@@ -129,13 +133,15 @@ def decode_minari(dataset: Path, staging: Path, *, lineage: dict | None = None) 
             writer.append(
                 ArraySpec("terminated", (), "|b1", "terminal"), ep.terminations.astype(bool)
             )
-            terminated = bool(ep.terminations[-1])
+            writer.append(
+                ArraySpec("truncated", (), "|b1", "truncation"), ep.truncations.astype(bool)
+            )
             columns["episode"].append(ep.id)
             columns["start"].append(rows)
             columns["length"].append(ep.steps)
             columns["return"].append(float(ep.rewards.astype(np.float64).sum()))
-            columns["terminated"].append(terminated)
-            columns["truncated"].append(not terminated)
+            columns["terminated"].append(bool(ep.terminations[-1]))
+            columns["truncated"].append(bool(ep.truncations[-1]))
             columns["true_start"].append(True)
             columns["complete"].append(True)
             columns["source_files"].append([ep.source_file])

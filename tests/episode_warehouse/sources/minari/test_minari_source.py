@@ -14,7 +14,13 @@ from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.ted import open_ted
 from tests.helpers import build_minari
 from warehouse_fixtures.environment import variable_set
-from warehouse_fixtures.minari_writer import ARM_ID, MIXED_ID, MinariSpec, write_minari_dataset
+from warehouse_fixtures.minari_writer import (
+    ARM_ID,
+    COUNTDOWN_ID,
+    MIXED_ID,
+    MinariSpec,
+    write_minari_dataset,
+)
 
 BACKENDS = ("hdf5", "arrow", "parquet")
 SPECS = {
@@ -24,6 +30,11 @@ SPECS = {
        for b in BACKENDS},
     **{
         f"mixed-{b}": MinariSpec(f"fx/mixed/{b}-v0", env=MIXED_ID, data_format=b, max_steps=12)
+        for b in BACKENDS
+    },
+    **{
+        f"countdown-{b}": MinariSpec(f"fx/countdown/{b}-v0", env=COUNTDOWN_ID, data_format=b,
+                                     max_steps=5)
         for b in BACKENDS
     },
     "pendulum": MinariSpec("fx/pendulum/random-v0", env="Pendulum-v1", max_steps=15, episodes=3),
@@ -171,6 +182,31 @@ def test_catalog_rows_carry_the_seed_and_the_datasets_provenance(written):
     assert {m["algorithm_name"] for m in meta} == {"random"}
     assert {m["dataset_id"] for m in meta} == {spec.dataset_id}
     assert all(m["minari_version"] for m in meta)
+
+
+@pytest.mark.integration  # the SQL sandbox is a child process
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_step_both_terminated_and_truncated_keeps_both_flags(written, backend):
+    """#48: truncated was derived as ``not terminated``; gymnasium's TimeLimit sets both on a
+    step that terminates at the limit, and Minari records both."""
+    from episode_warehouse.catalog.query import run_query
+
+    datasets, root = written
+    spec = SPECS[f"countdown-{backend}"]
+    episodes = _minari_episodes(datasets, spec.dataset_id)
+    recorded = [(bool(e.terminations[-1]), bool(e.truncations[-1])) for e in episodes]
+    assert recorded == [(True, False), (True, False), (True, True), (False, True)]
+    td = open_ted("minari", spec.dataset_id, root=root)
+    last = td["next", "done"].view(-1)
+    flags = zip(td["next", "terminated"].view(-1)[last].tolist(),
+                td["next", "truncated"].view(-1)[last].tolist(), strict=True)  # fmt: skip
+    assert list(flags) == recorded
+    _, rows = run_query(
+        WarehouseLayout.local(root).root,
+        "SELECT terminated, truncated FROM episodes "
+        f"WHERE source = 'minari' AND partition = '{spec.dataset_id}' ORDER BY episode",
+    )
+    assert [tuple(r) for r in rows] == recorded
 
 
 def test_only_the_images_minari_declares_are_cameras(written):
