@@ -53,8 +53,8 @@ def _result(meta: ExportRecord, path, rebuilt: bool) -> dg.MaterializeResult:
             "episode_list": dg.MetadataValue.json(meta.episode_list[:200]),
             "load_with": dg.MetadataValue.md(
                 "```python\nfrom lerobot.datasets.lerobot_dataset import LeRobotDataset\n"
-                f"ds = LeRobotDataset({json.dumps('episode-warehouse/' + path.name)}, "
-                f"root={json.dumps(str(path))})\n```"
+                f"ds = LeRobotDataset({_quoted('episode-warehouse/' + path.name)}, "
+                f"root={_quoted(str(path))})\n```"
             ),
         },
         data_version=dg.DataVersion(meta.version),
@@ -135,3 +135,8 @@ def selection_lerobot_export(
             name, str(layout.folder), [tuple(r[:5]) for r in rows], video=config.video, query=sql
         )
         return _export(context, warehouse, layout, request)
+
+
+def _quoted(text: str) -> str:
+    """``text`` as a Python string literal (JSON's quoting is valid Python for a str)."""
+    return json.dumps(text, allow_nan=False)

@@ -228,7 +228,7 @@ def write_json(path: Path, value: object) -> None:
     """Write a JSON file atomically (a temporary sibling renamed into place)."""
     tmp = path.with_name(f"{_STAGING}{path.name}-{uuid.uuid4().hex[:12]}")
     try:
-        tmp.write_text(json.dumps(value, indent=1, sort_keys=True))
+        tmp.write_text(json.dumps(value, indent=1, sort_keys=True, allow_nan=False))
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -44,7 +44,7 @@ def fingerprint(*parts: object) -> str:
 
     Dict keys are sorted, so the order in which inputs were assembled does not matter.
     """
-    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str, allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

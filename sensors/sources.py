@@ -49,7 +49,9 @@ def _requests(context: dg.SensorEvaluationContext, current: dict[str, str], spec
     return dg.SensorResult(
         run_requests=[dg.RunRequest(partition_key=k, run_key=f"{k}@{current[k]}") for k in keys],
         dynamic_partitions_requests=adds,
-        cursor=json.dumps({**previous, **{k: current[k] for k in keys}}, sort_keys=True),
+        cursor=json.dumps(
+            {**previous, **{k: current[k] for k in keys}}, sort_keys=True, allow_nan=False
+        ),
     )
 
 

@@ -86,7 +86,7 @@ def bind_dagster_home(root: str | os.PathLike | None = None) -> None:
     mark = default_dagster_home(root) / ROOT_MARK
     if not mark.is_file():
         tmp = mark.with_name(f"{ROOT_MARK}.{os.getpid()}")
-        tmp.write_text(json.dumps({"root": url}))
+        tmp.write_text(json.dumps({"root": url}, allow_nan=False))
         os.replace(tmp, mark)
 
 

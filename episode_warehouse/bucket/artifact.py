@@ -217,7 +217,7 @@ class RemoteArtifact:
         from google.api_core.exceptions import PreconditionFailed
 
         name = self._name(self.record_name)
-        body = json.dumps(record, indent=1, sort_keys=True).encode()
+        body = json.dumps(record, indent=1, sort_keys=True, allow_nan=False).encode()
         try:
             self.store.upload(name, data=body, if_generation_match=base_generation)
         except PreconditionFailed:

@@ -84,5 +84,5 @@ def bind(scratch: Path, root: BucketRoot) -> None:
         return
     scratch.mkdir(parents=True, exist_ok=True)
     tmp = marker.with_name(f"{MARKER}.{os.getpid()}")
-    tmp.write_text(json.dumps({"url": root.url}))
+    tmp.write_text(json.dumps({"url": root.url}, allow_nan=False))
     os.replace(tmp, marker)

@@ -217,7 +217,7 @@ class DecodedWriter:
         }
         record = DecodedRecord.from_json(full, subject=str(self.folder / RECORD))
         (self.folder / RECORD).write_text(
-            json.dumps(record.fields_json(), indent=1, sort_keys=True)
+            json.dumps(record.fields_json(), indent=1, sort_keys=True, allow_nan=False)
         )
         return record
 

@@ -150,8 +150,8 @@ def dataset_card(
             "says `license: other`. The sources' own terms apply: check each source above "
             "before use."
         )
-    load = f"LeRobotDataset({json.dumps(repo_id)}"
-    load += ")" if revision == "main" else f", revision={json.dumps(revision)})"
+    load = f"LeRobotDataset({json.dumps(repo_id, allow_nan=False)}"
+    load += ")" if revision == "main" else f", revision={json.dumps(revision, allow_nan=False)})"
     lines += [
         "",
         "## Load it",

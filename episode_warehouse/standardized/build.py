@@ -243,9 +243,14 @@ def _write(plan, tmp, meta, views, shapes, actions, states, texts, ted_rows, ep_
         tmp / EPISODES_FILE,
     )  # fmt: skip
     statistics = octo_statistics(
-        action, state, episodes=len(lengths), action_mask=_mask(plan.config, action.shape[1])
+        action,
+        state,
+        episodes=len(lengths),
+        action_mask=_mask(plan.config, action.shape[1]),
+        subject=f"{plan.source}:{plan.partition} ({plan.ted_dir})",
     )
-    (tmp / STATISTICS_FILE).write_text(json.dumps({plan.dataset: statistics}, indent=1))
+    text = json.dumps({plan.dataset: statistics}, indent=1, allow_nan=False)
+    (tmp / STATISTICS_FILE).write_text(text)
     return StandardizedRecord(
         **StandardizedRecord.current(),
         source=plan.source,

@@ -192,7 +192,7 @@ def export_mixture(
         for item in out.iterdir():  # the dataset's files at the artifact's root
             item.rename(tmp / item.name)
         out.rmdir()
-        (tmp / MIXTURE_FILE).write_text(json.dumps(table, indent=1))
+        (tmp / MIXTURE_FILE).write_text(json.dumps(table, indent=1, allow_nan=False))
         listed = [[p[0], s, n] for p in parts for s, n in p[3]]
         return ExportRecord(
             name=name, frames=frames, episodes=episodes, request=request, episode_list=listed

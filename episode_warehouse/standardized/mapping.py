@@ -43,7 +43,7 @@ def _suggestion(source: str, partition: str, keys: dict) -> str:
             },  # fmt: skip
         }
     }
-    return json.dumps(example)
+    return json.dumps(example, allow_nan=False)
 
 
 def mapping_for(root_folder: Path, source: str, partition: str, ted_keys: dict) -> dict:

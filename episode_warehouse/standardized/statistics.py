@@ -7,6 +7,10 @@ numpy's default), ``max``, ``min``, ``p01``/``p99`` (Octo) and the same values a
 applies to); ``num_transitions`` and ``num_trajectories``. The file ``dataset_statistics.json``
 holds ``{dataset name: statistics}``, the layout OpenVLA's ``predict_action(unnorm_key=...)``
 reads from its ``norm_stats``.
+
+Computed in float64 (Octo sums float32 arrays in float32: a dimension alternating 0 and 1e20
+overflowed to ``std: inf``); a statistic that is still not finite is refused, naming the key,
+the statistic and the dimension, so the file is always strict JSON.
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ import logging
 
 import numpy as np
 
+from episode_warehouse.errors import CorruptInputError
+
 log = logging.getLogger(__name__)
 STATISTICS_FILE = "dataset_statistics.json"
 
 
 def _summary(values: np.ndarray) -> dict:
-    values = np.asarray(values, dtype=np.float32)
+    values = np.asarray(values, dtype=np.float64)
     p01 = np.quantile(values, 0.01, axis=0).tolist()
     p99 = np.quantile(values, 0.99, axis=0).tolist()
     return {
@@ -41,14 +47,38 @@ def octo_statistics(
     *,
     episodes: int,
     action_mask: list[bool],
+    subject: str = "",
 ) -> dict:
-    """The statistics of one standardized partition (all of its kept steps)."""
+    """The statistics of one standardized partition (all of its kept steps).
+
+    Raises:
+        CorruptInputError: a statistic is not finite (values near float64's range), naming
+            ``subject``, the key, the statistic and the dimension.
+    """
     out: dict = {"action": {**_summary(action), "mask": list(action_mask)}}
     if state is not None:
         out["proprio"] = {**_summary(state), "mask": [True] * state.shape[1]}
+    for key in ("action", "proprio"):
+        _require_finite(out.get(key, {}), key, subject)
     out["num_transitions"] = int(len(action))
     out["num_trajectories"] = int(episodes)
     return out
+
+
+def _require_finite(summary: dict, key: str, subject: str) -> None:
+    for name, values in summary.items():
+        if name == "mask":
+            continue
+        bad = [d for d, v in enumerate(values) if not np.isfinite(v)]
+        if bad:
+            name_ = "state" if key == "proprio" else key
+            raise CorruptInputError(
+                f"the {key} statistic {name!r} of dimension {bad[0]} is {values[bad[0]]} "
+                f"(not finite; dimensions {bad}): its {name_} values are too large to normalize",
+                subject=subject,
+                fix=f"scale or drop dimension {bad[0]} of the {name_} in the source (or in the "
+                "standardized mapping) so its values stay well inside float64's range",
+            )
 
 
 def combine_dataset_statistics(statistics: list[dict]) -> dict:

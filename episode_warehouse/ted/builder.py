@@ -153,6 +153,8 @@ def build_ted(decoded: DecodedEpisodes, staging: Path, *, fps: float | None = No
         },
         subject=str(staging / RECORD),
     )
-    (staging / RECORD).write_text(json.dumps(record.fields_json(), indent=1, sort_keys=True))
+    (staging / RECORD).write_text(
+        json.dumps(record.fields_json(), indent=1, sort_keys=True, allow_nan=False)
+    )
     log.info("laid out TED: %d rows, %d episodes, %d keys", rows, len(starts), len(keys))
     return record

@@ -52,7 +52,7 @@ mutation Launch($params: LaunchBackfillParams!) {
 def _graphql(webserver: str, query: str, variables: dict) -> dict:
     """One GraphQL request, retried on 5xx and refused connections (a webserver whose pooled
     database connections died with a PostgreSQL restart answers 500 once per connection)."""
-    body = json.dumps({"query": query, "variables": variables}).encode()
+    body = json.dumps({"query": query, "variables": variables}, allow_nan=False).encode()
     request = urllib.request.Request(
         f"{webserver}/graphql", body, {"Content-Type": "application/json"}
     )

@@ -41,7 +41,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if state["running"]:
         state["answering"] = services.health(Path(args.dir))
     if args.json:
-        print(json.dumps(state, indent=1))
+        print(json.dumps(state, indent=1, allow_nan=False))
         return 0 if state["running"] and all(state["answering"].values()) else 1
     if not state["running"]:
         print(f"no cluster runs in {state['dir']}")

@@ -23,7 +23,7 @@ def source_pod(source: str) -> dict:
 def k8s_tags(source: str) -> dict[str, str]:
     """The run tag that sizes a run's pod for ``source``."""
     config = {"container_config": {"resources": source_pod(source)}}
-    return {K8S_CONFIG_TAG: json.dumps(config, sort_keys=True)}
+    return {K8S_CONFIG_TAG: json.dumps(config, sort_keys=True, allow_nan=False)}
 
 
 def render_run_job(run, launcher) -> dict:

@@ -66,7 +66,7 @@ def _config(folder: Path, source_limits: dict[str, int], workers: int) -> Cluste
     else:
         ports = {"postgres_port": free_port(), "redis_port": free_port()}
     config = ClusterConfig(**ports, max_runs=workers, source_limits=source_limits)
-    saved.write_text(json.dumps(asdict(config), indent=1))
+    saved.write_text(json.dumps(asdict(config), indent=1, allow_nan=False))
     return config
 
 
@@ -241,7 +241,7 @@ def up(
 
     def record(name: str, pid: int) -> None:
         state["services"][name] = pid
-        (folder / "cluster.json").write_text(json.dumps(state, indent=1))
+        (folder / "cluster.json").write_text(json.dumps(state, indent=1, allow_nan=False))
 
     postgres = Postgres(folder / "postgres", config.postgres_port, secrets.postgres)
     if not postgres.running():
@@ -271,7 +271,7 @@ def up(
             continue
         worker_env = _worker_env(env, folder, name, workers)
         record(name, _start(name, _worker_command(name), worker_env, logs))
-    (folder / "cluster.json").write_text(json.dumps(state, indent=1))
+    (folder / "cluster.json").write_text(json.dumps(state, indent=1, allow_nan=False))
     _wait(
         "the webserver",
         lambda: _http_ok(f"{state['webserver']}/server_info"),

@@ -176,7 +176,7 @@ def _names(value: object, feature: str, info: Path) -> list | dict | None:
     if value is None:
         return None
     lists = value.values() if isinstance(value, dict) else [value]
-    ok = len(json.dumps(value)) <= 64 << 10 and all(
+    ok = len(json.dumps(value, allow_nan=False)) <= 64 << 10 and all(
         isinstance(v, list) and all(isinstance(n, str) for n in v) for v in lists
     )
     if not ok or not isinstance(value, list | dict):

@@ -344,7 +344,7 @@ def _stats_json(meta: pa.Table) -> list[str | None]:
         feature, stat = name.removeprefix("stats/").rsplit("/", 1)
         for stats, value in zip(per_episode, meta.column(name).to_pylist(), strict=True):
             stats.setdefault(feature, {})[stat] = value
-    return [json.dumps(s, separators=(",", ":")) for s in per_episode]
+    return [json.dumps(s, separators=(",", ":"), allow_nan=False) for s in per_episode]
 
 
 def _episode_rows(

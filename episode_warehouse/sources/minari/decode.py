@@ -155,6 +155,7 @@ def decode_minari(dataset: Path, staging: Path, *, lineage: dict | None = None) 
                     },
                     default=str,
                     sort_keys=True,
+                    allow_nan=False,
                 )
             )
             rows += ep.steps

@@ -280,7 +280,9 @@ class EpisodeSink:
                 "split": [e.split for e in extra],
                 "dataset_version": [e.dataset_version for e in extra],
                 "episode_metadata": [
-                    None if e.metadata is None else json.dumps(e.metadata, sort_keys=True)
+                    None
+                    if e.metadata is None
+                    else json.dumps(e.metadata, sort_keys=True, allow_nan=False)
                     for e in extra
                 ],
             }

@@ -14,6 +14,7 @@ from episode_warehouse import open_ted
 from episode_warehouse.errors import ConfigError, CorruptInputError
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.standardized import (
+    VLADataset,
     combine_dataset_statistics,
     dataset_statistics,
     mixture_weights,
@@ -174,3 +175,39 @@ def test_a_dataset_octo_has_no_transform_for_is_refused_by_name(oxe, shared_samp
         build_standardized_stage(layout, "openx", "usc_cloth_sim_converted_externally_to_rlds",
                                  code_version="t")  # fmt: skip
     assert "fractal20220817_data" in error.value.fix
+
+
+def _strict(text: str):
+    """JSON as the standard demands it: Infinity and NaN are no JSON values."""
+
+    def refuse(name):
+        raise ValueError(f"{name} in JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_statistics_of_huge_values_are_computed_in_float64(oxe):
+    """#48: float32 statistics of a state dimension alternating 0 and 1e20 published
+    ``std: Infinity`` (true value 5e19), and ``normal`` normalization zeroed the dimension."""
+    pose = {**G, "observation/base_pose_tool_reached":
+            lambda t, n: [1e20 if t % 2 else 0.0, 0.1, 0.2, 0.0, 0.0, 0.0, 1.0]}  # fmt: skip
+    layout, _ = oxe("fractal20220817_data", [4], pose)
+    path = layout.standardized_dir("openx", "fractal20220817_data") / "dataset_statistics.json"
+    stats = _strict(path.read_text())["fractal20220817_data"]["proprio"]
+    values = np.float64(np.float32([0.0, 1e20, 0.0, 1e20]))  # as the TED holds them
+    assert stats["mean"][0] == pytest.approx(values.mean(), rel=1e-12)
+    assert stats["std"][0] == pytest.approx(values.std(), rel=1e-12)  # 5e19
+    ds = VLADataset([("fractal20220817_data", 1.0)], layout.folder, normalization="normal")
+    states = [float(ds.item(0, row)["observation", "state"][-1, 0]) for row in range(4)]
+    assert states == pytest.approx([-1.0, 1.0, -1.0, 1.0], rel=1e-6)  # not zeroed
+
+
+def test_statistics_that_are_not_finite_are_refused_by_key_and_dimension():
+    from episode_warehouse.standardized.statistics import octo_statistics
+
+    state = np.zeros((4, 3))
+    state[1::2, 2] = 1e200  # its variance overflows float64
+    with pytest.raises(CorruptInputError, match="proprio statistic 'std' of dimension 2") as e:
+        octo_statistics(np.zeros((4, 2)), state, episodes=1, action_mask=[True, True],
+                        subject="openx:x")  # fmt: skip
+    assert e.value.subject == "openx:x" and "dimension 2 of the state" in e.value.fix
