@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from decimal import Decimal
 
 import numpy as np
 
-from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.errors import ConfigError, CorruptInputError
 
 CHUNK_ELEMENTS = 1 << 22  # checked this many at a time: memory stays bounded on a memmap
 
@@ -31,6 +32,24 @@ def finite_number(value: object, *, what: str, subject: str, fix: str) -> float:
         raise CorruptInputError(
             f"{what} is {number}, not a finite number", subject=subject, fix=fix
         )
+    return number
+
+
+def positive_weight(value: object, *, what: str, subject: str) -> float:
+    """A sampling weight a user gave (a list entry, a SQL row's ``weight``): a finite number
+    above 0 (an int, float, numpy scalar or SQL DECIMAL; bool, text and NULL refused).
+
+    Raises:
+        ConfigError: naming ``what`` and the value.
+    """
+    fix = "weights are finite numbers above 0: leave a dataset out rather than weigh it 0"
+    numeric = int | float | np.integer | np.floating | Decimal
+    if isinstance(value, bool) or not isinstance(value, numeric):
+        raise ConfigError(f"the weight of {what} is {value!r}, not a number", subject=subject,
+                          fix=fix)  # fmt: skip
+    number = float(value)
+    if not math.isfinite(number) or number <= 0:
+        raise ConfigError(f"the weight of {what} is {number}", subject=subject, fix=fix)
     return number
 
 

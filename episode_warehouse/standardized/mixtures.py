@@ -12,8 +12,10 @@ Octo's mixes name its private bridge copy ``bridge_dataset``; here that entry me
 from __future__ import annotations
 
 import logging
+import re
 
 from episode_warehouse.errors import ConfigError, NotMaterializedError
+from episode_warehouse.guards.numbers import positive_weight
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +75,13 @@ NAMED_MIXES: dict[str, list[tuple[str, float]]] = {
 }
 
 Mix = str | list[tuple[str, float]]
+# a mix given as SQL: a query's first keyword (DuckDB also reads FROM-first queries)
+_SQL = re.compile(r"\s*(SELECT|WITH|FROM)\b", re.IGNORECASE)
 
 
 def _entries(mix: Mix, root) -> list[tuple[str, str, float]]:
     """(source, partition, weight), duplicates dropped as Octo does (the first one stays)."""
-    if isinstance(mix, str) and mix.lstrip()[:6].upper() in ("SELECT", "WITH ", "FROM "):
+    if isinstance(mix, str) and _SQL.match(mix):
         return _from_sql(mix, root)
     if isinstance(mix, str):
         if mix not in NAMED_MIXES:
@@ -94,14 +98,12 @@ def _entries(mix: Mix, root) -> list[tuple[str, str, float]]:
             raise ConfigError(f"{item!r} is not a (dataset, weight) pair", subject="mixture")
         name, weight = item
         source, partition = name.split(":", 1) if ":" in name else ("openx", name)
-        if not isinstance(weight, int | float) or weight < 0 or weight != weight:
-            raise ConfigError(f"the weight of {name!r} is {weight!r}", subject="mixture",
-                              fix="weights are numbers >= 0")  # fmt: skip
+        weight = positive_weight(weight, what=repr(name), subject="mixture")
         if (source, partition) in seen:
             log.warning("skipping the duplicate %s in the mixture", name)
             continue
         seen.add((source, partition))
-        out.append((source, partition, float(weight)))
+        out.append((source, partition, weight))
     return out
 
 
@@ -121,10 +123,12 @@ def _from_sql(sql: str, root) -> list[tuple[str, str, float]]:
             "WHERE source = 'openx'",
         )
     rows = [dict(zip(columns, v, strict=True)) for v in values]
+    first = {(r.get("source") or "openx", r["partition"]): r for r in rows[::-1]}
     return [
-        (r.get("source") or "openx", str(r["partition"]), float(r["weight"]))
-        for r in {(r.get("source") or "openx", r["partition"]): r for r in rows[::-1]}.values()
-    ][::-1]
+        (source, str(partition),
+         positive_weight(r["weight"], what=f"{source}:{partition}", subject="mixture SQL"))
+        for (source, partition), r in first.items()
+    ][::-1]  # fmt: skip
 
 
 def resolve(mix: Mix, root=None) -> list[tuple[str, str, float, dict]]:
@@ -143,8 +147,7 @@ def resolve(mix: Mix, root=None) -> list[tuple[str, str, float, dict]]:
         except NotMaterializedError:
             missing.append(partition if source == "openx" else f"{source}:{partition}")
             continue
-        if weight > 0:
-            found.append((source, partition, weight, stats))
+        found.append((source, partition, weight, stats))
     if missing:
         log.warning(
             "%d dataset(s) of the mixture are not standardized and are left out: %s",
@@ -166,12 +169,22 @@ def mixture_weights(mix: Mix, root=None, balance: bool = True) -> dict[str, floa
     ``mix``: a named mix (``NAMED_MIXES``), a list of ``(dataset, weight)``, or a SQL selection
     over the catalog with ``partition`` and ``weight`` columns.
     """
-    entries = resolve(mix, root)
+    return sampling_weights(resolve(mix, root), balance)
+
+
+def sampling_weights(entries: list[tuple[str, str, float, dict]], balance: bool) -> dict:
+    """``{name: weight}`` summing to 1 for :func:`resolve`'s entries (the one rule that
+    :func:`mixture_weights`, ``VLADataset`` and the export share).
+
+    Raises:
+        ConfigError: the balanced datasets hold no transitions.
+    """
+    top = max(w for _, _, w, _ in entries)  # scaled first: 1e308 x transitions stays finite
     raw = {
-        (p if s == "openx" else f"{s}:{p}"): w * (stats["num_transitions"] if balance else 1.0)
+        (p if s == "openx" else f"{s}:{p}"): w / top * (stats["num_transitions"] if balance else 1)
         for s, p, w, stats in entries
     }
     total = sum(raw.values())
-    if total <= 0:
-        raise ConfigError("every weight of the mixture is 0", subject="mixture")
+    if total <= 0:  # every balanced dataset is empty
+        raise ConfigError("the mixture's datasets hold no transitions", subject="mixture")
     return {name: value / total for name, value in raw.items()}

@@ -42,7 +42,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.standardized.configs import VIEWS
-from episode_warehouse.standardized.mixtures import Mix, resolve
+from episode_warehouse.standardized.mixtures import Mix, resolve, sampling_weights
 from episode_warehouse.standardized.normalize import NORMALIZATIONS, Normalizer
 from episode_warehouse.standardized.reader import Opened, locate
 
@@ -122,10 +122,12 @@ class VLADataset(IterableDataset):
         self.window, self.chunk, self.seed, self.views = window, chunk, seed, tuple(views)
         self.normalization = normalization
         self.parts: list[_Part] = []
-        for source, partition, weight, stats in resolve(mix, root):
+        entries = resolve(mix, root)
+        weights = sampling_weights(entries, balance)
+        for source, partition, _, stats in entries:
             opened = locate(source, partition, root)
             name = partition if source == "openx" else f"{source}:{partition}"
-            weight = weight * (stats["num_transitions"] if balance else 1.0)
+            weight = weights[name]
             starts, ends = _episode_bounds(opened)
             self.parts.append(
                 _Part(
@@ -135,10 +137,7 @@ class VLADataset(IterableDataset):
                     starts, ends,
                 )
             )  # fmt: skip
-        total = sum(p.weight for p in self.parts)
-        if total <= 0:
-            raise ConfigError("every weight of the mixture is 0", subject="VLADataset")
-        self.weights = np.array([p.weight / total for p in self.parts])
+        self.weights = np.array([p.weight for p in self.parts])
         self.action_dim = max(p.opened.meta.action_dim for p in self.parts)
         self.state_dim = max(p.opened.meta.state_dim for p in self.parts)
         self.image_sizes = self._sizes(image_sizes or {})

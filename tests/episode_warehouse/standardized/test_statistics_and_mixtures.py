@@ -63,7 +63,7 @@ def test_statistics_are_numpy_s_and_octo_s_combination(two):
         td = open_standardized("openx", name, root=root)
         stats = dataset_statistics("openx", name, root=root)
         for key, values in (("action", td["action"]), ("proprio", td["observation", "state"])):
-            v = values.numpy().astype(np.float32)
+            v = values.numpy().astype(np.float64)  # statistics in float64 (#48)
             np.testing.assert_allclose(stats[key]["mean"], v.mean(0), rtol=1e-6)
             np.testing.assert_allclose(stats[key]["std"], v.std(0), rtol=1e-5)
             np.testing.assert_array_equal(stats[key]["min"], v.min(0))
@@ -211,3 +211,41 @@ def test_statistics_that_are_not_finite_are_refused_by_key_and_dimension():
         octo_statistics(np.zeros((4, 2)), state, episodes=1, action_mask=[True, True],
                         subject="openx:x")  # fmt: skip
     assert e.value.subject == "openx:x" and "dimension 2 of the state" in e.value.fix
+
+
+@pytest.mark.integration  # the SQL sandbox is a child process
+def test_weights_are_checked_in_every_form_and_named(two, tmp_path):
+    """#48: from SQL inf or 1e308 gave NaN weights, negative/NaN/-inf rows were dropped
+    silently, NULL or text raised TypeError/ValueError; lists accepted inf; a mix starting
+    with WITH or FROM was "no named mix"."""
+    from episode_warehouse.stages import publish_catalog_rows
+    from episode_warehouse.standardized.export import export_mixture
+
+    root = two.folder
+    for name in ("fractal20220817_data", "taco_play"):
+        publish_catalog_rows(two, "openx", name, code_version="t", run_id="r")
+    other = "SELECT DISTINCT partition, 1 AS weight FROM episodes WHERE partition = 'taco_play'"
+    for bad in ("'inf'::DOUBLE", "'-inf'::DOUBLE", "'nan'::DOUBLE", "-1.0", "0", "NULL", "'2'"):
+        sql = (f"SELECT DISTINCT partition, {bad} AS weight FROM episodes "
+               f"WHERE partition = 'fractal20220817_data' UNION ALL {other}")  # fmt: skip
+        with pytest.raises(ConfigError, match=r"weight of openx:\w+ is") as e:
+            mixture_weights(sql, root)
+        assert "above 0" in e.value.fix, bad
+    for bad in (float("inf"), float("nan"), -2.0, 0, "1", None, True):
+        with pytest.raises(ConfigError, match="the weight of 'taco_play' is"):
+            mixture_weights([("taco_play", bad), ("fractal20220817_data", 1.0)], root)
+    with pytest.raises(ConfigError, match="the weight of 'taco_play' is inf"):
+        export_mixture([("taco_play", float("inf"))], "inf_mix", root=root)
+    assert not (root / "lerobot" / "inf_mix").exists()
+    # huge but finite weights are weights: balanced without overflowing to NaN
+    huge = mixture_weights([("taco_play", 1e308), ("fractal20220817_data", 1e308)], root)
+    assert huge == pytest.approx({"taco_play": 15 / 24, "fractal20220817_data": 9 / 24})
+    # SQL may start with WITH or FROM (DuckDB's FROM-first form); DECIMAL weights are numbers
+    want = mixture_weights([("taco_play", 2.0), ("fractal20220817_data", 1.0)], root)
+    for sql in (
+        "WITH w AS (SELECT DISTINCT partition, IF(partition = 'taco_play', 2.0, 1.0) AS weight "
+        "FROM episodes) SELECT * FROM w",
+        "FROM episodes SELECT DISTINCT partition, IF(partition = 'taco_play', 2.0, 1.0) AS weight",
+        "  from episodes select distinct partition, if(partition = 'taco_play', 2, 1) as weight",
+    ):
+        assert mixture_weights(sql, root) == pytest.approx(want), sql
