@@ -26,6 +26,27 @@ def is_bucket_root(value: str | os.PathLike) -> bool:
     return str(value).startswith("gs://")
 
 
+def root_setting(value: str | os.PathLike) -> str:
+    """A warehouse root setting in its one canonical form, the one parse every command, the
+    settings and the cluster share: a bucket as its checked URL (``gs://BUCKET/PREFIX``, no
+    trailing slash), a folder as its absolute path (``~`` expanded).
+
+    A ``gs://`` URL is never taken for a folder (``Path("gs://b/p").resolve()`` is the folder
+    ``./gs:/b/p``).
+
+    Raises:
+        ConfigError: a malformed bucket URL, or something URL-like that is not one.
+    """
+    text = str(value)
+    if is_bucket_root(text):
+        from episode_warehouse.gcs import split_gs_url
+
+        bucket, prefix = split_gs_url(text, setting=ROOT_ENV, kind="warehouse root")
+        return f"gs://{bucket}/{prefix}".rstrip("/")
+    refuse_near_url(text, setting=ROOT_ENV, kind="warehouse root")
+    return str(Path(text).expanduser().resolve())
+
+
 @dataclass(frozen=True)
 class WarehouseLayout:
     """Paths of the artifacts: ``raw/``, ``decoded/``, ``ted/``, ``catalog/``,

@@ -32,8 +32,9 @@ ROOT_MARK = "warehouse-root.json"  # which warehouse root this instance's runs b
 def root_url(root: str | os.PathLike | None = None) -> str:
     """The warehouse root a command writes: ``root``, else ``$EPISODE_WAREHOUSE_ROOT``, else
     ``./warehouse-data``; a folder as its absolute path, a bucket as its URL."""
-    value = str(root or os.environ.get("EPISODE_WAREHOUSE_ROOT") or "warehouse-data")
-    return value.rstrip("/") if value.startswith("gs://") else str(Path(value).resolve())
+    from episode_warehouse.paths import root_setting
+
+    return root_setting(root or os.environ.get("EPISODE_WAREHOUSE_ROOT") or "warehouse-data")
 
 
 def dagster_home_base() -> Path:

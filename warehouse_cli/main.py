@@ -70,7 +70,9 @@ def _extra_of(module: str) -> str | None:
 
 def _resources(args: argparse.Namespace) -> dict[str, dict]:
     """Resource config from command-line options (everything else comes from the environment)."""
-    return {"warehouse": {"root": str(Path(args.root).resolve())}} if args.root else {}
+    from episode_warehouse.paths import root_setting
+
+    return {"warehouse": {"root": root_setting(args.root)}} if args.root else {}
 
 
 def cmd_sql(args: argparse.Namespace) -> int:

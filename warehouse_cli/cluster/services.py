@@ -27,7 +27,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.paths import is_bucket_root
+from episode_warehouse.paths import root_setting
 from episode_warehouse.settings import DEFAULT_ROOT, ROOT_ENV
 from warehouse_cli import processes
 from warehouse_cli.cluster import credentials
@@ -74,9 +74,8 @@ def _environment(base: dict[str, str], home: Path) -> dict[str, str]:
     """The environment of `cluster up`, with the cluster's instance and an absolute root."""
     env = dict(base)
     env["DAGSTER_HOME"] = str(home)
-    root = env.get(ROOT_ENV) or DEFAULT_ROOT
-    if not is_bucket_root(root):  # a bucket root stays a URL: workers share only the bucket
-        env[ROOT_ENV] = str(Path(root).expanduser().resolve())
+    # a bucket root stays a URL (workers share only the bucket), a folder becomes absolute
+    env[ROOT_ENV] = root_setting(env.get(ROOT_ENV) or DEFAULT_ROOT)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
