@@ -9,8 +9,8 @@ ATARI_REPLAY_FILES = "2"  # 2: one record per raw folder (meta.json), RL Unplugg
 ATARI_EPISODES = "4"  # 2: RL Unplugged decoding; source ids; 3: N rows = N steps, time limit;
 # 4: the camera declared (images)
 OPENX_SHARDS = "3"  # 2: meta.json record, verified while copying; 3: RLDS layout
-OPENX_EPISODES = "4"  # 2: tar members read by name, every value checked; 3: null returns;
-# 4: split, dataset_version, episode_metadata columns
+OPENX_EPISODES = "5"  # 2: tar members read by name, every value checked; 3: null returns;
+# 4: split, dataset_version, episode_metadata columns; 5: RLDS cameras declared (depth: float32)
 LEROBOT_FILES = "1"
 LEROBOT_EPISODES = "5"  # 2: tasks and lerobot_stats per episode; 3: no invented rewards;
 # 4: the source's features and their names in the record; 5: the cameras declared (images)

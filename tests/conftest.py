@@ -45,10 +45,15 @@ def _tier(item: pytest.Item) -> str:
 
 
 def pytest_sessionstart(session):
-    # matplotlib builds its font cache on first import by running fc-list: done here, before
-    # any unit test refuses child processes, so the first unit test to plot does not fail on a
-    # fresh machine (whose cache is empty)
+    # done here, before any unit test refuses child processes, so a unit test that is the
+    # first of its run to need them does not fail (a fresh machine, or a file run alone):
+    # matplotlib builds its font cache on first import by running fc-list, and h5py's import
+    # asks platform.processor(), which runs `uname -p` once per process
+    import platform
+
     import matplotlib.font_manager  # noqa: F401
+
+    platform.processor()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -39,8 +39,11 @@ def _leaf(node: dict, rng: np.random.Generator, text: str):
         dtype = node["image"].get("dtype", "uint8")
         shade = int(rng.integers(0, 200))
         ramp = (np.arange(w_) * 50 // max(w_, 1))[None, :, None]
+        if dtype == "float32":  # a depth map in metres: a plane tilted along the width
+            depth = 0.5 + shade / 100 + np.arange(w_, dtype=np.float32)[None, :, None] / 997
+            return np.ascontiguousarray(np.broadcast_to(depth, (h, w_, c)), dtype=np.float32)
         pixels = np.broadcast_to(shade + ramp, (h, w_, c))
-        return np.ascontiguousarray(pixels).astype(dtype if dtype != "float32" else "uint8")
+        return np.ascontiguousarray(pixels).astype(dtype)
     if kind == "Text":
         return text
     if kind == "ClassLabel":

@@ -107,7 +107,14 @@ def _dims(node: dict) -> list:
 
 
 def encode_image(pixels: np.ndarray, fmt: str) -> bytes:
-    """(H, W, C) pixels as PNG (8 or 16 bits) or JPEG (quality 90)."""
+    """(H, W, C) pixels as PNG (8 or 16 bits) or JPEG (quality 90). A float32 ``(H, W, 1)``
+    image is written as TFDS's ``_FloatImageEncoder`` writes it: each float's four bytes
+    (little-endian, the byte order of the machines TFDS runs on) as the four channels of an
+    8-bit RGBA PNG."""
+    if pixels.dtype == np.float32:
+        if pixels.shape[-1] != 1:
+            raise ValueError("TFDS writes float32 images of one channel only")
+        pixels = np.ascontiguousarray(pixels.astype("<f4")).view(np.uint8)  # (H, W, 4)
     arr = pixels[..., 0] if pixels.shape[-1] == 1 else pixels
     buf = io.BytesIO()
     if fmt == "jpeg":

@@ -31,6 +31,10 @@ FINAL = "final"
 # the TED: rows of (C, H, W) uint8, or a grey (H, W) uint8 observation
 CHW = "chw"
 GRAY = "gray"
+# a depth camera: rows of (1, H, W) uint16 or float32 (TFDS's depth images); shown as depth by
+# the viewer, exported as float32 values (never squeezed into 8 bits); a non-finite pixel is a
+# missing reading, kept and counted (the record's ``nonfinite``), not refused
+DEPTH = "depth"
 _REBUILD = "re-materialize the decoded stage with this version of the warehouse"
 
 # the per-episode columns every decoder writes: the catalog's, less partition and lineage

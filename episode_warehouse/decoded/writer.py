@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from episode_warehouse.decoded.format import ARRAYS, EPISODES, FINAL, ROLES, ArraySpec
+from episode_warehouse.decoded.format import ARRAYS, DEPTH, EPISODES, FINAL, ROLES, ArraySpec
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.guards.numbers import check_finite, nonfinite_rows
@@ -238,11 +238,18 @@ class DecodedWriter:
             return f"episode {ids[i]}{file} step {row - int(starts[i])}"
 
         allowed = Settings.from_env().allow_nonfinite
+        images = meta.get("images") if isinstance(meta.get("images"), dict) else {}
+        depth = {key for key, layout in images.items() if layout == DEPTH}
         counted: dict[str, int] = {}
         for key, spec in sorted(self.specs.items()):
             if np.dtype(spec.dtype).kind not in "fc":
                 continue
             values = np.load(spec.path(self.folder), mmap_mode="r")
+            if key in depth:  # a depth camera's NaN or infinity is a missing reading: counted
+                count, _ = nonfinite_rows(values, self.rows)
+                if count:
+                    counted[key] = count
+                continue
             if spec.role == FINAL:
                 check_finite(
                     values,

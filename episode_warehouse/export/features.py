@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
+from episode_warehouse.decoded.format import DEPTH
 from episode_warehouse.export.png_writer import CHW, GRAY, to_hwc
 from episode_warehouse.ted.record import TedRecord
 
@@ -46,12 +47,15 @@ def declared_images(meta: TedRecord) -> dict[str, str] | None:
 def image_layout(
     path: Path_, value: torch.Tensor, declared: dict[str, str] | None = None
 ) -> str | None:
-    """``CHW`` or ``GRAY`` where the leaf holds 8-bit camera frames, else ``None`` (a state:
-    uint16 depth maps too, exported as float32 values rather than squeezed into 8 bits).
+    """``CHW`` or ``GRAY`` where the leaf holds 8-bit camera frames, ``DEPTH`` where the decoder
+    declared a depth camera ((N, 1, H, W) uint16 or float32: shown as depth by the viewer,
+    exported as float32 values rather than squeezed into 8 bits), else ``None`` (a state).
 
     ``declared``: the decoder's word (:func:`declared_images`); then only a declared leaf is a
     camera, so a small uint8 grid (a Minari MiniGrid observation) stays a state. Else the leaf's
     shape tells: ``(N, C, H, W)`` uint8, or a bare ``(N, H, W)`` uint8 observation."""
+    if declared is not None and declared.get("/".join(("observation", *path))) == DEPTH:
+        return DEPTH if value.ndim == 4 and value.shape[1] == 1 else None
     if value.dtype != torch.uint8:
         return None
     if declared is not None:
@@ -81,7 +85,7 @@ def _images(td: TensorDictBase, declared: dict | None) -> dict[str, tuple[Path_,
     out = {}
     for path, value in observation_leaves(td):
         layout = image_layout(path, value, declared)
-        if layout is not None:
+        if layout not in (None, DEPTH):
             out[_feature_name(path, image=True)] = (path, layout)
     return out
 
@@ -112,11 +116,11 @@ def _features(td: TensorDictBase, video: bool, declared: dict | None) -> dict:
     feats["next.done"] = {"dtype": "bool", "shape": (1,), "names": None}
     for path, value in observation_leaves(td):
         layout = image_layout(path, value, declared)
-        if layout is None:
+        if layout in (None, DEPTH):  # a depth camera keeps its values: float32, named so
             feats[_feature_name(path, image=False)] = {
                 "dtype": "float32",
                 "shape": tuple(value.shape[1:]) or (1,),
-                "names": None,
+                "names": ["depth", "height", "width"] if layout == DEPTH else None,
             }
             continue
         h, w = value.shape[-2:]

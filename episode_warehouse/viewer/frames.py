@@ -3,6 +3,10 @@
 The PNG holds the row's bytes as they are: a grey ``(H, W)`` frame as one-channel ``L``, a
 ``(C, H, W)`` frame as ``L``, ``RGB`` or ``RGBA`` by its channel count. Decoding it gives the TED's
 row back exactly (tests compare the pixels a browser draws with the TED).
+
+A depth frame (``DEPTH``: ``(1, H, W)`` uint16 or float32) is drawn as grey, near dark and far
+light, its finite values stretched from the frame's own minimum to its maximum; a missing
+reading (NaN, infinity) is black. The values themselves are in the episode's data, not here.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import io
 import numpy as np
 import PIL.Image
 
+from episode_warehouse.decoded.format import DEPTH
 from episode_warehouse.export.png_writer import CHW, GRAY
 
 CHANNELS = (1, 3, 4)  # PIL's L, RGB and RGBA: the modes a uint8 array maps to
@@ -22,6 +27,8 @@ def frame_png(frame: np.ndarray, layout: str) -> bytes:
     """PNG bytes of one frame (``layout``: ``GRAY`` for ``(H, W)``, ``CHW`` for ``(C, H, W)``)."""
     if layout == GRAY:
         image = np.ascontiguousarray(frame)
+    elif layout == DEPTH:
+        image = depth_grey(frame[0])
     elif layout == CHW:
         channels = frame.shape[0]
         if channels not in CHANNELS:
@@ -33,3 +40,19 @@ def frame_png(frame: np.ndarray, layout: str) -> bytes:
     out = io.BytesIO()
     PIL.Image.fromarray(image).save(out, format="PNG", compress_level=COMPRESS_LEVEL)
     return out.getvalue()
+
+
+def depth_grey(depth: np.ndarray) -> np.ndarray:
+    """An (H, W) depth map as 8-bit grey: finite values stretched over 1..255 from the map's
+    own minimum to its maximum (a flat map is mid-grey), missing readings 0."""
+    values = depth.astype(np.float64)
+    finite = np.isfinite(values)
+    out = np.zeros(values.shape, dtype=np.uint8)
+    if not finite.any():
+        return out
+    lo, hi = values[finite].min(), values[finite].max()
+    if hi == lo:
+        out[finite] = 128
+        return out
+    out[finite] = np.rint(1 + (values[finite] - lo) * (254 / (hi - lo))).astype(np.uint8)
+    return out

@@ -19,10 +19,9 @@ from warehouse_fixtures.oxe_from_features import write_from_features
 REL = {5: [0.0, 1.0, 0.0, -1.0, 0.0], 4: [0.0, -1.0, 0.0, 1.0]}
 G = {"action/gripper_closedness_action": lambda t, n: [REL[n][t]]}
 
-# TFDS encodes a float32 Image (berkeley_autolab_ur5's depth) as a bit-cast PNG, which the RLDS
-# reader does not read yet (it refuses the dataset naming the feature): the fixture leaves it
-# out; depth is not a standardized view
-DROP = {"berkeley_autolab_ur5": ("observation/image_with_depth",)}
+# every feature of the real features.json is written (berkeley_autolab_ur5's float32 depth
+# Image too, as TFDS bit-casts it into a PNG); no leaf is dropped unless a test asks
+DROP: dict[str, tuple[str, ...]] = {}
 
 
 def features_json(shared_samples: Path, name: str) -> Path:

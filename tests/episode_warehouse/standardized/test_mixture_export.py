@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import torch
 
 from episode_warehouse.standardized import dataset_statistics, open_standardized
@@ -14,6 +15,7 @@ from episode_warehouse.standardized.export import MIXTURE_FILE, export_mixture
 from tests.episode_warehouse.standardized.conftest import G
 
 
+@pytest.mark.integration  # lerobot's writer (datasets' tqdm lock) starts multiprocessing's tracker
 def test_a_mixture_exports_as_one_lerobot_dataset(oxe):
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 

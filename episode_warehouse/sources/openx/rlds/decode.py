@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from episode_warehouse.decoded import DecodedEpisodes
+from episode_warehouse.decoded.format import CHW, DEPTH
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.incremental import fingerprint
@@ -76,6 +77,16 @@ def _columns(
                 yield leaf.path, sink.text_index(leaf.path, values)
         else:
             yield leaf.path, record.column(leaf)
+
+
+def declared_images(features: RldsFeatures) -> dict[str, str]:
+    """The cameras features.json declares (``Image`` features): 8-bit ones as ``CHW``, uint16
+    and float32 ones as ``DEPTH``."""
+    return {
+        leaf.path: CHW if leaf.dtype == "uint8" else DEPTH
+        for leaf in features.steps
+        if leaf.kind == "image"
+    }
 
 
 def decode_rlds(
@@ -142,7 +153,11 @@ def decode_rlds(
                     fix="the shard is cut or another version's; mirror the dataset again",
                 )
         meta = sink.finish(
-            {"dataset_version": dataset_version, **(lineage or {})},
+            {
+                "dataset_version": dataset_version,
+                "images": declared_images(features),
+                **(lineage or {}),
+            },  # fmt: skip
             subject=", ".join(s.info.name for s in shards) or "(no shards)",
             fix="check the version folder and its dataset_info.json",
         )

@@ -276,7 +276,9 @@ class EpisodeRecord:
         where = [f"{key} step {t}" for t in range(len(blobs))]
         for blob, w in zip(blobs, where, strict=True):
             c, h, width = checked_image_size(blob, f"{self.subject} {w}", self.limits)
-            self._spend(c * h * width * np.dtype(leaf.dtype).itemsize, key)
+            # a float32 image's 4 PNG channels are one float's bytes
+            itemsize = 1 if leaf.dtype == "float32" else np.dtype(leaf.dtype).itemsize
+            self._spend(c * h * width * itemsize, key)
         self._check_steps(len(blobs), key)
         # every image decoded on the pool, straight into one C-ordered array made by the first
         # to finish (torchvision's JPEG rows are channels-last views: stacking them would keep
@@ -299,10 +301,25 @@ class EpisodeRecord:
             pass
         return made[0]
 
+    def _float_image(self, img: np.ndarray, where: str) -> np.ndarray:
+        """A float32 image as TFDS decodes it: the PNG's 4 uint8 channels are the bytes of one
+        float32 (TFDS's ``tf.bitcast`` on the little-endian machines it runs on) -> (1, H, W)."""
+        if img.dtype != np.uint8 or img.shape[0] != 4:
+            raise CorruptInputError(
+                f"{where} decodes to {img.shape[0]} channels of {img.dtype}; a float32 image is "
+                "a PNG of 4 uint8 channels (TFDS's bitcast)",
+                subject=self.subject,
+                fix=_MALFORMED,
+            )
+        floats = np.ascontiguousarray(img.transpose(1, 2, 0)).view("<f4")  # (H, W, 1)
+        return np.ascontiguousarray(floats.transpose(2, 0, 1)).astype(np.float32, copy=False)
+
     def _checked_image(self, leaf: Leaf, img: np.ndarray, where: str) -> np.ndarray:
         """(C, H, W) of the declared dtype and channels, converted as TFDS's decoder does (grey
         to RGB by repetition, RGBA to RGB by dropping alpha) where the declaration asks for it."""
         height, width, channels = leaf.shape
+        if leaf.dtype == "float32":
+            img = self._float_image(img, where)
         if img.dtype != np.dtype(leaf.dtype):
             raise CorruptInputError(
                 f"{where} decodes to {img.dtype}, features.json declares {leaf.dtype}",

@@ -6,7 +6,9 @@ The file is a tree of feature connectors, each ``{"pythonClassName": ..., <conte
 - ``FeaturesDict`` (``featuresDict.features``): nesting; paths join the names with ``/``.
 - ``Tensor`` and ``Scalar`` (``tensor``: ``shape.dimensions``, ``dtype``, ``encoding`` of
   ``none``, ``bytes`` or ``zlib``); ``ClassLabel`` (an int64 scalar).
-- ``Image`` (``image``: ``shape``, ``dtype`` uint8 or uint16, ``encodingFormat``).
+- ``Image`` (``image``: ``shape``, ``dtype`` uint8 or uint16, ``encodingFormat``), and float32
+  depth images of one channel, which TFDS writes as PNGs of 4 channels holding each float's
+  bytes (``_FloatImageEncoder``: a bitcast, read back the same way).
 - ``Text`` (a string).
 - ``Dataset`` / ``Sequence`` (``sequence.feature``, ``sequence.length``): RLDS's ``steps``, the
   one sequence an episode has; its leaves are per step.
@@ -197,10 +199,17 @@ def _leaves(node: dict, path: str, in_steps: bool, out: list[Leaf], subject: str
         content = _part(node, "image", path, subject)
         shape = _shape(content, path, subject)
         dtype = _dtype(content, path, subject, allow_string=False)
-        if len(shape) != 3 or dtype not in ("uint8", "uint16") or shape[2] not in (None, 1, 3, 4):
+        fmt = str(content.get("encodingFormat") or "")
+        if (
+            len(shape) != 3
+            or dtype not in ("uint8", "uint16", "float32")
+            or shape[2] not in (None, 1, 3, 4)
+            or (dtype == "float32" and (shape[2] != 1 or fmt not in ("", "png")))
+        ):
             raise CorruptInputError(
                 f"image {path} is declared {shape} {dtype}: read are (height, width, 1|3|4) "
-                "of uint8, or uint16 (depth)",
+                "of uint8, uint16 (depth), or (height, width, 1) float32 PNG (depth, as TFDS "
+                "writes it)",
                 subject=subject,
                 fix=_FIX,
             )
@@ -208,7 +217,6 @@ def _leaves(node: dict, path: str, in_steps: bool, out: list[Leaf], subject: str
             raise CorruptInputError(
                 f"image {path} is per episode; images are read per step", subject=subject, fix=_FIX
             )
-        fmt = str(content.get("encodingFormat") or "")
         out.append(Leaf(path, "image", dtype, shape, fmt, in_steps))
     elif kind == "Text":
         out.append(Leaf(path, "text", "string", (), "none", in_steps))
