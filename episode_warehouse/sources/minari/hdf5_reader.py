@@ -7,8 +7,9 @@ of its keys and for a Tuple one of ``_index_<i>``), ``rewards``, ``terminations`
 ``total_steps``, ``options/...``. An image leaf is JPEG bytes per frame when the dataset was
 written with ``jpeg_encoding`` (rows of bytes), else the frames themselves.
 
-The file is not trusted: links (soft or external), virtual datasets and external storage are
-refused before anything is read, so nothing outside the file is ever opened.
+The file is not trusted: links (soft or external) anywhere in it, the file's top level
+included, virtual datasets and external storage are refused before anything is read, so nothing
+outside the file is ever opened and no group is read twice under two names.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _checked(group, where: str) -> None:
         name, link = found[0]
         kind = "an external link" if isinstance(link, h5py.ExternalLink) else "a soft link"
         raise CorruptInputError(
-            f"{group.name}/{name} is {kind}: a Minari file holds its own data",
+            f"{group.name.rstrip('/')}/{name} is {kind}: a Minari file holds its own data",
             subject=where,
             fix="refusing to follow it; " + _FIX,
         )
@@ -114,6 +115,7 @@ def hdf5_episodes(info: DatasetInfo) -> Iterator[RawEpisode]:
         raise _damaged(exc, where) from None
     with file:
         try:
+            _checked(file, where)  # every entry, the top level's too, before any is opened
             names = set(file.keys())
         except _H5_ERRORS as exc:
             raise _damaged(exc, where) from None
@@ -148,7 +150,6 @@ def _episode(group, i: int, info: DatasetInfo, where: str) -> RawEpisode:
 
     if not isinstance(group, h5py.Group):
         raise CorruptInputError(f"episode_{i} is not a group", subject=where, fix=_FIX)
-    _checked(group, where)
     obs_root = group.get("observations")
     act_root = group.get("actions")
     if obs_root is None or act_root is None:

@@ -109,6 +109,21 @@ def test_an_external_link_is_not_followed(copy_of, tmp_path):
     _refused(dataset, tmp_path, "rewards is an external link")
 
 
+@pytest.mark.parametrize("kind", ["external", "soft"])
+def test_a_link_at_the_files_top_level_is_not_followed(copy_of, tmp_path, kind):
+    """#48: an external link at /episode_1 pulled another file's episode into the TED and
+    the catalog, a soft link there published a duplicate episode (exit 0 both)."""
+    dataset = copy_of(CARTPOLE)
+    outside = tmp_path / "outside.hdf5"
+    with h5py.File(dataset / "data" / "main_data.hdf5", "r") as f, h5py.File(outside, "w") as o:
+        f.copy("episode_2", o, name="episode_1")  # a well-formed episode, in another file
+    with h5py.File(dataset / "data" / "main_data.hdf5", "a") as f:
+        del f["episode_1"]
+        f["episode_1"] = (h5py.ExternalLink(str(outside), "/episode_1") if kind == "external"
+                          else h5py.SoftLink("/episode_0"))  # fmt: skip
+    _refused(dataset, tmp_path, f"^.*/episode_1 is an? {kind} link")
+
+
 def test_a_virtual_dataset_is_not_read(copy_of, tmp_path):
     dataset = copy_of(CARTPOLE)
     outside = tmp_path / "outside.hdf5"
