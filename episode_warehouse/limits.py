@@ -33,6 +33,9 @@ class InputLimits:
         max_record_bytes: bytes of one TFRecord record (one episode), declared or inflated;
             read in chunks, so memory follows the bytes present. Real episodes: RL Unplugged
             Atari up to 27,000 PNG frames (tens of MB), Open X-Embodiment up to ~150 MB.
+        max_text_bytes: UTF-8 bytes of one text value (an instruction, a Minari Text leaf).
+        max_texts: distinct texts of one text key in one partition (each is kept in the
+            record, which every reader opens whole): instructions and missions repeat.
     """
 
     max_steps: int = 100_000
@@ -41,6 +44,8 @@ class InputLimits:
     max_expansion: int = 1000
     expansion_slack_bytes: int = 256 << 20
     max_record_bytes: int = 512 << 20
+    max_text_bytes: int = 64 << 10
+    max_texts: int = 100_000
 
     def decoded_budget(self, member_bytes: int) -> int:
         """The most bytes a member of ``member_bytes`` may decode to."""
@@ -67,3 +72,21 @@ class InputLimits:
                 )
             limits = replace(limits, **{name: int(value)})
         return limits
+
+
+def check_text(text: str, limits: InputLimits, *, what: str, subject: str) -> str:
+    """``text`` when its UTF-8 form holds at most ``limits.max_text_bytes`` bytes.
+
+    Raises:
+        LimitExceededError: naming ``what`` and its size.
+    """
+    from episode_warehouse.errors import LimitExceededError
+
+    if len(text) * 4 > limits.max_text_bytes and len(text.encode()) > limits.max_text_bytes:
+        raise LimitExceededError(
+            f"{what} is a text of {len(text.encode()):,} bytes, over the limit of "
+            f"{limits.max_text_bytes:,}",
+            subject=subject,
+            fix=LIMITS_FIX,
+        )
+    return text

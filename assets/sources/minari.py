@@ -64,7 +64,9 @@ def minari_episodes(
     with only_transient_retries(context):
         dataset_id = check_dataset_id(context.partition_key)
         layout = warehouse.layout()
-        built = decode_minari_stage(layout, dataset_id, code_version=versions.of(context))
+        built = decode_minari_stage(
+            layout, dataset_id, code_version=versions.of(context), limits=warehouse.input_limits()
+        )
         return decoded_result(
             built,
             layout.decoded_dir("minari", dataset_id),

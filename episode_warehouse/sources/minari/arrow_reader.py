@@ -17,9 +17,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.errors import CorruptInputError, LimitExceededError
 from episode_warehouse.guards.json_input import read_json_file
 from episode_warehouse.guards.names import checked_segment
+from episode_warehouse.limits import LIMITS_FIX, InputLimits
 from episode_warehouse.sources.minari.episode import RawEpisode
 from episode_warehouse.sources.minari.images import decode_frames
 from episode_warehouse.sources.minari.metadata import METADATA, DatasetInfo
@@ -29,18 +30,66 @@ _FIX = "the dataset is malformed: download it again, or write it again with Mina
 MAX_INFO_LEAVES = 256
 
 
-def _read_table(path: Path, data_format: str) -> pa.Table:
-    """The file's table, its buffers validated (``validate(full=True)``: offsets and lengths
-    inside their buffers) before any value is read: an IPC file is not checked on reading, and
-    a damaged offset would make pyarrow read outside its buffer."""
+_WIDTH = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8}
+
+
+def _parquet_declared(path: Path) -> tuple[int, int]:
+    """(rows, bytes the decoded columns will take) from a Parquet file's footer alone: each
+    column chunk's value count times its width (run-length and dictionary encodings make a
+    few KB of file declare GBs of values), byte arrays by their uncompressed size."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata
+    nbytes = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            column = group.column(c)
+            width = _WIDTH.get(column.physical_type)
+            nbytes += (column.num_values * width if width is not None
+                       else column.total_uncompressed_size + 4 * column.num_values)  # fmt: skip
+    return meta.num_rows, nbytes
+
+
+def _check_declared(rows: int, nbytes: int, path: Path, limits: InputLimits) -> None:
+    budget = limits.decoded_budget(path.stat().st_size)
+    if rows > limits.max_steps + 1:
+        raise LimitExceededError(
+            f"an episode file of {rows:,} rows, over the limit of {limits.max_steps:,} steps",
+            subject=str(path),
+            fix=LIMITS_FIX,
+        )
+    if nbytes > budget:
+        raise LimitExceededError(
+            f"the file declares {nbytes:,} bytes of values, over the {budget:,} a file of "
+            f"{path.stat().st_size:,} bytes may expand to",
+            subject=str(path),
+            fix=LIMITS_FIX,
+        )
+
+
+def _read_table(path: Path, data_format: str, limits: InputLimits) -> pa.Table:
+    """The file's table, its declared size checked against ``limits`` before it is read (a
+    Parquet footer's counts; an IPC file is memory-mapped, so its uncompressed buffers cost no
+    memory, and its row count is checked batch by batch), and its buffers validated
+    (``validate(full=True)``: offsets and lengths inside their buffers) before any value is
+    read: an IPC file is not checked on reading, and a damaged offset would make pyarrow read
+    outside its buffer."""
     try:
         if data_format == "parquet":
             import pyarrow.parquet as pq
 
+            _check_declared(*_parquet_declared(path), path, limits)
             table = pq.read_table(path)
         else:
-            with pa.OSFile(str(path)) as source:  # read into memory: one episode's file
-                table = pa.ipc.open_file(source).read_all()
+            with pa.memory_map(str(path)) as source:
+                reader = pa.ipc.open_file(source)
+                batches, rows = [], 0
+                for b in range(reader.num_record_batches):
+                    batches.append(reader.get_batch(b))
+                    rows += batches[-1].num_rows
+                    _check_declared(rows, sum(x.nbytes for x in batches), path, limits)
+                table = pa.Table.from_batches(batches, schema=reader.schema)
         table.validate(full=True)
         return table
     except (OSError, pa.ArrowInvalid, pa.ArrowException) as exc:
@@ -49,7 +98,7 @@ def _read_table(path: Path, data_format: str) -> pa.Table:
         ) from None
 
 
-def _episode_table(folder: Path, data_format: str) -> tuple[pa.Table, str]:
+def _episode_table(folder: Path, data_format: str, limits: InputLimits) -> tuple[pa.Table, str]:
     files = sorted(
         p
         for p in folder.iterdir()
@@ -57,7 +106,7 @@ def _episode_table(folder: Path, data_format: str) -> tuple[pa.Table, str]:
     )
     if not files:
         raise CorruptInputError("no data file for this episode", subject=str(folder), fix=_FIX)
-    tables = [_read_table(p, data_format) for p in files]
+    tables = [_read_table(p, data_format, limits) for p in files]
     try:
         table = pa.concat_tables(tables)
     except pa.ArrowInvalid as exc:
@@ -134,13 +183,27 @@ def _steps(table: pa.Table, name: str) -> np.ndarray:
     return table.column(name).combine_chunks()[:-1].to_numpy(zero_copy_only=False)
 
 
-def arrow_episodes(info: DatasetInfo) -> Iterator[RawEpisode]:
+def arrow_episodes(info: DatasetInfo, limits: InputLimits | None = None) -> Iterator[RawEpisode]:
     """The dataset's episodes in id order, one table in memory at a time.
 
     Raises:
         CorruptInputError: an episode folder missing, a file unreadable, a column missing.
+        LimitExceededError: a file declaring more steps or bytes than ``limits`` allow.
     """
+    limits = limits or InputLimits()
     data = Path(info.data_dir)
+    # counted first: total_episodes is not trusted (10M of them named before a refusal)
+    folders = {p.name for p in data.iterdir() if p.is_dir() and p.name.isdigit()}
+    if len(folders) != info.total_episodes:
+        missing = next((i for i in range(len(folders) + 1) if str(i) not in folders), None)
+        raise CorruptInputError(
+            f"no folder for episode {missing} of the metadata's {info.total_episodes:,}"
+            if missing is not None and missing < info.total_episodes
+            else f"{len(folders):,} episode folders for the metadata's "
+            f"{info.total_episodes:,} episodes",
+            subject=str(data / str(missing)),
+            fix=_FIX,
+        )
     for i in range(info.total_episodes):
         folder = data / str(i)
         if not folder.is_dir() or folder.is_symlink():
@@ -149,7 +212,7 @@ def arrow_episodes(info: DatasetInfo) -> Iterator[RawEpisode]:
                 subject=str(folder),
                 fix=_FIX,
             )
-        table, source_file = _episode_table(folder, info.data_format)
+        table, source_file = _episode_table(folder, info.data_format, limits)
         where = f"{data}/{i}"
         names = set(table.column_names)
         for column in ("observations", "actions", "rewards", "terminations", "truncations"):

@@ -30,7 +30,8 @@ import numpy as np
 from episode_warehouse.decoded.format import CHW, FINAL, ArraySpec, episode_table
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.decoded.writer import DecodedWriter
-from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.errors import CorruptInputError, LimitExceededError
+from episode_warehouse.limits import LIMITS_FIX, InputLimits, check_text
 from episode_warehouse.progress import progress
 from episode_warehouse.sources.minari.arrow_reader import arrow_episodes
 from episode_warehouse.sources.minari.episode import RawEpisode, check_episode
@@ -51,14 +52,28 @@ def _frames(values: np.ndarray) -> np.ndarray:
 
 
 class _Texts:
-    """Per-key tables of the distinct texts, for text leaves stored as indices."""
+    """Per-key tables of the distinct texts, for text leaves stored as indices; each text and
+    each table bounded by the input limits (the tables are in the record every reader opens)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: InputLimits, subject: str) -> None:
         self.tables: dict[str, dict[str, int]] = {}
+        self.limits, self.subject = limits, subject
 
     def index(self, key: str, texts: list[str]) -> np.ndarray:
         table = self.tables.setdefault(key, {})
-        return np.array([table.setdefault(t, len(table)) for t in texts], dtype=np.int64)
+        out = np.empty(len(texts), dtype=np.int64)
+        for i, text in enumerate(texts):
+            if text not in table:
+                check_text(text, self.limits, what=f"{key} at step {i}", subject=self.subject)
+                if len(table) >= self.limits.max_texts:
+                    raise LimitExceededError(
+                        f"{key} holds more than {self.limits.max_texts:,} distinct texts",
+                        subject=self.subject,
+                        fix=LIMITS_FIX,
+                    )
+                table[text] = len(table)
+            out[i] = table[text]
+        return out
 
     def to_json(self) -> dict[str, list[str]]:
         return {k: list(v) for k, v in self.tables.items()}
@@ -73,21 +88,32 @@ def _info_keys(first: RawEpisode) -> dict[tuple[str, ...], tuple[str, tuple[int,
     }
 
 
-def _episodes(info: DatasetInfo):
-    return hdf5_episodes(info) if info.data_format == "hdf5" else arrow_episodes(info)
+def _episodes(info: DatasetInfo, limits: InputLimits):
+    if info.data_format == "hdf5":
+        return hdf5_episodes(info, limits)
+    return arrow_episodes(info, limits)
 
 
-def decode_minari(dataset: Path, staging: Path, *, lineage: dict | None = None) -> DecodedRecord:
+def decode_minari(
+    dataset: Path,
+    staging: Path,
+    *,
+    lineage: dict | None = None,
+    limits: InputLimits | None = None,
+) -> DecodedRecord:
     """Decode the Minari dataset in ``dataset`` (holding ``data/``) into ``staging``.
 
     Raises:
         CorruptInputError: the metadata, a file or an episode is not what Minari writes (named
             with the episode and key); nothing is published.
+        LimitExceededError: an episode over ``limits`` (steps, declared bytes, texts), checked
+            from what the files declare before their values are read.
     """
+    limits = limits or InputLimits()
     info = read_info(Path(dataset) / "data")
     subject = str(Path(dataset) / "data")
     writer = DecodedWriter(staging)
-    texts = _Texts()
+    texts = _Texts(limits, subject)
     columns: dict[str, list] = {
         k: []
         for k in (
@@ -106,7 +132,14 @@ def decode_minari(dataset: Path, staging: Path, *, lineage: dict | None = None) 
     kept_infos: dict[tuple[str, ...], tuple[str, tuple[int, ...]]] | None = None
     rows = 0
     with progress("decoding episodes", info.total_episodes, "episodes") as bar:
-        for ep in _episodes(info):
+        for ep in _episodes(info, limits):
+            if ep.steps > limits.max_steps:
+                raise LimitExceededError(
+                    f"episode {ep.id} has {ep.steps:,} steps, over the limit of "
+                    f"{limits.max_steps:,}",
+                    subject=subject,
+                    fix=LIMITS_FIX,
+                )
             check_episode(ep, info.observation, info.action, subject)
             if kept_infos is None:
                 kept_infos = _info_keys(ep)

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.errors import CorruptInputError, LimitExceededError
 from episode_warehouse.guards.names import checked_segment
+from episode_warehouse.limits import LIMITS_FIX, InputLimits
 from episode_warehouse.sources.minari.episode import RawEpisode
 from episode_warehouse.sources.minari.images import decode_frames
 from episode_warehouse.sources.minari.metadata import DatasetInfo
@@ -98,17 +99,55 @@ def _read_leaf(node, leaf: Leaf, info: DatasetInfo, where: str):
     return node[()]
 
 
-def hdf5_episodes(info: DatasetInfo) -> Iterator[RawEpisode]:
+def _check_declared_sizes(group, i: int, limits: InputLimits, budget: int, where: str) -> None:
+    """Refuse episode ``i`` when a dataset in it declares more rows than an episode may have
+    or more bytes than the file may expand to, from the declared shapes (h5py reads nothing:
+    an unwritten chunked dataset of 250M values costs a few bytes of file)."""
+    import h5py
+
+    found: list[str] = []
+
+    def visit(name: str, item) -> bool | None:
+        if not isinstance(item, h5py.Dataset):
+            return None
+        rows = item.shape[0] if item.shape else 1
+        nbytes = int(np.prod(item.shape, dtype=np.int64)) * item.dtype.itemsize
+        if rows > limits.max_steps + 1:
+            found.append(f"episode_{i}/{name} declares {rows:,} rows, over the limit of "
+                         f"{limits.max_steps:,} steps per episode")  # fmt: skip
+        elif nbytes > budget:
+            found.append(f"episode_{i}/{name} declares {nbytes:,} bytes, over the "
+                         f"{budget:,} this file may expand to")  # fmt: skip
+        return True if found else None
+
+    group.visititems(visit)
+    if found:
+        raise LimitExceededError(found[0], subject=where, fix=LIMITS_FIX)
+
+
+def _episode_number(name: str, total: int) -> int | None:
+    """``i`` for a group named ``episode_<i>`` with ``0 <= i < total`` (digits only)."""
+    digits = name.removeprefix("episode_")
+    if digits == name or not digits.isdigit() or (len(digits) > 1 and digits[0] == "0"):
+        return None
+    return int(digits) if int(digits) < total else None
+
+
+def hdf5_episodes(info: DatasetInfo, limits: InputLimits | None = None) -> Iterator[RawEpisode]:
     """The dataset's episodes in id order.
 
     Raises:
         CorruptInputError: not an HDF5 file h5py can read, a group missing or extra, a link or
             external data, a leaf missing (h5py's own errors on a damaged file included).
+        LimitExceededError: a dataset declaring more steps or bytes than ``limits`` allow
+            (checked before it is read).
     """
     import h5py
 
+    limits = limits or InputLimits()
     path = Path(info.data_dir) / MAIN_FILE
     where = str(path)
+    budget = limits.decoded_budget(path.stat().st_size) if path.is_file() else 0
     try:
         file = h5py.File(path, "r", locking=False)
     except OSError as exc:
@@ -116,21 +155,25 @@ def hdf5_episodes(info: DatasetInfo) -> Iterator[RawEpisode]:
     with file:
         try:
             _checked(file, where)  # every entry, the top level's too, before any is opened
-            names = set(file.keys())
+            names = list(file.keys())
         except _H5_ERRORS as exc:
             raise _damaged(exc, where) from None
-        expected = {f"episode_{i}" for i in range(info.total_episodes)}
-        if names != expected:
-            odd = sorted(names ^ expected)[:3]
+        # compared by count and by name, never by building the metadata's names (its
+        # total_episodes is not trusted: 10M names cost GBs before a refusal)
+        odd = [n for n in names if _episode_number(n, info.total_episodes) is None][:3]
+        if len(names) != info.total_episodes or odd:
             raise CorruptInputError(
-                f"the file's episode groups differ from the metadata's {info.total_episodes} "
-                f"episodes (e.g. {', '.join(odd)})",
+                f"the file's {len(names):,} episode groups differ from the metadata's "
+                f"{info.total_episodes:,} episodes" + (f" (e.g. {', '.join(odd)})" if odd else ""),
                 subject=where,
                 fix=_FIX,
             )
         for i in range(info.total_episodes):
             try:
-                episode = _episode(file[f"episode_{i}"], i, info, where)
+                group = file[f"episode_{i}"]
+                if isinstance(group, h5py.Group):
+                    _check_declared_sizes(group, i, limits, budget, where)
+                episode = _episode(group, i, info, where)
             except _H5_ERRORS as exc:
                 raise _damaged(exc, f"{where} episode_{i}") from None
             yield episode

@@ -158,7 +158,7 @@ def _leaf(space: dict, path: tuple[str, ...], where: str) -> Leaf:
             max_bytes=MAX_ROW_BYTES,
             fix=_FIX,
         )
-        return Leaf(path, "multi_binary", "int8", shape, np.zeros(shape), np.ones(shape))
+        return Leaf(path, "multi_binary", "int8", shape, np.array(0.0), np.array(1.0))
     if kind == "Text":
         return Leaf(path, "text", "str", ())
     raise CorruptInputError(
@@ -184,10 +184,14 @@ def _int(value: object, where: str) -> int:
 
 
 def _bound(value: object, shape: tuple[int, ...], where: str) -> np.ndarray:
-    """Bounds as float64 of ``shape`` (a scalar is broadcast; JSON's Infinity is allowed)."""
+    """Bounds as float64 that broadcast to ``shape``, kept as written (a scalar stays a scalar:
+    a 400-byte space declaring a huge uint8 Box must not allocate its bounds in float64);
+    JSON's Infinity is allowed."""
     try:
         array = np.asarray(value, dtype=np.float64)
-        return np.broadcast_to(array, shape).copy()
+        if np.broadcast_shapes(array.shape, shape) != shape:
+            raise ValueError("bounds wider than the space")
+        return array
     except (TypeError, ValueError):
         raise CorruptInputError(
             f"bounds {str(value)[:80]} do not fit the shape {shape}", subject=where, fix=_FIX
