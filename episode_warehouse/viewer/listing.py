@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import shlex
 
 from episode_warehouse.catalog.query import QueryLimits, run_query
 from episode_warehouse.errors import CatalogQueryError
@@ -73,11 +74,18 @@ def selection_sql(where: str) -> str:
     return f"SELECT source, partition, episode, start, length FROM episodes {_where(where)}"
 
 
+def export_command(where: str, root: str) -> str:
+    """The ``warehouse export`` command line that saves the filter ``where`` as a named
+    selection, each argument quoted for a POSIX shell: pasted, it passes the query and the
+    root byte for byte (a ``$(...)``, a backtick or a ``$`` in the filter is text, never run)."""
+    return shlex.join(["./warehouse", "export", "NAME", selection_sql(where), "--root", root])
+
+
 def episodes(
     layout: WarehouseLayout, where: str = "", sort: str = "episode", descending: bool = False
 ) -> dict:
     """The listed episodes (at most :data:`LIST_LIMIT`), whether there were more, and the
-    ``warehouse export`` query that saves this filter as a named selection."""
+    ``warehouse export`` query and command line that save this filter as a named selection."""
     limits = QueryLimits(LIMITS.timeout_s, LIMITS.memory_limit, max_rows=LIST_LIMIT + 1)
     columns, rows = run_query(layout.root, episodes_sql(where, sort, descending), limits=limits)
     return {
@@ -85,4 +93,5 @@ def episodes(
         "rows": _rows(columns, rows[:LIST_LIMIT]),
         "more": len(rows) > LIST_LIMIT,
         "selection_sql": selection_sql(where),
+        "export_command": export_command(where, layout.url),
     }

@@ -98,14 +98,12 @@ async function listView() {
       return tr;
     });
     const head = el("tr", {}, body.columns.map((c) => el("th", {}, c)));
-    const root = document.getElementById("root").textContent;
     listed.replaceChildren(
       el("p", { id: "count", "data-count": body.rows.length },
         `${body.rows.length}${body.more ? "+ (the first 500)" : ""} episode(s)`),
       el("table", {}, el("thead", {}, head), el("tbody", {}, rows)),
       el("h2", {}, "Save this filter as a named selection"),
-      el("pre", { id: "selection" },
-        `./warehouse export NAME "${body.selection_sql}" --root ${root}`));
+      el("pre", { id: "selection" }, body.export_command));
   } catch (e) {
     listed.replaceChildren(el("p", { id: "count", "data-count": "error" }, "no episodes"));
     showError(e.message);

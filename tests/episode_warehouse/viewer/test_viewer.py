@@ -169,6 +169,7 @@ def test_the_listing_filters_with_sql_and_sorts(root):
     }
     assert got["more"] is False
     assert got["selection_sql"].endswith("WHERE (length > 20 AND source <> 'lerobot'\n)")
+    assert got["export_command"].startswith("./warehouse export NAME 'SELECT source")
     parts = {(p["source"], p["partition"]): p["episodes"] for p in listing.partitions(layout)}
     assert parts == {(s, p): len(_episodes(root, s, p)) for s, p in PARTITIONS}
 
