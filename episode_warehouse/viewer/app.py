@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from episode_warehouse.errors import NotMaterializedError, PartitionKeyError, WarehouseError
 from episode_warehouse.incremental import published_version
@@ -24,6 +25,7 @@ from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.viewer import listing
 from episode_warehouse.viewer.episode import camera_frame, episode_page
 from episode_warehouse.viewer.frames import frame_png
+from episode_warehouse.viewer.hosts import allowed_hosts, guarded
 from episode_warehouse.viewer.overview import overview
 from episode_warehouse.viewer.partition import PartitionTed
 
@@ -81,8 +83,9 @@ def _int(request: Request, name: str, default: int | None = None) -> int:
         ) from None
 
 
-def build_app(layout: WarehouseLayout) -> Starlette:
-    """The viewer over the warehouse at ``layout``."""
+def build_app(layout: WarehouseLayout, hosts: list[str] | None = None) -> ASGIApp:
+    """The viewer over the warehouse at ``layout``, answering requests for ``hosts`` only
+    (default: the loopback names and ``$EPISODE_WAREHOUSE_VIEWER_HOSTS``; see :mod:`.hosts`)."""
     opened = OpenPartitions(layout)
 
     def info(request: Request) -> dict:
@@ -150,4 +153,4 @@ def build_app(layout: WarehouseLayout) -> Starlette:
     ]
     routes += [Route(f"/api/{name}", as_json(handler)) for name, handler in api.items()]
     routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
-    return Starlette(routes=routes)
+    return guarded(Starlette(routes=routes), allowed_hosts() if hosts is None else hosts)

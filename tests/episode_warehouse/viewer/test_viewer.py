@@ -193,7 +193,7 @@ def test_the_http_routes(root):
 
     from episode_warehouse.viewer.app import build_app
 
-    client = TestClient(build_app(WarehouseLayout.local(root)))
+    client = TestClient(build_app(WarehouseLayout.local(root)), base_url="http://127.0.0.1:8787")
     td = open_ted("atari", "Pong/1", root=root)
     row = _episodes(root, "atari", "Pong/1")[2]
     q = {"source": "atari", "partition": "Pong/1", "episode": 2}
