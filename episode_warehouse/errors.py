@@ -107,6 +107,10 @@ class DiskFullError(TerminalError):
     """The disk (or scratch space) filled up; nothing was published."""
 
 
+class BusyError(TransientError):
+    """A bounded pool of work (the viewer's query slots) is full: try again shortly."""
+
+
 class ConcurrentWriteError(TransientError):
     """Another process holds the write lock of the same artifact."""
 

@@ -19,11 +19,16 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from episode_warehouse.errors import NotMaterializedError, PartitionKeyError, WarehouseError
+from episode_warehouse.errors import (
+    BusyError,
+    NotMaterializedError,
+    PartitionKeyError,
+    WarehouseError,
+)
 from episode_warehouse.incremental import published_version
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.viewer import listing
-from episode_warehouse.viewer.episode import camera_frame, episode_page
+from episode_warehouse.viewer.episode import camera_frame, episode_page, step_values
 from episode_warehouse.viewer.frames import frame_png
 from episode_warehouse.viewer.hosts import allowed_hosts, guarded
 from episode_warehouse.viewer.overview import overview
@@ -106,6 +111,10 @@ def build_app(layout: WarehouseLayout, hosts: list[str] | None = None) -> ASGIAp
         ted = opened.get(_param(request, "source"), _param(request, "partition"))
         return episode_page(ted, _int(request, "episode"), layout.url)
 
+    def step(request: Request) -> dict:
+        ted = opened.get(_param(request, "source"), _param(request, "partition"), recheck=False)
+        return step_values(ted, _int(request, "episode"), _int(request, "t"))
+
     def partition(request: Request) -> dict:
         from episode_warehouse.catalog.statistics import read_partition_statistics
 
@@ -130,6 +139,9 @@ def build_app(layout: WarehouseLayout, hosts: list[str] | None = None) -> ASGIAp
                 answer = handler(request)
             except NotMaterializedError as exc:
                 return JSONResponse({"error": str(exc)}, status_code=404)
+            except BusyError as exc:
+                return JSONResponse({"error": str(exc)}, status_code=503,
+                                    headers={"Retry-After": "2"})  # fmt: skip
             except WarehouseError as exc:
                 return JSONResponse({"error": str(exc)}, status_code=400)
             return answer if isinstance(answer, Response) else JSONResponse(answer)
@@ -144,6 +156,7 @@ def build_app(layout: WarehouseLayout, hosts: list[str] | None = None) -> ASGIAp
         "partitions": partitions,
         "episodes": episodes,
         "episode": episode,
+        "step": step,
         "partition": partition,
         "frame": frame,
     }

@@ -14,6 +14,12 @@ from episode_warehouse.export.features import declared_images, image_layout, obs
 from episode_warehouse.viewer.partition import PartitionTed, Span
 
 MAX_PLOTTED_DIMS = 32  # a wider leaf (a language embedding) is listed, not plotted
+# what one episode page may hold: the plotted points of all its series together (a 100k-step
+# episode of 40 dimensions built a 503 MB answer); a longer series is sent as each bucket's
+# minimum and maximum (its shape and extremes drawn exactly), its exact value at a step comes
+# from the step route (step_values)
+MAX_POINTS = 200_000
+POINTS_PER_SERIES = (100, 2_000)
 _BOOKKEEPING = {("episode",), ("task_index",), ("is_init",)}
 FLAGS = ("done", "terminated", "truncated")
 
@@ -52,14 +58,9 @@ def _order(key: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
     return first, key
 
 
-def series(
-    rows: TensorDictBase, feature_names: dict, declared: dict | None = None
-) -> tuple[list[dict], list[dict]]:
-    """(plotted, not plotted): one entry per numeric leaf other than cameras, flags and
-    bookkeeping. A plotted entry has ``key``, ``names`` and ``values`` (``[dims][steps]``;
-    NaN and infinities as None)."""
+def _plotted_leaves(rows: TensorDictBase, declared: dict | None):
+    """(path, leaf) of every numeric leaf other than cameras, flags and bookkeeping."""
     cameras = {path for path, _ in camera_leaves(rows, declared).values()}
-    plotted, wide = [], []
     for key in sorted(rows.keys(True, True), key=lambda k: _order(_path(k))):
         path = _path(key)
         value = rows.get(key)
@@ -71,18 +72,76 @@ def series(
             or path in (("done",), ("terminated",), ("truncated",))
         ):
             continue
-        flat = np.asarray(value).reshape(len(value), -1).astype(np.float64)
-        dims = flat.shape[1]
-        if dims > MAX_PLOTTED_DIMS:
-            wide.append({"key": "/".join(path), "dims": dims})
-            continue
-        values = [
-            [None if not math.isfinite(v) else v for v in flat[:, j].tolist()] for j in range(dims)
-        ]
-        plotted.append(
-            {"key": "/".join(path), "names": _names(feature_names, path, dims), "values": values}
-        )
+        yield path, value
+
+
+def _json_values(values: np.ndarray) -> list:
+    return [v if math.isfinite(v) else None for v in values.tolist()]
+
+
+def envelope(values: np.ndarray, points: int) -> tuple[list[int], list]:
+    """(steps, values) of at most ``points`` points drawing ``values`` (one dimension): every
+    step when there are few enough, else each bucket's minimum and maximum at their steps (a
+    bucket without a finite value: its first step, as None)."""
+    n = len(values)
+    if n <= points:
+        return list(range(n)), _json_values(values)
+    width = -(-n // max(1, points // 2))
+    padded = np.full(-(-n // width) * width, np.nan)
+    padded[:n] = values
+    finite = np.isfinite(padded)
+    grid = padded.reshape(-1, width)
+    base = np.arange(grid.shape[0]) * width
+    low = np.where(finite, padded, np.inf).reshape(grid.shape).argmin(1) + base
+    high = np.where(finite, padded, -np.inf).reshape(grid.shape).argmax(1) + base
+    steps = np.unique(np.concatenate([low, high]))
+    steps = steps[steps < n]
+    return steps.tolist(), _json_values(values[steps])
+
+
+def series(
+    rows: TensorDictBase, feature_names: dict, declared: dict | None = None
+) -> tuple[list[dict], list[dict]]:
+    """(plotted, not plotted): one entry per numeric leaf other than cameras, flags and
+    bookkeeping. A plotted entry has ``key``, ``names``, ``values`` (``[dims][points]``; NaN
+    and infinities as None) and ``steps`` (``[dims][points]``: the step of each point; every
+    step when the page's :data:`MAX_POINTS` allow, else each bucket's minimum and maximum)."""
+    leaves, plotted, wide = [], [], []
+    for path, value in _plotted_leaves(rows, declared):
+        flat = np.asarray(value).reshape(len(value), -1)
+        if flat.shape[1] > MAX_PLOTTED_DIMS:
+            wide.append({"key": "/".join(path), "dims": flat.shape[1]})
+        else:
+            leaves.append((path, flat))
+    dims = sum(flat.shape[1] for _, flat in leaves)
+    low, high = POINTS_PER_SERIES
+    points = min(high, max(low, MAX_POINTS // max(dims, 1)))
+    for path, flat in leaves:
+        drawn = [envelope(flat[:, j].astype(np.float64), points) for j in range(flat.shape[1])]
+        plotted.append({
+            "key": "/".join(path),
+            "names": _names(feature_names, path, flat.shape[1]),
+            "steps": [s for s, _ in drawn],
+            "values": [v for _, v in drawn],
+        })  # fmt: skip
     return plotted, wide
+
+
+def step_values(ted: PartitionTed, episode: int, step: int) -> dict[str, list]:
+    """The exact value of every plotted series at ``step`` of ``episode``: ``{key: [dims]}``
+    (the page's readout when its series are drawn from buckets)."""
+    rows = ted.rows(episode)
+    if not 0 <= step < len(rows):
+        raise PartitionKeyError(
+            f"no step {step}",
+            subject=f"{ted.source}/{ted.partition} episode {episode}",
+            fix=f"ask for a step from 0 to {len(rows) - 1}",
+        )
+    return {
+        "/".join(path): _json_values(np.asarray(value[step]).reshape(-1).astype(np.float64))
+        for path, value in _plotted_leaves(rows, declared_images(ted.record))
+        if int(np.prod(value.shape[1:], dtype=np.int64)) <= MAX_PLOTTED_DIMS
+    }
 
 
 def _path(key) -> tuple[str, ...]:

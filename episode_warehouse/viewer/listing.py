@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
+import threading
+from contextlib import contextmanager
+
+import duckdb
 
 from episode_warehouse.catalog.query import QueryLimits, run_query
-from episode_warehouse.errors import CatalogQueryError
+from episode_warehouse.errors import BusyError, CatalogQueryError
 from episode_warehouse.paths import WarehouseLayout
 
 EPISODE_COLUMNS = (
@@ -27,6 +32,81 @@ EPISODE_COLUMNS = (
 SORTS = ("episode", "length", "return", "idle_fraction", "jerk", "length_z", "return_z")
 LIST_LIMIT = 500  # episodes listed at once; the page says when there are more
 LIMITS = QueryLimits(timeout_s=30, memory_limit="1GB")
+MAX_FILTER_CHARS = 16 << 10
+# catalog queries running at once (each a sandboxed child): a further one is answered "busy"
+# at once, so slow filters cannot take every server thread and stall the rest of the API
+QUERY_SLOTS = 4
+_slots = threading.BoundedSemaphore(QUERY_SLOTS)
+
+
+@contextmanager
+def query_slot():
+    """One of the :data:`QUERY_SLOTS`, or :class:`BusyError` at once when none is free."""
+    if not _slots.acquire(blocking=False):
+        raise BusyError(
+            f"{QUERY_SLOTS} catalog queries are running",
+            subject="the viewer",
+            fix="wait for them (a filter runs for at most 30 s) and try again",
+        )
+    try:
+        yield
+    finally:
+        _slots.release()
+
+
+def _tree(sql: str) -> dict:
+    """DuckDB's parse of ``sql`` (``json_serialize_sql``: nothing is run), less the positions."""
+    with duckdb.connect() as con:
+        text = con.execute("SELECT json_serialize_sql(?::VARCHAR)", [sql]).fetchone()[0]
+    tree = json.loads(text)
+    if tree.get("error"):
+        raise CatalogQueryError(
+            f"the filter does not parse: {tree.get('error_message', '')}",
+            subject="filter",
+            fix="write one SQL expression over the episodes' columns, e.g. length > 20",
+        )
+
+    def strip(node):
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "query_location"}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return strip(tree)
+
+
+def check_filter(where: str) -> str:
+    """``where`` when it is one expression: the listing's query with it parses to the same
+    tree as with ``TRUE`` but for its WHERE clause. A ``)`` in the filter closed its wrapper,
+    so ``1=1) UNION ALL SELECT ... WHERE (1=1`` returned arbitrary rows.
+
+    Raises:
+        CatalogQueryError: a filter that is longer than :data:`MAX_FILTER_CHARS`, does not
+            parse, or is more than one expression.
+    """
+    if len(where) > MAX_FILTER_CHARS:
+        raise CatalogQueryError(
+            f"a filter of {len(where):,} characters", subject="filter",
+            fix=f"write one expression of at most {MAX_FILTER_CHARS:,} characters",
+        )  # fmt: skip
+    if not where.strip():
+        return where
+
+    def shape(tree: dict) -> dict:
+        statements = tree.get("statements") or [{}]
+        node = dict(statements[0].get("node") or {})
+        node.pop("where_clause", None)
+        return {"count": len(statements), "node": node}
+
+    given = _tree(episodes_sql(where))
+    if given.get("statements") and shape(given) == shape(_tree(episodes_sql("TRUE"))):
+        return where
+    raise CatalogQueryError(
+        "the filter is more than one expression (a ')' closed the WHERE clause)",
+        subject="filter",
+        fix="write one SQL expression over the episodes' columns, e.g. length > 20",
+    )
 
 
 def _rows(columns: list[str], rows: list[tuple]) -> list[dict]:
@@ -41,6 +121,11 @@ def _rows(columns: list[str], rows: list[tuple]) -> list[dict]:
 
 def partitions(layout: WarehouseLayout) -> list[dict]:
     """Each catalogued partition: episodes, steps, mean return, mean idle fraction."""
+    with query_slot():
+        return _partitions(layout)
+
+
+def _partitions(layout: WarehouseLayout) -> list[dict]:
     columns, rows = run_query(
         layout.root,
         "SELECT source, partition, count(*) AS episodes, sum(length) AS steps, "
@@ -87,7 +172,9 @@ def episodes(
     """The listed episodes (at most :data:`LIST_LIMIT`), whether there were more, and the
     ``warehouse export`` query and command line that save this filter as a named selection."""
     limits = QueryLimits(LIMITS.timeout_s, LIMITS.memory_limit, max_rows=LIST_LIMIT + 1)
-    columns, rows = run_query(layout.root, episodes_sql(where, sort, descending), limits=limits)
+    sql = episodes_sql(check_filter(where), sort, descending)
+    with query_slot():
+        columns, rows = run_query(layout.root, sql, limits=limits)
     return {
         "columns": columns,
         "rows": _rows(columns, rows[:LIST_LIMIT]),

@@ -210,16 +210,31 @@ async function episodeView() {
     stepLabel.textContent = `step ${t} / ${e.length - 1}`;
     scrubber.value = t;
     cursors.forEach((c) => { c.setAttribute("x1", t); c.setAttribute("x2", t); });
-    values.forEach(([span, series]) => {
-      const v = series[t];
-      span.textContent = v === null ? "n/a" : String(v);
-      span.dataset.value = v === null ? "" : String(v);
-    });
+    readouts(t);
     const task = e.per_step ? e.tasks[e.per_step[t]] : e.tasks[0];
     taskLine.textContent = task ? `task: ${task}` : "";
     python.textContent = e.python + `step = episode[${t}]\n`;
     if (!timer) history.replaceState(null, "", "?" + new URLSearchParams({ view: "episode",
       source, partition, episode: number, t }));
+  }
+
+  // a long episode's series are drawn from buckets (each one's min and max): the exact values
+  // at a step then come from the step route, the last asked step's answer wins
+  const complete = e.series.every((s) => s.steps.every((st) => st.length === e.length));
+  let asked = -1;
+  function setValue(span, v) {
+    span.textContent = v === null || v === undefined ? "n/a" : String(v);
+    span.dataset.value = v === null || v === undefined ? "" : String(v);
+  }
+  async function readouts(step) {
+    if (complete) {
+      values.forEach(([span, s, j]) => setValue(span, s.values[j][step]));
+      return;
+    }
+    asked = step;
+    const at = await api("step", { source, partition, episode: number, t: step });
+    if (asked !== step) return;
+    values.forEach(([span, s, j]) => setValue(span, (at[s.key] || [])[j]));
   }
 
   function play(on) {
@@ -252,8 +267,8 @@ async function episodeView() {
     const y = (v) => 50 - 45 * (v - lo) / span;
     const chart = svg("svg", { viewBox: `0 0 ${Math.max(e.length - 1, 1)} 55`,
       preserveAspectRatio: "none", "data-key": s.key, "data-dim": j });
-    const line = svg("polyline", { points: series.map((v, i) => v === null ? "" : `${i},${y(v)}`)
-      .filter(Boolean).join(" ") });
+    const line = svg("polyline", { points: series.map((v, i) =>
+      v === null ? "" : `${s.steps[j][i]},${y(v)}`).filter(Boolean).join(" ") });
     chart.append(line);
     for (const [flag, steps] of Object.entries(e.flags)) {
       for (const step of steps) chart.append(svg("line", { class: flag, x1: step, x2: step,
@@ -263,7 +278,7 @@ async function episodeView() {
     chart.append(cursor);
     cursors.push(cursor);
     const readout = el("span", { class: "value", "data-key": s.key, "data-dim": j });
-    values.push([readout, series]);
+    values.push([readout, s, j]);
     return el("div", { class: "plot" },
       el("div", { class: "label" }, el("span", { class: "name" }, s.names[j]), readout),
       chart);
