@@ -7,9 +7,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from episode_warehouse.errors import ConfigError, PartitionKeyError
 from episode_warehouse.gcs import refuse_near_url
+from episode_warehouse.guards.names import MAX_SEGMENT_BYTES, name_problem
 from episode_warehouse.roots import LocalRoot, Root
 from episode_warehouse.settings import ROOT_ENV, Settings
 
@@ -18,6 +20,45 @@ if TYPE_CHECKING:
 
 # a source folder: a registered source's name (episode_warehouse.sources.registry checks which)
 _SOURCE_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+# a folder name the warehouse makes from a partition key, with room for the siblings that
+# publishing it makes (".staging-<name>-<12 hex>", ".readers-<name>", ".lock-<name>")
+MAX_FOLDER_NAME = MAX_SEGMENT_BYTES - 32
+
+
+def partition_key_problem(source: str, partition: str) -> str | None:
+    """Why ``partition`` cannot name every folder the warehouse will make for it (each stage's
+    folders, one per segment; the catalog's, the whole key quoted; a LeRobot export's,
+    ``<source>-<key with '-'>-video``), or None. Checked where a key enters, so a key is
+    never refused after its first stages were published."""
+    problem = name_problem(partition)
+    if problem is not None:
+        return problem
+    names = [
+        *((seg, "a segment") for seg in partition.split("/")),
+        (quote(partition, safe=""), "its catalog folder name (the key quoted)"),
+        (f"{source}-{partition.replace('/', '-')}-video", "its LeRobot export's name"),
+    ]
+    for name, what in names:
+        size = len(name.encode("utf-8", "surrogatepass"))
+        if size > MAX_FOLDER_NAME:
+            return f"{what} would be {size} bytes, over the {MAX_FOLDER_NAME} a folder name may be"
+    return None
+
+
+def check_partition_key(source: str, partition: str) -> str:
+    """``partition`` when :func:`partition_key_problem` finds none.
+
+    Raises:
+        PartitionKeyError: naming the key and the folder name that would not fit.
+    """
+    problem = partition_key_problem(source, partition)
+    if problem is not None:
+        raise PartitionKeyError(
+            f"not a usable partition key: {problem}",
+            subject=repr(partition),
+            fix="use a shorter key of plain names (the warehouse makes folders of it)",
+        )
+    return partition
 
 
 def is_bucket_root(value: str | os.PathLike) -> bool:
@@ -107,10 +148,10 @@ class WarehouseLayout:
             raise PartitionKeyError(
                 "not a source name (lowercase letters, digits, '_')", subject=repr(source)
             )
-        parts = partition.split("/")
-        if not partition or any(p in ("", ".", "..") for p in parts) or "\\" in partition:
+        if not isinstance(partition, str) or not partition:
             raise PartitionKeyError("not a valid partition key", subject=repr(partition))
-        return self.root.folder.joinpath(stage, source, *parts)
+        check_partition_key(source, partition)
+        return self.root.folder.joinpath(stage, source, *partition.split("/"))
 
     def raw_dir(self, source: str, partition: str) -> Path:
         return self._part("raw", source, partition)

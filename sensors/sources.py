@@ -9,7 +9,9 @@ import dagster as dg
 
 from assets.graph import GRAPHS
 from assets.sources.spec import SourceAssets
+from episode_warehouse.errors import PartitionKeyError
 from episode_warehouse.sources.fingerprints import changed
+from episode_warehouse.sources.registry import check_partition
 
 MAX_ADDS_PER_TICK = 10_000  # Dagster adds dynamic partitions in one SQL IN (...): keep it small
 
@@ -38,6 +40,15 @@ def source_sensor(spec: SourceAssets) -> dg.SensorDefinition:
 def _requests(context: dg.SensorEvaluationContext, current: dict[str, str], spec: SourceAssets):
     """Run requests for the partitions whose fingerprint changed, adding the new dynamic ones."""
     previous = json.loads(context.cursor or "{}")
+    usable = {}
+    for key, fingerprint in current.items():  # a listed name is outside input: checked here
+        try:
+            check_partition(spec.name, key)
+        except PartitionKeyError as exc:
+            context.log.warning("%s: skipping the listed partition: %s", spec.name, exc)
+            continue
+        usable[key] = fingerprint
+    current = usable
     keys = changed(previous, current)[:MAX_ADDS_PER_TICK]
     if not keys:
         return dg.SkipReason(f"no change in {len(current)} {spec.name} partitions")
