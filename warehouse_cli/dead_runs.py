@@ -1,8 +1,15 @@
 """Runs of this machine's CLI whose process is gone (killed with -9, the machine's OOM killer)
 still hold their concurrency-pool slots in the instance: the next run of a pooled step (a
 download, the catalog writer) would wait for the slot forever. Each CLI run records its process
-(``warehouse/pid``, ``warehouse/host``); before a run starts, the slots of runs whose process is
-no longer alive are freed and those runs marked failed.
+(``warehouse/pid``, ``warehouse/host``, and ``warehouse/process_start``: the boot's id and the
+process's start time in clock ticks, from ``/proc``); before a run starts, the slots of runs
+whose process is no longer alive are freed and those runs marked failed.
+
+A process is the run's when its pid exists *and* started when the run's did: a pid reused by
+any other process (whatever its command line) is not the run's, and a run started from a
+notebook or a script is alive whatever its command line says. Where ``/proc`` is missing
+(macOS) or a run recorded no start (older runs), a live pid counts as the run's: a slot is never
+taken from a run that may be alive.
 
 Runs of other machines (a cluster's workers) are left to the daemon's run monitoring.
 """
@@ -17,24 +24,44 @@ from pathlib import Path
 import dagster as dg
 
 log = logging.getLogger(__name__)
-PID_TAG, HOST_TAG = "warehouse/pid", "warehouse/host"
+PID_TAG, HOST_TAG, START_TAG = "warehouse/pid", "warehouse/host", "warehouse/process_start"
 _UNFINISHED = (dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING)
+_STARTTIME_FIELD = 19  # /proc/<pid>/stat's 22nd field, counted after the ")" ending its name
+
+
+def process_start(pid: int) -> str | None:
+    """``<boot id>:<start time in clock ticks>`` of process ``pid``, or None (no such process,
+    or no ``/proc``): two processes with one pid never share it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+    fields = stat.rsplit(b")", 1)[-1].split()
+    if len(fields) <= _STARTTIME_FIELD:
+        return None
+    return f"{boot}:{fields[_STARTTIME_FIELD].decode()}"
 
 
 def process_tags() -> dict[str, str]:
     """The tags that name this process as the run's owner."""
-    return {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+    tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+    start = process_start(os.getpid())
+    return {**tags, START_TAG: start} if start else tags
 
 
-def _alive(pid: int) -> bool:
+def _alive(pid: int, started: str | None) -> bool:
+    """Whether the run's process (``pid``, started at ``started``) is still running."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    cmdline = Path(f"/proc/{pid}/cmdline")  # a reused pid runs something else
-    return not cmdline.exists() or b"warehouse" in cmdline.read_bytes()
+        pass  # another user's process holds the pid: compared by its start below
+    now = process_start(pid)
+    if started is None or now is None:
+        return True  # nothing to compare: never take a slot from a run that may be alive
+    return now == started
 
 
 def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
@@ -52,7 +79,7 @@ def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
         run = instance.get_run_by_id(run_id)
         if run is None or run.tags.get(HOST_TAG) != host or not run.tags.get(PID_TAG):
             continue
-        if run.status in _UNFINISHED and _alive(int(run.tags[PID_TAG])):
+        if run.status in _UNFINISHED and _alive(int(run.tags[PID_TAG]), run.tags.get(START_TAG)):
             continue
         storage.free_concurrency_slots_for_run(run_id)
         if run.status in _UNFINISHED:
