@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from warehouse_cli.environment import bind_dagster_home, cli_instance, default_dagster_home
+from warehouse_cli.environment import cli_instance, default_dagster_home
 from warehouse_fixtures.demo import (
     ATARI_RUNS,
     OPENX_DATASETS,
@@ -75,7 +75,6 @@ def run_demo(folder: Path, bucket: bool = False) -> int:
             result = materialize_partition(source, key, instance=instance, resources=resources)
             print(partition_line(source, key, result, time.perf_counter() - t), flush=True)
         materialize_catalog(instance=instance, resources=resources)
-        bind_dagster_home(demo_root)
         if root is not None:
             print(f"\nDemo finished in {time.perf_counter() - started:.0f} s; the catalog, "
                   f"queried over {root}:\n")  # fmt: skip

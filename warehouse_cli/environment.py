@@ -1,12 +1,22 @@
 """Where the CLI's Dagster instance lives: one per warehouse root (``DAGSTER_HOME``, default
-``./.dagster_home/<root>-<hash>``)."""
+``./.dagster_home/<root>-<hash>``).
+
+Creating an instance and binding it to its root happen together, under an exclusive lock on
+the instance's folder (``.instance.lock``): two first runs on one fresh shared ``DAGSTER_HOME``
+(two roots) gave three outcomes in three tries (a run blocked on a free slot, SQLite's
+``table alembic_version already exists``, a refusal); now the first binds and creates the
+instance, the other waits for it, then is refused (another root) or uses it (the same root).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -58,11 +68,25 @@ def default_dagster_home(root: str | os.PathLike | None = None) -> Path:
         name = re.sub(r"[^A-Za-z0-9._-]", "_", url.rstrip("/").rsplit("/", 1)[-1]) or "root"
         home = dagster_home_base() / f"{name}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
     home.mkdir(parents=True, exist_ok=True)
-    _check_bound(home, url)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text(DAGSTER_YAML)
+    with _locked(home):
+        _check_bound(home, url)
+        config = home / "dagster.yaml"
+        if not config.exists():
+            tmp = config.with_name(f"dagster.yaml.{os.getpid()}")
+            tmp.write_text(DAGSTER_YAML)
+            os.replace(tmp, config)
     return home
+
+
+@contextlib.contextmanager
+def _locked(home: Path) -> Iterator[None]:
+    """The instance folder's lock: its creation and its binding are one step."""
+    with open(home / ".instance.lock", "a") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def _check_bound(home: Path, url: str) -> None:
@@ -80,19 +104,40 @@ def _check_bound(home: Path, url: str) -> None:
         )
 
 
-def bind_dagster_home(root: str | os.PathLike | None = None) -> None:
-    """Record that ``root``'s instance holds runs of ``root`` (after a run that built there, so
-    that a mistyped root's error is about the root, not the instance)."""
-    url = root_url(root)
-    mark = default_dagster_home(root) / ROOT_MARK
+def _bind(home: Path, url: str) -> None:
+    """Record that ``home`` holds runs of ``url`` (call under :func:`_locked`)."""
+    _check_bound(home, url)
+    mark = home / ROOT_MARK
     if not mark.is_file():
         tmp = mark.with_name(f"{ROOT_MARK}.{os.getpid()}")
         tmp.write_text(json.dumps({"root": url}, allow_nan=False))
         os.replace(tmp, mark)
 
 
+def bind_dagster_home(root: str | os.PathLike | None = None) -> None:
+    """Record that ``root``'s instance holds runs of ``root``.
+
+    Raises:
+        ConfigError: the instance holds the runs of another root.
+    """
+    home = default_dagster_home(root)
+    with _locked(home):
+        _bind(home, root_url(root))
+
+
 def cli_instance(root: str | os.PathLike | None = None):
-    """The persistent Dagster instance of ``root``'s :func:`default_dagster_home`."""
+    """The persistent Dagster instance of ``root``'s :func:`default_dagster_home`, bound to
+    ``root`` and its storage created in one step under the instance's lock.
+
+    Raises:
+        ConfigError: the instance holds the runs of another root.
+    """
     import dagster as dg
 
-    return dg.DagsterInstance.from_config(str(default_dagster_home(root)))
+    home = default_dagster_home(root)
+    with _locked(home):
+        _bind(home, root_url(root))
+        instance = dg.DagsterInstance.from_config(str(home))
+        instance.get_runs(limit=1)  # the run, event and schedule storages exist from here
+        instance.event_log_storage.get_concurrency_keys()
+    return instance

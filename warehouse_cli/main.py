@@ -15,7 +15,6 @@ from episode_warehouse.errors import WarehouseError
 from warehouse_cli.arguments import add_source_arguments
 from warehouse_cli.environment import (
     PROJECT_ROOT,
-    bind_dagster_home,
     cli_instance,
     dagster_home_base,
 )
@@ -108,7 +107,6 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         "lerobot",
     ):  # the partition's rows are in: the views
         materialize_catalog(instance=instance, resources=_resources(args))
-    bind_dagster_home(args.root)
     from warehouse_cli.console import partition_line
 
     print(partition_line(args.source, args.partition, result, time.perf_counter() - started))
@@ -146,7 +144,6 @@ def cmd_export(args: argparse.Namespace) -> int:
         if not registered:  # a refused export leaves no selection behind: the fix can reuse it
             sql_file.unlink(missing_ok=True)
         raise
-    bind_dagster_home(args.root)
     where = f"{layout.url}/lerobot/{args.name}" if layout.bucket else layout.lerobot_dir(args.name)
     print(f"exported {args.name} to {where}")
     return 0
