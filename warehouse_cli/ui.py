@@ -38,6 +38,16 @@ def start_viewer(port: int, root: Path | None, env: dict[str, str]) -> subproces
                            cwd=PROJECT_ROOT)  # fmt: skip
 
 
+def _make_local_root(root: Path | None) -> None:
+    """A local warehouse root the UI is about to build in, made if new (``warehouse view``
+    alone refuses a root that does not exist: there it is most likely a mistyped one)."""
+    from episode_warehouse.paths import WarehouseLayout
+
+    layout = WarehouseLayout.from_root(root)
+    if layout.bucket is None:
+        layout.folder.mkdir(parents=True, exist_ok=True)
+
+
 def run_ui(port: int, demo_folder: Path | None, viewer_port: int = 0) -> int:
     """``dagster dev`` (and the episode viewer on ``viewer_port``; 0: none) until Ctrl-C or
     SIGTERM (a second one kills at once); with the demo, the GCS emulator serves its bucket
@@ -59,6 +69,7 @@ def run_ui(port: int, demo_folder: Path | None, viewer_port: int = 0) -> int:
             from warehouse_cli.view import listening_socket
 
             listening_socket(viewer_port).close()  # a port in use: one error line, before all
+            _make_local_root(root)  # the UI builds there: the viewer shows it as it fills
             viewer = start_viewer(viewer_port, root, env)
             stack.callback(processes.stop, viewer)
             env[VIEWER_URL_ENV] = f"http://127.0.0.1:{viewer_port}"

@@ -45,6 +45,12 @@ def run_view(root: str | None, port: int) -> int:
     from episode_warehouse.viewer.app import build_app
 
     layout = WarehouseLayout.from_root(root)
+    if layout.bucket is None and not layout.folder.is_dir():
+        raise ConfigError(
+            "no warehouse root here: the folder does not exist",
+            subject=str(layout.folder),
+            fix="pass --root of a warehouse you built (the demo's: --root demo-data/warehouse)",
+        )
     sock = listening_socket(port)
     port = sock.getsockname()[1]  # --port 0: the one the system chose
     config = uvicorn.Config(build_app(layout), log_level=logging.WARNING, lifespan="off")

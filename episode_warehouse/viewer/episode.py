@@ -67,12 +67,11 @@ def _plotted_leaves(rows: TensorDictBase, declared: dict | None):
         if (
             path in cameras
             or path in _BOOKKEEPING
-            or value.dtype == torch.bool
             or (path[0] == "next" and path[1:2] == ("observation",))
-            or path in (("done",), ("terminated",), ("truncated",))
+            or path[-1:] in (("done",), ("terminated",), ("truncated",))  # marks, not plots
         ):
             continue
-        yield path, value
+        yield path, value  # bool leaves too (bridge's open_gripper), drawn as 0 and 1
 
 
 def _json_values(values: np.ndarray) -> list:

@@ -27,29 +27,30 @@ def histogram(values: np.ndarray, bins: int = HISTOGRAM_BINS) -> dict | None:
 
 def action_statistics(statistics: pa.Table | None, names: list[str] | None) -> dict | None:
     """mean, std, min, max, q01, q99 of each action dimension, from a partition's statistics
-    rows (None when the partition has none for its current TED)."""
+    rows (None when the partition has none for its current TED). A nested action (RLDS's
+    ``action/world_vector``, ``action/open_gripper``, ...) gives the dimensions of each of its
+    leaves in key order, named ``<leaf>[i]``."""
     from episode_warehouse.ted.statistics import merge, partials_from_table, summary
 
     if statistics is None:
         return None
     keys = statistics.column("key").to_numpy(zero_copy_only=False)
-    rows = statistics.filter(pa.array(keys == "action"))
-    if not rows.num_rows:
+    leaves = sorted({str(k) for k in keys if k == "action" or str(k).startswith("action/")})
+    if not leaves:
         return None
-    stats = summary(merge(partials_from_table(rows)))
-    dims = len(stats["mean"])
-    labels = (
-        names
-        if names is not None and len(names) == dims
-        else (["action"] if dims == 1 else [f"action[{i}]" for i in range(dims)])
-    )
     columns = ("mean", "std", "min", "max", "q01", "q99")
-    return {
-        "names": labels,
-        "columns": list(columns),
-        "rows": [[_finite(stats[c][j]) for c in columns] for j in range(dims)],
-        "steps": stats["count"],
-    }
+    labels, rows, steps = [], [], 0
+    for key in leaves:
+        stats = summary(merge(partials_from_table(statistics.filter(pa.array(keys == key)))))
+        dims = len(stats["mean"])
+        label = key.removeprefix("action/")
+        if key == "action" and names is not None and len(names) == dims:
+            labels += names
+        else:
+            labels += [label] if dims == 1 else [f"{label}[{i}]" for i in range(dims)]
+        rows += [[_finite(stats[c][j]) for c in columns] for j in range(dims)]
+        steps = stats["count"]
+    return {"names": labels, "columns": list(columns), "rows": rows, "steps": steps}
 
 
 def _finite(value) -> float | None:

@@ -22,3 +22,10 @@ def test_a_port_in_use_is_one_line_with_the_fix(tmp_path, capsys, command):
         assert main(args) == 2
     err = capsys.readouterr().err
     assert f"port {port} is in use" in err and "--port" in err and err.count("\n") == 1
+
+
+def test_a_root_that_does_not_exist_is_refused_not_ready(tmp_path, capsys):
+    """#48: `warehouse view --root /nonexistent` said "ready" over nothing."""
+    assert main(["view", "--root", str(tmp_path / "nonexistent")]) == 2
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "--root" in err and "ready" not in err

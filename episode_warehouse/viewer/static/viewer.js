@@ -42,6 +42,13 @@ function link(query, text) {
   return el("a", { href: "?" + new URLSearchParams(query) }, text);
 }
 
+// a value for reading: 6 significant digits (a float32 widened to double prints 17)
+function short(value) {
+  if (value === null || value === undefined) return "n/a";
+  if (typeof value !== "number" || Number.isInteger(value)) return String(value);
+  return String(Number(value.toPrecision(6)));
+}
+
 function fmt(value, digits = 3) {
   if (value === null || value === undefined) return "";
   if (typeof value === "number" && !Number.isInteger(value)) return value.toFixed(digits);
@@ -87,14 +94,13 @@ async function listView() {
   try {
     const body = await api("episodes", { where, sort, desc: desc ? "1" : "0" });
     const rows = body.rows.map((r) => {
+      const target = { view: "episode", source: r.source, partition: r.partition,
+        episode: r.episode, t: 0 };
+      // every cell is a real link: a new tab (middle click, ctrl-click) opens the episode
       const tr = el("tr", { class: "link", "data-source": r.source, "data-partition": r.partition,
         "data-episode": r.episode },
         body.columns.map((c) => el("td", { class: typeof r[c] === "string" ? "text" : "" },
-          fmt(r[c]))));
-      tr.addEventListener("click", () => {
-        location.search = new URLSearchParams({ view: "episode", source: r.source,
-          partition: r.partition, episode: r.episode, t: 0 }).toString();
-      });
+          link(target, fmt(r[c])))));
       return tr;
     });
     const head = el("tr", {}, body.columns.map((c) => el("th", {}, c)));
@@ -223,8 +229,9 @@ async function episodeView() {
   const complete = e.series.every((s) => s.steps.every((st) => st.length === e.length));
   let asked = -1;
   function setValue(span, v) {
-    span.textContent = v === null || v === undefined ? "n/a" : String(v);
+    span.textContent = short(v);  // the exact value stays in data-value (and the title)
     span.dataset.value = v === null || v === undefined ? "" : String(v);
+    span.title = span.dataset.value;
   }
   async function readouts(step) {
     if (complete) {
@@ -270,6 +277,9 @@ async function episodeView() {
     const line = svg("polyline", { points: series.map((v, i) =>
       v === null ? "" : `${s.steps[j][i]},${y(v)}`).filter(Boolean).join(" ") });
     chart.append(line);
+    const axis = el("div", { class: "axis" },
+      el("span", {}, `${short(lo)} .. ${short(hi)}`),
+      el("span", {}, `steps 0 .. ${e.length - 1}`));
     for (const [flag, steps] of Object.entries(e.flags)) {
       for (const step of steps) chart.append(svg("line", { class: flag, x1: step, x2: step,
         y1: 0, y2: 55 }));
@@ -281,7 +291,7 @@ async function episodeView() {
     values.push([readout, s, j]);
     return el("div", { class: "plot" },
       el("div", { class: "label" }, el("span", { class: "name" }, s.names[j]), readout),
-      chart);
+      chart, axis);
   }));
 
   const flagText = Object.entries(e.flags).map(([flag, steps]) =>

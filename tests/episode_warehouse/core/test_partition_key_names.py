@@ -49,8 +49,9 @@ def test_the_viewer_answers_400_naming_the_key(tmp_path, partition):
     client = TestClient(build_app(WarehouseLayout.local(tmp_path)), base_url="http://127.0.0.1",
                         raise_server_exceptions=False)  # fmt: skip
     q = {"source": "minari", "partition": partition, "episode": 0}
-    for route, extra in (("episode", {}), ("partition", {}),
-                         ("frame", {"t": 0, "camera": "observation"}), ("step", {"t": 0})):  # fmt: skip
+    routes = [("episode", {}), ("partition", {}), ("frame", {"t": 0, "camera": "observation"}),
+              ("step", {"t": 0})]  # fmt: skip
+    for route, extra in routes:
         answer = client.get(f"/api/{route}", params={**q, **extra})
         assert answer.status_code == 400, (route, answer.text[:200])
         assert "partition key" in answer.json()["error"]

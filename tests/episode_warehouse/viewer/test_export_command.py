@@ -1,4 +1,4 @@
-""""Save this filter" shows a ``warehouse export`` command line (#48): pasted into a POSIX shell
+""" "Save this filter" shows a ``warehouse export`` command line (#48): pasted into a POSIX shell
 it must pass the filter and the root byte for byte. It was built as ``"<WHERE text>"``, so a
 filter holding ``$(...)`` or a backtick ran when pasted, a ``$`` changed, an unquoted root
 split. Here the shell itself says what arguments it passed, to a stand-in ``./warehouse``."""
