@@ -8,6 +8,7 @@ the message that names the input and the fix; anything else is a 500 and is logg
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -115,6 +116,21 @@ def build_app(layout: WarehouseLayout, hosts: list[str] | None = None) -> ASGIAp
         ted = opened.get(_param(request, "source"), _param(request, "partition"), recheck=False)
         return step_values(ted, _int(request, "episode"), _int(request, "t"))
 
+    def rerun(request: Request) -> Response:
+        import tempfile
+
+        from episode_warehouse.viewer.rerun_file import write_episode_rrd
+
+        source, key = _param(request, "source"), _param(request, "partition")
+        number = _int(request, "episode")
+        ted = opened.get(source, key, recheck=False)
+        ted.span(number)  # a missing episode is a 400 before any work
+        with listing.query_slot(), tempfile.TemporaryDirectory(prefix="viewer-rrd-") as tmp:
+            data = write_episode_rrd(ted, number, Path(tmp) / "episode.rrd").read_bytes()
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", f"{source}-{key}-episode-{number}") + ".rrd"
+        disposition = {"Content-Disposition": f'attachment; filename="{name}"'}
+        return Response(data, media_type="application/octet-stream", headers=disposition)
+
     def partition(request: Request) -> dict:
         from episode_warehouse.catalog.statistics import read_partition_statistics
 
@@ -157,6 +173,7 @@ def build_app(layout: WarehouseLayout, hosts: list[str] | None = None) -> ASGIAp
         "episodes": episodes,
         "episode": episode,
         "step": step,
+        "rerun": rerun,
         "partition": partition,
         "frame": frame,
     }

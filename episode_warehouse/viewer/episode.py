@@ -37,7 +37,7 @@ def camera_leaves(
     return out
 
 
-def _names(feature_names: dict, key: tuple[str, ...], dims: int) -> list[str]:
+def dimension_names(feature_names: dict, key: tuple[str, ...], dims: int) -> list[str]:
     """The names of a leaf's dimensions: the source's (a LeRobot feature's ``names``), else
     ``key[i]``."""
     declared = feature_names.get(".".join(key))
@@ -58,7 +58,7 @@ def _order(key: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
     return first, key
 
 
-def _plotted_leaves(rows: TensorDictBase, declared: dict | None):
+def plotted_leaves(rows: TensorDictBase, declared: dict | None):
     """(path, leaf) of every numeric leaf other than cameras, flags and bookkeeping."""
     cameras = {path for path, _ in camera_leaves(rows, declared).values()}
     for key in sorted(rows.keys(True, True), key=lambda k: _order(_path(k))):
@@ -106,7 +106,7 @@ def series(
     and infinities as None) and ``steps`` (``[dims][points]``: the step of each point; every
     step when the page's :data:`MAX_POINTS` allow, else each bucket's minimum and maximum)."""
     leaves, plotted, wide = [], [], []
-    for path, value in _plotted_leaves(rows, declared):
+    for path, value in plotted_leaves(rows, declared):
         flat = np.asarray(value).reshape(len(value), -1)
         if flat.shape[1] > MAX_PLOTTED_DIMS:
             wide.append({"key": "/".join(path), "dims": flat.shape[1]})
@@ -119,7 +119,7 @@ def series(
         drawn = [envelope(flat[:, j].astype(np.float64), points) for j in range(flat.shape[1])]
         plotted.append({
             "key": "/".join(path),
-            "names": _names(feature_names, path, flat.shape[1]),
+            "names": dimension_names(feature_names, path, flat.shape[1]),
             "steps": [s for s, _ in drawn],
             "values": [v for _, v in drawn],
         })  # fmt: skip
@@ -138,7 +138,7 @@ def step_values(ted: PartitionTed, episode: int, step: int) -> dict[str, list]:
         )
     return {
         "/".join(path): _json_values(np.asarray(value[step]).reshape(-1).astype(np.float64))
-        for path, value in _plotted_leaves(rows, declared_images(ted.record))
+        for path, value in plotted_leaves(rows, declared_images(ted.record))
         if int(np.prod(value.shape[1:], dtype=np.int64)) <= MAX_PLOTTED_DIMS
     }
 

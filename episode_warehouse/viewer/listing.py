@@ -33,8 +33,9 @@ SORTS = ("episode", "length", "return", "idle_fraction", "jerk", "length_z", "re
 LIST_LIMIT = 500  # episodes listed at once; the page says when there are more
 LIMITS = QueryLimits(timeout_s=30, memory_limit="1GB")
 MAX_FILTER_CHARS = 16 << 10
-# catalog queries running at once (each a sandboxed child): a further one is answered "busy"
-# at once, so slow filters cannot take every server thread and stall the rest of the API
+# heavy requests running at once (a catalog query is a sandboxed child; a Rerun file reads a
+# whole episode): a further one is answered "busy" at once, so slow ones cannot take every
+# server thread and stall the rest of the API
 QUERY_SLOTS = 4
 _slots = threading.BoundedSemaphore(QUERY_SLOTS)
 
@@ -44,7 +45,7 @@ def query_slot():
     """One of the :data:`QUERY_SLOTS`, or :class:`BusyError` at once when none is free."""
     if not _slots.acquire(blocking=False):
         raise BusyError(
-            f"{QUERY_SLOTS} catalog queries are running",
+            f"{QUERY_SLOTS} catalog queries or Rerun files are being made",
             subject="the viewer",
             fix="wait for them (a filter runs for at most 30 s) and try again",
         )

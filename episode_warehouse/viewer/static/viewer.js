@@ -301,6 +301,10 @@ async function episodeView() {
     "< previous episode"));
   if (number < e.episodes - 1) nav.push(link({ view: "episode", source, partition,
     episode: number + 1, t: 0 }, "next episode >"));
+  // the episode's cameras and every scalar on one timeline, for the Rerun viewer
+  nav.push(el("a", { id: "rerun", download: "",
+    href: `/api/rerun?${new URLSearchParams({ source, partition, episode: number })}` },
+  "open in Rerun (.rrd)"));
   main.replaceChildren(
     el("h2", {}, `${source} `, link({ view: "partition", source, partition }, partition),
       ` episode ${number} of ${e.episodes}: ${e.length} steps`

@@ -99,7 +99,7 @@ def test_busy_query_slots_answer_503_at_once_and_the_rest_of_the_api_answers(roo
             held.enter_context(listing.query_slot())
         busy = client.get("/api/episodes", params={"where": "length > 0"})
         assert busy.status_code == 503 and busy.headers["retry-after"] == "2"
-        assert "catalog queries are running" in busy.json()["error"]
+        assert "catalog queries or Rerun files" in busy.json()["error"]
         q = {"source": "atari", "partition": "Pong/1", "episode": 0}
         assert client.get("/api/info").status_code == 200
         assert client.get("/api/episode", params=q).status_code == 200
