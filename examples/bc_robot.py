@@ -7,11 +7,20 @@ are flagged and left out of the loss). Episodes are drawn by a mixture weight th
 saved state: the draws of an epoch are fixed by the seed and the epoch, so a resumed run skips
 the batches already trained on and continues with the same ones an uninterrupted run would
 have seen. Only the public API is used: ``select_episodes``, ``StepWindowDataset``,
-``selection_stats``, ``no_collate``.
+``selection_stats``, ``no_collate``. Every action leaf is normalized by its statistics but
+booleans (kept as 0/1): an integer leaf (a discrete mode, 0..255) would otherwise dominate the
+loss.
+
+With ``--mix`` it trains instead on a mixture of robots (``VLADataset``: standardized OXE
+datasets, each normalized by its own statistics, sampled by Octo's balanced weights): the
+padded state, the primary view resized, and the normalized chunk of actions, padded actions
+and padded action dimensions left out of the loss; a resumed run continues the dataset where it
+stopped (``state_dict``).
 
     python -m examples.bc_robot --root demo-data/warehouse --partition bridge --steps 200
     python -m examples.bc_robot ... --state ckpt.pt --stop-after 50   # then again: resumes
     python -m examples.bc_robot --root gs://my-bucket/wh --device cuda --workers 4
+    python -m examples.bc_robot --root mix-wh --mix fractal20220817_data,taco_play,viola
 
 Prints the loss as it falls, samples/s into the model, and the share of each step spent
 waiting for data.
@@ -98,6 +107,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--state", type=Path, help="save here; resume from it when it exists")
     parser.add_argument("--stop-after", type=int, help="stop (saving) after this many steps")
     parser.add_argument("--log-every", type=int, default=25)
+    parser.add_argument("--mix", help="comma-separated standardized datasets: a VLADataset mixture")
+    parser.add_argument("--image-size", type=int, default=64, help="--mix: primary view size")
     return parser.parse_args(argv)
 
 
@@ -123,8 +134,96 @@ def _action_keys(td) -> list:
     return keys
 
 
+def _report(done: int, losses: list, args, started: float, waited: float) -> None:
+    seconds = time.perf_counter() - started
+    recent = losses[-args.log_every :]
+    print(
+        f"step {done:5d}  loss {sum(recent) / len(recent):.4f}  "
+        f"{len(losses) * args.batch / seconds:,.0f} samples/s  "
+        f"waiting for data {waited / seconds:.0%}"
+    )
+
+
+def _load(args, policy, optimizer) -> dict:
+    if args.state is None or not args.state.exists():
+        return {"steps": 0}
+    saved = torch.load(args.state, weights_only=False)
+    policy.load_state_dict(saved["policy"])
+    optimizer.load_state_dict(saved["optimizer"])
+    print(f"resumed from {args.state} at step {saved['steps']}")
+    return saved
+
+
+def train_mixture(args) -> dict:
+    """Behaviour cloning on a mixture of robots (``--mix``), through ``VLADataset``."""
+    from episode_warehouse.loading import ted_collate
+    from episode_warehouse.standardized import VLADataset, mixture_weights
+
+    mix = [(name.strip(), 1.0) for name in args.mix.split(",") if name.strip()]
+    size = (args.image_size, args.image_size)
+    dataset = VLADataset(mix, args.root, image_sizes={"primary": size}, chunk=args.chunk,
+                         views=("primary",), seed=args.seed,
+                         num_samples=args.batch * args.steps_per_epoch)  # fmt: skip
+    weights = mixture_weights(mix, args.root)
+    policy = Policy(dataset.state_dim, dataset.action_dim, args.chunk, 3).to(args.device)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=args.lr)
+    saved = _load(args, policy, optimizer)
+    done = saved["steps"]
+    if "dataset" in saved:
+        dataset.load_state_dict(saved["dataset"])
+    print("mixture: " + ", ".join(f"{n} {w:.2f}" for n, w in weights.items())
+          + f"; state {dataset.state_dim}-D, actions {dataset.action_dim}-D in chunks of "
+          f"{args.chunk}, {args.batch} a batch")  # fmt: skip
+    losses, started, waited = [], time.perf_counter(), 0.0
+    stop = min(args.steps, args.stop_after or args.steps)
+    while done < stop:
+        loader = DataLoader(dataset, batch_size=args.batch, num_workers=args.workers,
+                            collate_fn=ted_collate)  # fmt: skip
+        t0 = time.perf_counter()
+        for batch in loader:
+            batch = batch.to(args.device)
+            state = batch["observation", "state"][:, 0]
+            image = batch["observation", "image", "primary"][:, 0].float() / 255.0
+            target = batch["vla_action", "chunk"][:, 0]
+            real = (~batch["action_is_pad"][:, 0]).unsqueeze(-1) & ~batch["action_dim_is_pad"][
+                :, None
+            ]
+            t1 = time.perf_counter()
+            error = (policy(state, image) - target).pow(2)
+            loss = (error * real).sum() / real.sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            waited += t1 - t0
+            losses.append(float(loss.detach()))
+            done += 1
+            if done % args.log_every == 0 or done == stop:
+                _report(done, losses, args, started, waited)
+            t0 = time.perf_counter()
+            if done >= stop:
+                break
+    if args.state is not None:
+        torch.save({"policy": policy.state_dict(), "optimizer": optimizer.state_dict(),
+                    "steps": done, "dataset": dataset.state_dict()}, args.state)  # fmt: skip
+    seconds = time.perf_counter() - started
+    return {
+        "losses": losses,
+        "samples_per_s": len(losses) * args.batch / max(seconds, 1e-9),
+        "data_wait": waited / max(seconds, 1e-9),
+    }
+
+
 def main(argv: list[str] | None = None) -> dict:
     """Train (or resume); returns the figures it printed and the batches it trained on."""
+    args = parse(argv)
+    torch.manual_seed(args.seed)
+    if args.mix:
+        return train_mixture(args)
+    return train_partition(args)
+
+
+def train_partition(args) -> dict:
+    """Behaviour cloning on one partition through ``StepWindowDataset``."""
     from episode_warehouse import open_ted
     from episode_warehouse.loading import (
         StepWindowDataset,
@@ -134,8 +233,6 @@ def main(argv: list[str] | None = None) -> dict:
     )
     from episode_warehouse.loading.windows import pad_key
 
-    args = parse(argv)
-    torch.manual_seed(args.seed)
     selection = select_episodes(SQL, root=args.root, params=[args.source, args.partition])
     td = open_ted(args.source, args.partition, root=args.root)
     camera = _camera(td, args.camera)
@@ -145,7 +242,8 @@ def main(argv: list[str] | None = None) -> dict:
         selection,
         {**{k: [0] for k in states}, camera: [0], **{k: list(range(args.chunk)) for k in actions}},
     )
-    measured = [k for k in (*states, *actions) if td.get(k).dtype.is_floating_point]
+    # every leaf but booleans is normalized: an integer action (a discrete mode) included
+    measured = [k for k in (*states, *actions) if td.get(k).dtype != torch.bool]
     stats = selection_stats(selection, measured)
     norm = {
         key: (
@@ -216,13 +314,7 @@ def main(argv: list[str] | None = None) -> dict:
             trained_on.append(batch["selection_index"].tolist())
             done += 1
             if done % args.log_every == 0 or done == stop:
-                seconds = time.perf_counter() - started
-                recent = losses[-args.log_every :]
-                print(
-                    f"step {done:5d}  loss {sum(recent) / len(recent):.4f}  "
-                    f"{len(losses) * args.batch / seconds:,.0f} samples/s  "
-                    f"waiting for data {waited / seconds:.0%}"
-                )
+                _report(done, losses, args, started, waited)
             t0 = time.perf_counter()
             if done >= stop:
                 break
@@ -235,6 +327,7 @@ def main(argv: list[str] | None = None) -> dict:
     return {
         "losses": losses,
         "trained_on": trained_on,
+        "normalized": measured,
         "samples_per_s": len(losses) * args.batch / max(seconds, 1e-9),
         "data_wait": waited / max(seconds, 1e-9),
     }

@@ -149,4 +149,9 @@ def _stage_text(name: str, meta: dict) -> tuple[str, str]:
         return "catalog", f"catalog {meta.get('episodes', 0)} episodes"
     if name.endswith("lerobot_export"):
         return "lerobot", f"lerobot {_count(meta.get('frames', 0))} frames"
+    if name.endswith("_standardized"):
+        dropped = meta.get("dropped_episodes") or 0
+        steps, episodes = _count(meta.get("steps", 0)), meta.get("episodes", 0)
+        text = f"standardized {steps} steps {episodes} episodes"
+        return "standardized", text + (f" ({dropped} dropped)" if dropped else "")
     return name, name

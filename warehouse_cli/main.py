@@ -265,6 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="warehouse root (default: $EPISODE_WAREHOUSE_ROOT)")
     p.set_defaults(func=cmd_publish)
 
+    from warehouse_cli import oxe_folders
+
+    oxe_folders.add_parser(sub)
+
     p = sub.add_parser("sql", help="read-only SQL over the episode catalog")
     p.add_argument("query")
     p.add_argument("--root", help="warehouse root (default: $EPISODE_WAREHOUSE_ROOT)")

@@ -3,6 +3,9 @@ declared shape and dtype, so a fixture folder has exactly the published dataset'
 
 Values are seeded noise, except where a test needs a known sequence: ``overrides`` maps a step
 leaf's path (``"action/gripper_closedness_action"``) to a function ``(t, length) -> value``.
+With ``learnable=True`` every float step tensor is instead a smooth function of the episode's
+phase (``t / (length - 1)``): states and actions then move together, so a policy trained on
+them has something to learn (its loss falls), which noise never gives.
 Images have their declared size (readers check it) and cheap content: a seeded shade plus a
 gradient, which PNG compresses to a few KB even at 640x512.
 
@@ -13,6 +16,7 @@ project's reader or the standardization code.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -60,16 +64,44 @@ def _leaf(node: dict, rng: np.random.Generator, text: str):
     return rng.integers(0, 50, shape).astype(dtype)
 
 
-def _fill(node, path, t, length, rng, overrides, text):
+def smooth(path: str, shape: list[int], t: int, length: int, dtype: str) -> np.ndarray:
+    """A float leaf's value at step ``t`` as a smooth function of the phase ``t/(length-1)``:
+    element k is ``sin(2 pi phase f + c)`` (``cos`` for actions), its frequency f (1 to 3) and
+    offset c fixed by the path's crc32 and k."""
+    phase = t / max(length - 1, 1)
+    size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    k = np.arange(size) + zlib.crc32(path.encode()) % 7
+    wave = np.cos if path.startswith("action") else np.sin
+    values = wave(2 * np.pi * phase * (1 + k % 3) + k)
+    return values.reshape(shape).astype(dtype) if shape else np.asarray(values[0], dtype)
+
+
+def _fill(node, path, t, length, rng, overrides, text, learnable=False):
     if _kind(node) == "FeaturesDict":
         return {
-            name: _fill(child, f"{path}/{name}" if path else name, t, length, rng, overrides, text)
+            name: _fill(
+                child,
+                f"{path}/{name}" if path else name,
+                t,
+                length,
+                rng,
+                overrides,
+                text,
+                learnable,
+            )  # fmt: skip
             for name, child in node["featuresDict"]["features"].items()
         }
     if path in overrides:
         dtype = (node.get("tensor") or {}).get("dtype")
         value = overrides[path](t, length)
         return np.asarray(value, dtype=dtype) if dtype and dtype != "string" else value
+    spec = node.get("tensor") or {}
+    if (
+        learnable
+        and _kind(node) in ("Tensor", "Scalar")
+        and str(spec.get("dtype")).startswith("float")
+    ):
+        return smooth(path, [d if d >= 0 else 2 for d in _dims(node)], t, length, spec["dtype"])
     return _leaf(node, rng, text)
 
 
@@ -80,6 +112,7 @@ def episode(
     *,
     overrides: dict[str, Override] | None = None,
     instruction: str = "pick up the block",
+    learnable: bool = False,
 ) -> dict:
     """One episode of ``length`` steps for ``features`` (the root FeaturesDict)."""
     rng = np.random.default_rng(seed)
@@ -97,7 +130,8 @@ def episode(
         if _kind(child) == "Dataset":
             step = child["sequence"]["feature"]
             out[name] = [
-                _fill(step, "", t, length, rng, overrides, instruction) for t in range(length)
+                _fill(step, "", t, length, rng, overrides, instruction, learnable)
+                for t in range(length)
             ]
         else:
             out[name] = _fill(child, name, 0, 1, rng, {}, instruction)
@@ -114,6 +148,7 @@ def write_from_features(
     overrides: dict[str, Override] | None = None,
     instructions: list[str] | None = None,
     drop: tuple[str, ...] = (),
+    learnable: bool = False,
 ) -> tuple[Path, list[dict]]:
     """Write ``root/name/version/`` with one train shard of episodes of ``lengths``, using the
     published ``features.json`` as is but for the step features in ``drop`` (paths such as
@@ -132,6 +167,7 @@ def write_from_features(
             seed=i,
             overrides=overrides,
             instruction=(instructions or ["pick up the block"])[i % len(instructions or [1])],
+            learnable=learnable,
         )
         for i, n in enumerate(lengths)
     ]

@@ -26,3 +26,12 @@ def test_every_sources_raw_stage_prints_one_way():
         "openx_shards": ("raw", "raw 2 shards 9.7 KB"),
         "lerobot_files": ("raw", "raw 1,234 files 52.0 MB"),
     }
+
+
+def test_the_standardized_stage_prints_its_counts():
+    """#48: --through standardized printed the asset's name and no count."""
+    meta = {"steps": 1530, "episodes": 12, "dropped_episodes": 0}
+    assert _stage_text("openx_standardized", meta) == (
+        "standardized", "standardized 1,530 steps 12 episodes")  # fmt: skip
+    meta["dropped_episodes"] = 2
+    assert _stage_text("lerobot_standardized", meta)[1].endswith("(2 dropped)")
