@@ -93,20 +93,29 @@ def episode_buffer(
     return buffer
 
 
+@contextmanager
+def quiet_datasets() -> Iterator[None]:
+    """In the block, ``datasets`` shows no progress bars (lerobot's writer makes a "Map" bar
+    and a "Saving" bar per episode: noise over the export's own progress)."""
+    import datasets
+
+    shown = not datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if shown:
+            datasets.enable_progress_bars()
+
+
 def _embed_images_batched(dataset):
     """``lerobot.datasets.io_utils.embed_images``, mapped over batches of rows."""
-    import datasets
     from datasets.table import embed_table_storage
 
     fmt = dataset.format
     dataset = dataset.with_format("arrow")
-    shown = not datasets.are_progress_bars_disabled()
-    datasets.disable_progress_bars()  # one "Map" bar per episode is noise
-    try:
+    with quiet_datasets():
         dataset = dataset.map(embed_table_storage, batched=True, batch_size=_BATCH_ROWS)
-    finally:
-        if shown:
-            datasets.enable_progress_bars()
     return dataset.with_format(**fmt)
 
 

@@ -22,15 +22,18 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from episode_warehouse.errors import ExportError
 from episode_warehouse.export.lerobot import check_export_name
+from episode_warehouse.export.lerobot_compat import quiet_datasets
 from episode_warehouse.export.record import ExportRecord
 from episode_warehouse.incremental import Built, build_if_changed
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.progress import progress
 from episode_warehouse.standardized.mixtures import Mix, resolve
 from episode_warehouse.standardized.reader import Opened, locate
 
@@ -75,8 +78,6 @@ def _episodes(opened: Opened, limit: int | None) -> list[tuple[int, int]]:
 def _write(parts, out: Path, name, views, size, fps) -> tuple[int, int, dict]:
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    from episode_warehouse.standardized.vla import resize
-
     action_dim = max(o.meta.action_dim for _, o, _, _ in parts)
     state_dim = max(o.meta.state_dim for _, o, _, _ in parts)
     if out.is_dir() and not any(out.iterdir()):
@@ -89,56 +90,83 @@ def _write(parts, out: Path, name, views, size, fps) -> tuple[int, int, dict]:
         use_videos=False,
         robot_type="mixed",
     )
+    layout = _Layout(views, size, action_dim, state_dim)
     frames = episodes = 0
     table = []
-    for index, (label, opened, weight, chosen) in enumerate(parts):
-        meta = opened.meta
-        action = np.asarray(opened.array("action"))
-        state = np.asarray(opened.array("state")) if meta.state_dim else None
-        rows = np.asarray(opened.array("ted_row"))
-        texts = opened.instructions[np.asarray(opened.array("instruction"))]
-        for start, length in chosen:
-            steps = slice(start, start + length)
-            a = _pad(action[steps], action_dim)
-            s = _pad(state[steps], state_dim) if state is not None else None
-            pixels = {}
-            for view in views:
-                source = opened.frames(view)
-                if source is not None:
-                    pixels[view] = resize(np.asarray(source[rows[steps]]), size).numpy()
-            for t in range(length):
-                frame = {
-                    "action": a[t],
-                    "action_dim_is_pad": np.arange(action_dim) >= meta.action_dim,
-                    "dataset_index": np.array([index], np.int64),
-                    "task": str(texts[start]) or label,
-                }
-                if state_dim:
-                    frame["observation.state"] = (
-                        s[t] if s is not None else np.zeros(state_dim, np.float32)
-                    )
-                    frame["state_dim_is_pad"] = np.arange(state_dim) >= meta.state_dim
-                for view in views:
-                    here = view in pixels
-                    frame[f"observation.images.{view}"] = (
-                        pixels[view][t].transpose(1, 2, 0) if here
-                        else np.zeros((*size, 3), np.uint8)
-                    )  # fmt: skip
-                    frame[f"{view}_view_is_pad"] = np.array([not here])
-                dataset.add_frame(frame)
-            dataset.save_episode()
-            frames += length
-            episodes += 1
-        table.append({
-            "index": index, "dataset": label, "source": meta.source,
-            "partition": meta.partition, "robot_type": meta.robot_type, "fps": meta.fps,
-            "action_dim": meta.action_dim, "state_dim": meta.state_dim,
-            "action_encoding": meta.action_encoding, "proprio_encoding": meta.proprio_encoding,
-            "weight": weight, "episodes": len(chosen),
-            "statistics": json.loads((opened.folder / "dataset_statistics.json").read_text()),
-        })  # fmt: skip
+    total = sum(length for *_, chosen in parts for _, length in chosen)
+    with quiet_datasets(), progress("exporting the mixture", total, "frames") as bar:
+        for index, part in enumerate(parts):
+            written, row = _write_part(dataset, index, part, layout, bar)
+            frames += written
+            episodes += row["episodes"]
+            table.append(row)
     dataset.finalize()
     return frames, episodes, {"fps": fps, "datasets": table}
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The export's common features: its views at one size, the widest action and state."""
+
+    views: tuple[str, ...]
+    size: tuple[int, int]
+    action_dim: int
+    state_dim: int
+
+
+def _write_part(dataset, index: int, part, layout: _Layout, bar) -> tuple[int, dict]:
+    """The chosen episodes of one dataset of the mixture into ``dataset``: (frames written,
+    the dataset's row of ``meta/warehouse_mixture.json``)."""
+    from episode_warehouse.standardized.vla import resize
+
+    label, opened, weight, chosen = part
+    meta = opened.meta
+    action = np.asarray(opened.array("action"))
+    state = np.asarray(opened.array("state")) if meta.state_dim else None
+    rows = np.asarray(opened.array("ted_row"))
+    texts = opened.instructions[np.asarray(opened.array("instruction"))]
+    size, state_dim = layout.size, layout.state_dim
+    frames = 0
+    for start, length in chosen:
+        steps = slice(start, start + length)
+        a = _pad(action[steps], layout.action_dim)
+        s = _pad(state[steps], state_dim) if state is not None else None
+        pixels = {}
+        for view in layout.views:
+            source = opened.frames(view)
+            if source is not None:
+                pixels[view] = resize(np.asarray(source[rows[steps]]), size).numpy()
+        for t in range(length):
+            frame = {
+                "action": a[t],
+                "action_dim_is_pad": np.arange(layout.action_dim) >= meta.action_dim,
+                "dataset_index": np.array([index], np.int64),
+                "task": str(texts[start]) or label,
+            }
+            if state_dim:
+                frame["observation.state"] = (
+                    s[t] if s is not None else np.zeros(state_dim, np.float32)
+                )
+                frame["state_dim_is_pad"] = np.arange(state_dim) >= meta.state_dim
+            for view in layout.views:
+                here = view in pixels
+                frame[f"observation.images.{view}"] = (
+                    pixels[view][t].transpose(1, 2, 0) if here else np.zeros((*size, 3), np.uint8)
+                )
+                frame[f"{view}_view_is_pad"] = np.array([not here])
+            dataset.add_frame(frame)
+        dataset.save_episode()
+        frames += length
+        bar.update(length)
+    row = {
+        "index": index, "dataset": label, "source": meta.source,
+        "partition": meta.partition, "robot_type": meta.robot_type, "fps": meta.fps,
+        "action_dim": meta.action_dim, "state_dim": meta.state_dim,
+        "action_encoding": meta.action_encoding, "proprio_encoding": meta.proprio_encoding,
+        "weight": weight, "episodes": len(chosen),
+        "statistics": json.loads((opened.folder / "dataset_statistics.json").read_text()),
+    }  # fmt: skip
+    return frames, row
 
 
 def export_mixture(

@@ -56,3 +56,35 @@ def test_a_mixture_exports_as_one_lerobot_dataset(oxe):
             assert item["task"] == texts[episode_start]
             frame += 1
     assert export_mixture(mix, "two-robots", root, image_size=(24, 32), fps=10).rebuilt is False
+
+
+@pytest.mark.integration  # lerobot's writer
+def test_the_export_shows_its_own_progress_and_no_datasets_bars(oxe, capfd):
+    """#48: export_mixture flooded the screen with ``datasets`` bars (a "Map" and a "Saving"
+    bar per episode) and showed none of its own."""
+    from episode_warehouse.progress import set_display
+
+    seen = []
+
+    class Recorded:
+        def __init__(self, desc, total, unit):
+            self.desc, self.total, self.unit, self.done = desc, total, unit, 0
+            seen.append(self)
+
+        def update(self, n=1):
+            self.done += n
+
+        def close(self):
+            pass
+
+    layout, _ = oxe("taco_play", [4, 3, 5])
+    capfd.readouterr()
+    previous = set_display(Recorded)
+    try:
+        export_mixture([("taco_play", 1.0)], "quiet", layout.folder, image_size=(16, 16), fps=10)
+    finally:
+        set_display(previous)
+    bars = [b for b in seen if b.desc == "exporting the mixture"]
+    assert [(b.total, b.done, b.unit) for b in bars] == [(12, 12, "frames")]
+    err = capfd.readouterr().err
+    assert "Map" not in err and "Saving the dataset" not in err, err[-400:]
