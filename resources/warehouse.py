@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 import dagster as dg
@@ -11,7 +12,7 @@ from episode_warehouse.atomic import ensure_writable_dir
 from episode_warehouse.limits import LIMITS_ENV, InputLimits
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.settings import ROOT_ENV, Settings
-from episode_warehouse.viewer.links import VIEWER_URL_ENV, partition_url
+from episode_warehouse.viewer.links import DEFAULT_URL, VIEWER_URL_ENV, partition_url
 from episode_warehouse.workers import default_processes
 from resources.settings import setting
 from warehouse_cli.cluster.instance import WORKER_ENV, WORKER_TAG
@@ -56,12 +57,17 @@ class WarehouseStorage(dg.ConfigurableResource):
         return Settings.from_env(root=self.root, local_copy=self.local_copy)
 
     def viewer_link(self, source: str, partition: str) -> dict:
-        """``{"viewer": URL}`` of the partition's page when a viewer runs
-        (``EPISODE_WAREHOUSE_VIEWER_URL``, which ``warehouse ui`` sets), else ``{}``."""
+        """``{"viewer": URL}`` of the partition's page: on the viewer that runs
+        (``EPISODE_WAREHOUSE_VIEWER_URL``, which ``warehouse ui`` sets), else on the default one
+        (``http://127.0.0.1:8787``, where ``warehouse view`` or ``warehouse ui`` serve it), with
+        the command that starts it (a headless run, such as the demo's, has links too)."""
         base = setting(self.viewer_url, VIEWER_URL_ENV, "")
-        if not base:
-            return {}
-        return {"viewer": dg.MetadataValue.url(partition_url(base, source, partition))}
+        link = {
+            "viewer": dg.MetadataValue.url(partition_url(base or DEFAULT_URL, source, partition))
+        }
+        if base:
+            return link
+        return {**link, "viewer_start": f"./warehouse view --root {shlex.quote(self.layout().url)}"}
 
     def layout(self) -> WarehouseLayout:
         layout = WarehouseLayout.from_settings(self.settings())

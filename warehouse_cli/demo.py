@@ -96,7 +96,8 @@ def run_demo(folder: Path, bucket: bool = False) -> int:
         '  .venv/bin/python -c "from episode_warehouse import open_ted; '
         f"print(open_ted('atari', 'Pong/5', root='{layout.url}'))\""
     )
-    print(f"  ./warehouse ui --demo {folder}    # then open http://127.0.0.1:3000")
+    print(f"  ./warehouse view --root {layout.url}    # the episode viewer: http://127.0.0.1:8787")
+    print(f"  ./warehouse ui --demo {folder}    # then open http://127.0.0.1:3000 (and the viewer)")
     return 0
 
 

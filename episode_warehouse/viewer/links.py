@@ -6,6 +6,7 @@ from urllib.parse import urlencode
 
 VIEWER_URL_ENV = "EPISODE_WAREHOUSE_VIEWER_URL"  # set by `warehouse ui` while its viewer runs
 DEFAULT_PORT = 8787
+DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"  # warehouse view's and warehouse ui's default
 
 
 def partition_url(base: str, source: str, partition: str) -> str:

@@ -22,6 +22,9 @@ def test_unknown_partition_key(warehouse_env, capsys):
     assert rc == 2 and "did you mean 'Pong/5'" in err[0]
     rc, err = _run(capsys, "materialize", "openx", "../etc")
     assert rc == 2 and "not an OpenX dataset id" in err[0]
+    # #48: a mistyped OXE name is one of the known ones, nearly
+    rc, err = _run(capsys, "materialize", "openx", "tacoplay", "--through", "raw")
+    assert rc == 2 and "did you mean 'taco_play' or 'jaco_play'?" in err[-1]
 
 
 def test_unreachable_source_url(warehouse_env, capsys, monkeypatch):

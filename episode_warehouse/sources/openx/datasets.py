@@ -64,3 +64,11 @@ def check_dataset_id(key: str) -> str:
             fix="use a folder name of the mirror, e.g. 'cmu_stretch' (lowercase, digits, _)",
         )
     return key
+
+
+def did_you_mean(key: str) -> str:
+    """``"did you mean X? "`` for the known OXE names closest to ``key`` (or ``""``)."""
+    import difflib
+
+    close = difflib.get_close_matches(key, KNOWN_DATASETS, n=3, cutoff=0.6)
+    return f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""

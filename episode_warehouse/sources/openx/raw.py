@@ -16,6 +16,7 @@ from episode_warehouse.errors import ConfigError, SourceMissingError
 from episode_warehouse.incremental import Built
 from episode_warehouse.retry import RetryPolicy
 from episode_warehouse.roots import Root
+from episode_warehouse.sources.openx.datasets import did_you_mean
 from episode_warehouse.sources.openx.mirror import mirror_shards
 from episode_warehouse.sources.openx.record import RldsRawRecord, ShardsRawRecord
 from episode_warehouse.sources.openx.rlds.listing import list_rlds, list_versions
@@ -64,8 +65,8 @@ def detect_layout(
         raise SourceMissingError(
             f"no files of {dataset} in either layout",
             subject=url,
-            fix=f"check OPENX_URL and the dataset id: expected {dataset}/<version>/"
-            f"dataset_info.json (RLDS) or {dataset}/*.tar (WebDataset)",
+            fix=f"{did_you_mean(dataset)}check OPENX_URL and the dataset id: expected "
+            f"{dataset}/<version>/dataset_info.json (RLDS) or {dataset}/*.tar (WebDataset)",
         )
     return "rlds" if rlds else "webdataset"
 
