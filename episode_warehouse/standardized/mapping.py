@@ -9,7 +9,10 @@
     }}
 
 Nothing is guessed: a partition without a mapping is refused, and the error shows the mapping
-to write, filled with the partition's own keys.
+to write, filled with the partition's own keys. What it names is checked for its role: the
+action and the state are measured values (not a camera, not the episode's bookkeeping
+``episode``/``is_init``/``task_index``, not a flag or a ``next/`` key), each view a camera, and
+``EEF_POS`` (Octo's end-effector delta) a 7-D action.
 """
 
 from __future__ import annotations
@@ -26,6 +29,20 @@ from episode_warehouse.standardized.transforms import Standard, Trajectory, f32
 
 MAPPINGS_FILE = Path("config") / "standardized_mappings.json"
 ENCODINGS = ("EEF_POS", "JOINT_POS", "OTHER")
+EEF_POS_DIMS = 7  # 3 delta xyz, 3 delta rpy, the gripper
+_BOOKKEEPING = ("episode", "is_init", "task_index", "done", "terminated", "truncated")
+
+
+def _role_problem(key: str, role: str, cameras: set[str] | None) -> str | None:
+    """Why ``key`` cannot play ``role`` (``action``, ``state`` or a view), or None
+    (``cameras``: the TED's camera keys, None when not known)."""
+    if role == "view":
+        return None if cameras is None or key in cameras else "not a camera"
+    if key.startswith("next/") or key in _BOOKKEEPING:
+        return "the episode's bookkeeping or a flag, not a value the robot measured or commanded"
+    if cameras is not None and key in cameras:
+        return "a camera"
+    return None
 
 
 def _suggestion(source: str, partition: str, keys: dict) -> str:
@@ -46,12 +63,22 @@ def _suggestion(source: str, partition: str, keys: dict) -> str:
     return json.dumps(example, allow_nan=False)
 
 
-def mapping_for(root_folder: Path, source: str, partition: str, ted_keys: dict) -> dict:
-    """The declared mapping of ``source:partition``, checked against its TED keys.
+def mapping_for(
+    root_folder: Path,
+    source: str,
+    partition: str,
+    ted_keys: dict,
+    *,
+    shapes: dict[str, tuple[int, ...]] | None = None,
+    cameras: set[str] | None = None,
+) -> dict:
+    """The declared mapping of ``source:partition``, checked against its TED keys (``shapes``:
+    each key's row shape; ``cameras``: the keys that are cameras).
 
     Raises:
         ConfigError: none is declared (the error holds one to write), or it names a key the
-            TED does not have or an unknown encoding.
+            TED does not have, a key in a role it cannot play, an unknown encoding, or
+            ``EEF_POS`` for an action that is not 7-D.
     """
     file = Path(root_folder) / MAPPINGS_FILE
     name = f"{source}:{partition}"
@@ -78,13 +105,32 @@ def mapping_for(root_folder: Path, source: str, partition: str, ted_keys: dict) 
     views = m.get("views") or {}
     if not isinstance(views, dict) or set(views) - set(VIEWS):
         raise ConfigError(f"views must be a subset of {VIEWS}", subject=f"{file}: {name}")
-    for key in [m["action"], m.get("state"), *views.values()]:
+    roles = [("action", m["action"]), ("state", m.get("state")),
+             *((f"{v} view", k) for v, k in views.items())]  # fmt: skip
+    for role, key in roles:
         if key is not None and (not isinstance(key, str) or key not in ted_keys):
             raise ConfigError(
                 f"the mapping names {key!r}, which the TED of {name} does not have",
                 subject=f"{file}: {name}",
                 fix="use one of " + ", ".join(sorted(k for k in ted_keys if "/" in k or k)),
             )
+        problem = None if key is None else _role_problem(key, role.split()[-1], cameras)
+        if problem is not None:
+            fitting = sorted(k for k in ted_keys if _role_problem(k, role.split()[-1], cameras)
+                             is None and not k.startswith("next/"))  # fmt: skip
+            raise ConfigError(
+                f"the mapping's {role} is {key!r}: {problem}",
+                subject=f"{file}: {name}",
+                fix=f"name one of {', '.join(fitting) or '(none in this TED)'}",
+            )
+    width = int(np.prod((shapes or {}).get(m["action"], (EEF_POS_DIMS,)), dtype=np.int64))
+    if m["action_encoding"] == "EEF_POS" and width != EEF_POS_DIMS:
+        raise ConfigError(
+            f"action_encoding EEF_POS is Octo's 7-D end-effector delta; {m['action']!r} has "
+            f"{width} dimensions",
+            subject=f"{file}: {name}",
+            fix="declare JOINT_POS for joint targets, or OTHER",
+        )
     return {
         "action": m["action"],
         "action_encoding": m["action_encoding"],

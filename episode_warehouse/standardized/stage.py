@@ -24,14 +24,23 @@ def plan_for(layout: WarehouseLayout, source: str, partition: str) -> Plan:
     if source == "openx":
         transform = transform_of(partition)
         return Plan(ted_dir, source, partition, partition, transform, CONFIGS[partition])
+    from episode_warehouse.export.features import declared_images, image_layout
     from episode_warehouse.standardized.mapping import (
         mapped_config,
         mapped_transform,
         mapping_for,
     )
+    from episode_warehouse.ted.reader import open_ted_folder, read_meta
 
     keys = json.loads((ted_dir / "meta.json").read_text())["keys"]
-    mapping = mapping_for(layout.folder, source, partition, keys)
+    td, declared = open_ted_folder(ted_dir), declared_images(read_meta(ted_dir))
+    leaves = {"/".join((k,) if isinstance(k, str) else k): td.get(k) for k in td.keys(True, True)}
+    cameras = {
+        k for k, v in leaves.items()
+        if k.split("/")[0] == "observation" and image_layout(tuple(k.split("/")[1:]), v, declared)
+    }  # fmt: skip
+    shapes = {k: tuple(v.shape[1:]) for k, v in leaves.items()}
+    mapping = mapping_for(layout.folder, source, partition, keys, shapes=shapes, cameras=cameras)
     name = f"{source}:{partition}"
     return Plan(ted_dir, source, partition, name, mapped_transform(mapping),
                 mapped_config(mapping), mapping)  # fmt: skip
