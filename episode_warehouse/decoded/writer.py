@@ -238,8 +238,8 @@ class DecodedWriter:
             return f"episode {ids[i]}{file} step {row - int(starts[i])}"
 
         allowed = Settings.from_env().allow_nonfinite
-        images = meta.get("images") if isinstance(meta.get("images"), dict) else {}
-        depth = {key for key, layout in images.items() if layout == DEPTH}
+        images = meta.get("images")
+        depth = {k for k, v in images.items() if v == DEPTH} if isinstance(images, dict) else set()
         counted: dict[str, int] = {}
         for key, spec in sorted(self.specs.items()):
             if np.dtype(spec.dtype).kind not in "fc":

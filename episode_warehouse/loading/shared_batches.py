@@ -191,9 +191,9 @@ def stack_into_slot(items: list[TensorDictBase]) -> TensorDictBase | None:
     for leaf, view in zip(leaves, views, strict=True):
         torch.stack([item.get(leaf.key) for item in items], out=view)
         out.set(leaf.key, view)
-    extras = {key: torch.stack([item.get(key) for item in items]) for key in texts}
-    for key, value in extras.items():
-        out.set(key, value)
+    extras = {name: torch.stack([item.get(name) for item in items]) for name in texts}
+    for name, value in extras.items():
+        out.set(name, value)
     pool.flags[i] = 1
     _sent[id(out)] = (weakref.ref(out), i, leaves, views, extras)
     return out

@@ -58,8 +58,8 @@ def query_slot():
 def _tree(sql: str) -> dict:
     """DuckDB's parse of ``sql`` (``json_serialize_sql``: nothing is run), less the positions."""
     with duckdb.connect() as con:
-        text = con.execute("SELECT json_serialize_sql(?::VARCHAR)", [sql]).fetchone()[0]
-    tree = json.loads(text)
+        row = con.execute("SELECT json_serialize_sql(?::VARCHAR)", [sql]).fetchone()
+    tree = json.loads(row[0] if row else "{}")
     if tree.get("error"):
         raise CatalogQueryError(
             f"the filter does not parse: {tree.get('error_message', '')}",
