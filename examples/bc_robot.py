@@ -144,6 +144,37 @@ def _report(done: int, losses: list, args, started: float, waited: float) -> Non
     )
 
 
+def _fit(args, policy, optimizer, done: int, loader_at, prepared, on_batch=None):
+    """Optimizer steps from ``done`` to the stop: each pass over ``loader_at(done)``, each batch
+    into (state, image, target, mask) by ``prepared``, the squared error averaged over what the
+    mask keeps (padded steps past an episode's end, padded dimensions). Returns the losses, the
+    steps done, and the seconds spent waiting for data and in all."""
+    losses, started, waited = [], time.perf_counter(), 0.0
+    stop = min(args.steps, args.stop_after or args.steps)
+    while done < stop:
+        t0 = time.perf_counter()
+        for batch in loader_at(done):
+            state, image, target, real = prepared(batch)
+            t1 = time.perf_counter()
+            error = (policy(state, image) - target).pow(2)
+            real = real.expand_as(error)
+            loss = (error * real).sum() / real.sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            waited += t1 - t0
+            losses.append(float(loss.detach()))
+            if on_batch is not None:
+                on_batch(batch)
+            done += 1
+            if done % args.log_every == 0 or done == stop:
+                _report(done, losses, args, started, waited)
+            t0 = time.perf_counter()
+            if done >= stop:
+                break
+    return losses, done, waited, time.perf_counter() - started
+
+
 def _load(args, policy, optimizer) -> dict:
     if args.state is None or not args.state.exists():
         return {"steps": 0}
@@ -174,38 +205,23 @@ def train_mixture(args) -> dict:
     print("mixture: " + ", ".join(f"{n} {w:.2f}" for n, w in weights.items())
           + f"; state {dataset.state_dim}-D, actions {dataset.action_dim}-D in chunks of "
           f"{args.chunk}, {args.batch} a batch")  # fmt: skip
-    losses, started, waited = [], time.perf_counter(), 0.0
-    stop = min(args.steps, args.stop_after or args.steps)
-    while done < stop:
-        loader = DataLoader(dataset, batch_size=args.batch, num_workers=args.workers,
-                            collate_fn=ted_collate)  # fmt: skip
-        t0 = time.perf_counter()
-        for batch in loader:
-            batch = batch.to(args.device)
-            state = batch["observation", "state"][:, 0]
-            image = batch["observation", "image", "primary"][:, 0].float() / 255.0
-            target = batch["vla_action", "chunk"][:, 0]
-            real = (~batch["action_is_pad"][:, 0]).unsqueeze(-1) & ~batch["action_dim_is_pad"][
-                :, None
-            ]
-            t1 = time.perf_counter()
-            error = (policy(state, image) - target).pow(2)
-            loss = (error * real).sum() / real.sum()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            waited += t1 - t0
-            losses.append(float(loss.detach()))
-            done += 1
-            if done % args.log_every == 0 or done == stop:
-                _report(done, losses, args, started, waited)
-            t0 = time.perf_counter()
-            if done >= stop:
-                break
+
+    def prepared(batch):
+        batch = batch.to(args.device)
+        state = batch["observation", "state"][:, 0]
+        image = batch["observation", "image", "primary"][:, 0].float() / 255.0
+        target = batch["vla_action", "chunk"][:, 0]  # (B, K, A): padded steps, padded dims out
+        real = (~batch["action_is_pad"][:, 0]).unsqueeze(-1) & ~batch["action_dim_is_pad"][:, None]
+        return state, image, target, real
+
+    def loader_at(done: int) -> DataLoader:
+        return DataLoader(dataset, batch_size=args.batch, num_workers=args.workers,
+                          collate_fn=ted_collate)  # fmt: skip
+
+    losses, done, waited, seconds = _fit(args, policy, optimizer, done, loader_at, prepared)
     if args.state is not None:
         torch.save({"policy": policy.state_dict(), "optimizer": optimizer.state_dict(),
                     "steps": done, "dataset": dataset.state_dict()}, args.state)  # fmt: skip
-    seconds = time.perf_counter() - started
     return {
         "losses": losses,
         "samples_per_s": len(losses) * args.batch / max(seconds, 1e-9),
@@ -268,13 +284,7 @@ def train_partition(args) -> dict:
     action_dim = sum(normalized(probe, k, args.chunk).shape[-1] for k in actions)
     policy = Policy(state_dim, action_dim, args.chunk, probe[camera].shape[-3]).to(args.device)
     optimizer = torch.optim.Adam(policy.parameters(), lr=args.lr)
-    done = 0
-    if args.state is not None and args.state.exists():
-        saved = torch.load(args.state, weights_only=True)
-        policy.load_state_dict(saved["policy"])
-        optimizer.load_state_dict(saved["optimizer"])
-        done = saved["steps"]
-        print(f"resumed from {args.state} at step {done} (epoch {done // args.steps_per_epoch})")
+    done = _load(args, policy, optimizer)["steps"]
     print(
         f"{len(selection)} episodes, {len(dataset):,} steps of {args.source}:{args.partition}; "
         f"camera {'/'.join(camera)}, chunks of {args.chunk} actions, {args.batch} a batch"
@@ -288,42 +298,27 @@ def train_partition(args) -> dict:
         )
         image = batch[camera][:, 0].float() / 255.0
         target = torch.cat([normalized(batch, k, args.chunk) for k in actions], -1)
-        return state, image, target, ~batch[pad_key(actions[0])]
+        return state, image, target, (~batch[pad_key(actions[0])]).unsqueeze(-1)
 
-    losses, trained_on, waited, started = [], [], 0.0, time.perf_counter()
-    stop = min(args.steps, args.stop_after or args.steps)
-    while done < stop:
+    def loader_at(done: int) -> DataLoader:
         sampler.epoch, sampler.skip = divmod(done, args.steps_per_epoch)
-        loader = DataLoader(
+        return DataLoader(
             dataset,
             batch_sampler=sampler,
             collate_fn=no_collate,  # StepWindowDataset gathers a whole batch at once
             num_workers=args.workers,
         )
-        t0 = time.perf_counter()
-        for batch in loader:
-            state, image, target, real = prepared(batch)
-            t1 = time.perf_counter()
-            error = (policy(state, image) - target).pow(2).mean(-1)
-            loss = (error * real).sum() / real.sum()  # padded steps past an episode's end
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            waited += t1 - t0
-            losses.append(float(loss.detach()))
-            trained_on.append(batch["selection_index"].tolist())
-            done += 1
-            if done % args.log_every == 0 or done == stop:
-                _report(done, losses, args, started, waited)
-            t0 = time.perf_counter()
-            if done >= stop:
-                break
+
+    trained_on: list = []
+    losses, done, waited, seconds = _fit(
+        args, policy, optimizer, done, loader_at, prepared,
+        on_batch=lambda batch: trained_on.append(batch["selection_index"].tolist()),
+    )  # fmt: skip
     if args.state is not None:
         torch.save(
             {"policy": policy.state_dict(), "optimizer": optimizer.state_dict(), "steps": done},
             args.state,
         )
-    seconds = time.perf_counter() - started
     return {
         "losses": losses,
         "trained_on": trained_on,

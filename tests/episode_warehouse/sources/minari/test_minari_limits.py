@@ -6,7 +6,6 @@ Peak allocations are measured with tracemalloc (numpy reports its buffers there)
 from __future__ import annotations
 
 import json
-import shutil
 import tracemalloc
 
 import h5py
@@ -21,7 +20,7 @@ from episode_warehouse.limits import InputLimits
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources.minari.decode import decode_minari
 from episode_warehouse.sources.minari.metadata import read_info
-from warehouse_fixtures.minari_writer import MIXED_ID, MinariSpec, write_minari_dataset
+from warehouse_fixtures.minari_writer import MIXED_ID, MinariSpec
 
 CARTPOLE = MinariSpec("fx/cartpole/big-v0", max_steps=12, episodes=3)
 PARQUET = MinariSpec("fx/cartpole/bigpq-v0", max_steps=12, episodes=2, data_format="parquet")
@@ -29,20 +28,7 @@ MIXED = MinariSpec("fx/mixed/big-v0", env=MIXED_ID, max_steps=12, episodes=2)
 MB = 1 << 20
 
 
-@pytest.fixture(scope="module")
-def originals(tmp_path_factory):
-    base = tmp_path_factory.mktemp("minari-big")
-    return {s.dataset_id: write_minari_dataset(s, base) for s in (CARTPOLE, PARQUET, MIXED)}
-
-
-@pytest.fixture
-def copy_of(originals, tmp_path):
-    def copy(spec: MinariSpec):
-        target = tmp_path / "datasets" / spec.dataset_id
-        shutil.copytree(originals[spec.dataset_id], target)
-        return target
-
-    return copy
+SPECS = (CARTPOLE, PARQUET, MIXED)  # written once (conftest: originals, copy_of)
 
 
 def _refused(dataset, tmp_path, error, match, limits=None, peak_mb=32) -> None:

@@ -17,27 +17,14 @@ from episode_warehouse.incremental import build_if_changed
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources.minari.dataset_id import check_dataset_id
 from episode_warehouse.sources.minari.decode import decode_minari
-from warehouse_fixtures.minari_writer import ARM_ID, MinariSpec, write_minari_dataset
+from warehouse_fixtures.minari_writer import ARM_ID, MinariSpec
 
 CARTPOLE = MinariSpec("fx/cartpole/bad-v0", max_steps=12, episodes=3)
 PENDULUM = MinariSpec("fx/pendulum/bad-v0", env="Pendulum-v1", max_steps=8, episodes=2)
 ARM_ARROW = MinariSpec("fx/arm/bad-v0", env=ARM_ID, data_format="arrow", max_steps=8, episodes=2)
 
 
-@pytest.fixture(scope="module")
-def originals(tmp_path_factory):
-    base = tmp_path_factory.mktemp("minari-bad")
-    return {s.dataset_id: write_minari_dataset(s, base) for s in (CARTPOLE, PENDULUM, ARM_ARROW)}
-
-
-@pytest.fixture
-def copy_of(originals, tmp_path):
-    def copy(spec: MinariSpec):
-        target = tmp_path / "datasets" / spec.dataset_id
-        shutil.copytree(originals[spec.dataset_id], target)
-        return target
-
-    return copy
+SPECS = (CARTPOLE, PENDULUM, ARM_ARROW)  # written once (conftest: originals, copy_of)
 
 
 def _refused(dataset, tmp_path, match: str) -> None:
