@@ -114,6 +114,22 @@ def _bind(home: Path, url: str) -> None:
         os.replace(tmp, mark)
 
 
+def _check_usable(root: str | os.PathLike | None) -> None:
+    """Refuse a root that no run could build in (a file, a folder that cannot be made), with
+    the error the run itself would give.
+
+    Raises:
+        ConfigError: naming the root and the fix.
+    """
+    from episode_warehouse.atomic import ensure_writable_dir
+    from episode_warehouse.paths import WarehouseLayout
+    from episode_warehouse.settings import ROOT_ENV
+
+    layout = WarehouseLayout.from_root(root_url(root))
+    if layout.bucket is None:
+        ensure_writable_dir(layout.folder, f"warehouse root ({ROOT_ENV})")
+
+
 def bind_dagster_home(root: str | os.PathLike | None = None) -> None:
     """Record that ``root``'s instance holds runs of ``root``.
 
@@ -134,6 +150,7 @@ def cli_instance(root: str | os.PathLike | None = None):
     """
     import dagster as dg
 
+    _check_usable(root)  # a root no run can build in never binds an instance
     home = default_dagster_home(root)
     with _locked(home):
         _bind(home, root_url(root))
