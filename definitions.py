@@ -3,8 +3,8 @@
 import dagster as dg
 
 from assets.graph import ALL_ASSETS, ALL_CHECKS
+from assets.location import build_resources
 from assets.publish import publish_to_hub
-from resources import build_resources
 from sensors.sources import SENSORS
 
 # One process per run, steps in order: a partition's stages hand over local files, and a

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from episode_warehouse.settings import ROOT_ENV, Settings
 from episode_warehouse.viewer.links import DEFAULT_URL, VIEWER_URL_ENV, partition_url
 from episode_warehouse.workers import default_processes
 from resources.settings import setting
-from warehouse_cli.cluster.instance import WORKER_ENV, WORKER_TAG
+from resources.worker import record_worker
 
 SCRATCH_ENV = "EPISODE_WAREHOUSE_SCRATCH"
 WORKERS_ENV = "EPISODE_WAREHOUSE_WORKERS"
@@ -45,11 +44,7 @@ class WarehouseStorage(dg.ConfigurableResource):
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """On a cluster worker, record the worker in the run's tags (run monitoring asks it
         whether it is alive; the UI shows where each run ran)."""
-        worker = os.environ.get(WORKER_ENV)
-        run = context.run
-        known = run is not None and run.tags.get(WORKER_TAG) == worker
-        if worker and run is not None and context.instance is not None and not known:
-            context.instance.add_run_tags(run.run_id, {WORKER_TAG: worker})
+        record_worker(context)
 
     def settings(self) -> Settings:
         """The domain package's settings: this resource's explicit values, else the

@@ -58,7 +58,7 @@ def test_selection_export_records_query_and_episodes(warehouse_env, capsys):
 
 def test_export_of_unmaterialized_partition_is_refused(warehouse_env, instance):
     import assets.graph as graph
-    from resources import build_resources
+    from assets.location import build_resources
     from warehouse_cli.runner import our_error
 
     result = dg.materialize(

@@ -184,7 +184,7 @@ def test_the_sensor_adds_datasets_and_requests_only_changed_ones(
 
     import dagster as dg
 
-    from resources import build_resources
+    from assets.location import build_resources
     from sensors.sources import SOURCE_SENSORS
 
     folder = tmp_path / "datasets"

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from assets.graph import build_graph
+from assets.location import build_resources
 from assets.sources import SOURCE_ASSETS
 from episode_warehouse import open_ted
 from episode_warehouse.catalog import run_query
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources import registry
-from resources import build_resources
 from sensors.sources import source_sensor
 from tests.toy_source import source as toy
 from tests.toy_source import wiring

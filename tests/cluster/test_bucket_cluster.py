@@ -22,8 +22,8 @@ from episode_warehouse.catalog import run_query
 from episode_warehouse.gcs import gcs_client
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.ted import open_ted_folder
+from resources.worker import WORKER_TAG
 from warehouse_cli.cluster import backfill, services
-from warehouse_cli.cluster.instance import WORKER_TAG
 from warehouse_cli.runner import materialize_partition, stage_assets
 from warehouse_fixtures.demo import DEMO_BUCKET
 

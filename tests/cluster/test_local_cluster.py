@@ -20,9 +20,9 @@ import pytest
 
 from episode_warehouse.catalog import run_query
 from episode_warehouse.roots import LocalRoot
+from resources.worker import WORKER_TAG
 from warehouse_cli import processes
 from warehouse_cli.cluster import backfill, credentials, services
-from warehouse_cli.cluster.instance import WORKER_TAG
 from warehouse_cli.runner import materialize_partition, stage_assets
 from warehouse_fixtures.demo import DEMO_BUCKET
 

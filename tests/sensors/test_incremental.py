@@ -29,7 +29,7 @@ def sensor_bucket(warehouse_env, demo_fixtures, gcs_endpoint, monkeypatch, tmp_p
 
 
 def _tick(sensor, instance, cursor):
-    from resources import build_resources
+    from assets.location import build_resources
 
     ctx = dg.build_sensor_context(
         instance=instance, cursor=cursor, resources=build_resources()
@@ -115,7 +115,7 @@ def test_openx_sensor_adds_new_datasets_as_partitions(
 
 def test_automation_follows_only_the_updated_partition(warehouse_env):
     with dg.instance_for_test() as instance:
-        from resources import build_resources
+        from assets.location import build_resources
 
         location = dg.Definitions(assets=ALL_ASSETS, resources=build_resources())
         baseline = dg.evaluate_automation_conditions(defs=location, instance=instance)
@@ -151,7 +151,7 @@ def test_code_version_bump_marks_exactly_the_dependents_stale(warehouse_env):
         assert status(bumped, "atari_catalog_rows") == StaleStatus.FRESH
         assert status(ALL_ASSETS, "atari_ted") == StaleStatus.FRESH
         # rebuilding the bumped asset gives it a new data version: its dependents go stale
-        from resources import build_resources
+        from assets.location import build_resources
 
         dg.materialize(
             bumped,

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 
 QUEUE = "dagster"  # the Celery queue the workers listen on
 SOURCE_TAG = "warehouse/source"
-WORKER_TAG = "warehouse/worker"  # the Celery node a run ran on (resources/warehouse.py)
-WORKER_ENV = "EPISODE_WAREHOUSE_WORKER"  # that node's name, set for each worker
 POOL_LIMITS = {"catalog_writer": 1, "download": 2}  # the pools the assets name (assets/*.py)
 
 

@@ -29,13 +29,13 @@ from pathlib import Path
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.paths import root_setting
 from episode_warehouse.settings import DEFAULT_ROOT, ROOT_ENV
+from resources.worker import WORKER_ENV
 from warehouse_cli import processes
 from warehouse_cli.cluster import credentials
 from warehouse_cli.cluster.credentials import Credentials
 from warehouse_cli.cluster.instance import (
     POOL_LIMITS,
     QUEUE,
-    WORKER_ENV,
     ClusterConfig,
     dagster_yaml,
 )
