@@ -20,11 +20,10 @@ import time
 import warnings
 
 from bench.measure import median_ms, save_report
-from episode_warehouse.export.features import declared_images
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.ted import open_ted
+from episode_warehouse.ted.cameras import camera_leaves, declared_images
 from episode_warehouse.viewer.app import build_app
-from episode_warehouse.viewer.episode import camera_leaves
 from episode_warehouse.viewer.frames import frame_png
 from episode_warehouse.viewer.partition import PartitionTed
 

@@ -68,8 +68,9 @@ def create_dataset(repo_id: str, episodes: list[ExportEpisode], out: Path, video
     """A new, empty ``LeRobotDataset`` at ``out`` with the features of ``episodes``' source."""
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    from episode_warehouse.export.features import declared_images, features_for
+    from episode_warehouse.export.features import features_for
     from episode_warehouse.sources import registry
+    from episode_warehouse.ted.cameras import declared_images
 
     first = episodes[0]
     fps = registry.fps(first.source, first.partition, first.meta.fps)

@@ -21,52 +21,12 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from episode_warehouse.decoded.format import DEPTH
-from episode_warehouse.export.png_writer import CHW, GRAY, to_hwc
+from episode_warehouse.decoded.format import CHW, DEPTH
+from episode_warehouse.export.png_writer import to_hwc
+from episode_warehouse.ted.cameras import declared_images, image_layout, observation_leaves
 from episode_warehouse.ted.record import TedRecord
 
 Path_ = tuple[str, ...]
-
-
-def observation_leaves(td: TensorDictBase) -> list[tuple[Path_, torch.Tensor]]:
-    """Each observation leaf (key path under ``observation``, tensor), current frames only."""
-    obs = td["observation"]
-    if isinstance(obs, torch.Tensor):
-        return [((), obs)]
-    return [((k,) if isinstance(k, str) else k, obs[k]) for k in obs.keys(True, True)]
-
-
-def declared_images(meta: TedRecord) -> dict[str, str] | None:
-    """The cameras the source's decoder declared (TED record ``images``: key -> ``CHW`` or
-    ``GRAY``), or None for a TED whose decoder declares none (OpenX's: its cameras are told by
-    their shape)."""
-    images = meta.extra.get("images")
-    return images if isinstance(images, dict) else None
-
-
-def image_layout(
-    path: Path_, value: torch.Tensor, declared: dict[str, str] | None = None
-) -> str | None:
-    """``CHW`` or ``GRAY`` where the leaf holds 8-bit camera frames, ``DEPTH`` where the decoder
-    declared a depth camera ((N, 1, H, W) uint16 or float32: shown as depth by the viewer,
-    exported as float32 values rather than squeezed into 8 bits), else ``None`` (a state).
-
-    ``declared``: the decoder's word (:func:`declared_images`); then only a declared leaf is a
-    camera, so a small uint8 grid (a Minari MiniGrid observation) stays a state. Else the leaf's
-    shape tells: ``(N, C, H, W)`` uint8, or a bare ``(N, H, W)`` uint8 observation."""
-    if declared is not None and declared.get("/".join(("observation", *path))) == DEPTH:
-        return DEPTH if value.ndim == 4 and value.shape[1] == 1 else None
-    if value.dtype != torch.uint8:
-        return None
-    if declared is not None:
-        layout = declared.get("/".join(("observation", *path)))
-        expected = {CHW: 4, GRAY: 3}.get(layout or "")
-        return layout if expected == value.ndim else None
-    if value.ndim == 4:
-        return CHW
-    if value.ndim == 3 and path == ():
-        return GRAY
-    return None
 
 
 def _feature_name(path: Path_, image: bool) -> str:

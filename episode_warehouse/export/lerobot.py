@@ -80,7 +80,8 @@ def _check_first_frame(episode: ExportEpisode, dataset, columns: dict) -> None:
     """lerobot's own check of a frame against the features, on the episode's first frame."""
     from lerobot.datasets.feature_utils import validate_frame
 
-    from episode_warehouse.export.features import declared_images, images_of
+    from episode_warehouse.export.features import images_of
+    from episode_warehouse.ted.cameras import declared_images
 
     first = images_of(episode.steps()[:1], dataset.meta.features, declared_images(episode.meta))
     frame = {k: v[0] for k, v in {**columns, **first}.items()}

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from episode_warehouse.export.episodes import create_dataset, export_episodes
-from episode_warehouse.export.features import declared_images, frames_of
+from episode_warehouse.export.features import frames_of
+from episode_warehouse.ted.cameras import declared_images
 
 
 def write_per_frame(repo_id: str, root: Path, rows: list, out: Path, *, video: bool = False) -> int:

@@ -24,12 +24,12 @@ def plan_for(layout: WarehouseLayout, source: str, partition: str) -> Plan:
     if source == "openx":
         transform = transform_of(partition)
         return Plan(ted_dir, source, partition, partition, transform, CONFIGS[partition])
-    from episode_warehouse.export.features import declared_images, image_layout
     from episode_warehouse.standardized.mapping import (
         mapped_config,
         mapped_transform,
         mapping_for,
     )
+    from episode_warehouse.ted.cameras import declared_images, image_layout
     from episode_warehouse.ted.reader import open_ted_folder, read_meta
 
     keys = json.loads((ted_dir / "meta.json").read_text())["keys"]

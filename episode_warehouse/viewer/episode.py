@@ -10,7 +10,7 @@ import torch
 from tensordict import TensorDictBase
 
 from episode_warehouse.errors import PartitionKeyError
-from episode_warehouse.export.features import declared_images, image_layout, observation_leaves
+from episode_warehouse.ted.cameras import camera_leaves, declared_images
 from episode_warehouse.viewer.partition import PartitionTed, Span
 
 MAX_PLOTTED_DIMS = 32  # a wider leaf (a language embedding) is listed, not plotted
@@ -22,19 +22,6 @@ MAX_POINTS = 200_000
 POINTS_PER_SERIES = (100, 2_000)
 _BOOKKEEPING = {("episode",), ("task_index",), ("is_init",)}
 FLAGS = ("done", "terminated", "truncated")
-
-
-def camera_leaves(
-    rows: TensorDictBase, declared: dict | None = None
-) -> dict[str, tuple[tuple[str, ...], str]]:
-    """Each camera's name (its TED key, ``/``-joined) -> (key path, image layout);
-    ``declared``: the cameras the source's decoder declared (``declared_images``)."""
-    out = {}
-    for path, value in observation_leaves(rows):
-        layout = image_layout(path, value, declared)
-        if layout is not None:
-            out["/".join(("observation", *path))] = (("observation", *path), layout)
-    return out
 
 
 def dimension_names(feature_names: dict, key: tuple[str, ...], dims: int) -> list[str]:

@@ -17,10 +17,9 @@ import numpy as np
 
 from episode_warehouse.decoded.format import CHW, DEPTH, GRAY
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.export.features import declared_images
+from episode_warehouse.ted.cameras import camera_leaves, declared_images
 from episode_warehouse.viewer.episode import (
     FLAGS,
-    camera_leaves,
     dimension_names,
     plotted_leaves,
     step_tasks,

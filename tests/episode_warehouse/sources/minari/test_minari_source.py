@@ -212,7 +212,8 @@ def test_a_step_both_terminated_and_truncated_keeps_both_flags(written, backend)
 def test_only_the_images_minari_declares_are_cameras(written):
     """A small uint8 grid (MiniGrid's kind) is a state; the arm's 32x32 RGB frames a camera:
     the decoder declares which (Minari's is_image_space), the export and the viewer follow."""
-    from episode_warehouse.export.features import declared_images, features_for
+    from episode_warehouse.export.features import features_for
+    from episode_warehouse.ted.cameras import declared_images
     from episode_warehouse.ted.reader import read_meta
 
     _, root = written
