@@ -41,6 +41,11 @@ EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 HUB_ENDPOINT_ENV = "HF_ENDPOINT"
 DEFAULT_HUB_ENDPOINT = "https://huggingface.co"
 ALLOW_NONFINITE_ENV = "EPISODE_WAREHOUSE_ALLOW_NONFINITE"
+# a cluster worker's name (`warehouse cluster up` sets it for each Celery worker) and the run tag
+# that records it (resources/worker.py): names the cluster commands and the resources share,
+# here so that the command line of a bare install (no wiring) imports them too
+WORKER_ENV = "EPISODE_WAREHOUSE_WORKER"
+WORKER_TAG = "warehouse/worker"
 log = logging.getLogger(__name__)
 
 

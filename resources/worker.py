@@ -8,8 +8,9 @@ import os
 
 import dagster as dg
 
-WORKER_TAG = "warehouse/worker"  # the Celery node a run ran on
-WORKER_ENV = "EPISODE_WAREHOUSE_WORKER"  # that node's name, set for each worker
+from episode_warehouse.settings import WORKER_ENV, WORKER_TAG
+
+__all__ = ["WORKER_ENV", "WORKER_TAG", "record_worker"]
 
 
 def record_worker(context: dg.InitResourceContext) -> None:

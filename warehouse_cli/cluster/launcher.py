@@ -14,7 +14,7 @@ import logging
 
 from dagster_celery.launcher import CeleryRunLauncher
 
-from resources.worker import WORKER_TAG
+from episode_warehouse.settings import WORKER_TAG
 from warehouse_cli.cluster.private_api import (
     CheckRunHealthResult,
     DagsterRun,
