@@ -84,11 +84,11 @@ def _read_table(path: Path, data_format: str, limits: InputLimits) -> pa.Table:
         else:
             with pa.memory_map(str(path)) as source:
                 reader = pa.ipc.open_file(source)
-                batches, rows = [], 0
+                batches, rows, nbytes = [], 0, 0
                 for b in range(reader.num_record_batches):
                     batches.append(reader.get_batch(b))
-                    rows += batches[-1].num_rows
-                    _check_declared(rows, sum(x.nbytes for x in batches), path, limits)
+                    rows, nbytes = rows + batches[-1].num_rows, nbytes + batches[-1].nbytes
+                    _check_declared(rows, nbytes, path, limits)
                 table = pa.Table.from_batches(batches, schema=reader.schema)
         table.validate(full=True)
         return table

@@ -79,7 +79,7 @@ def _columns(
             yield leaf.path, record.column(leaf)
 
 
-def declared_images(features: RldsFeatures) -> dict[str, str]:
+def cameras_of(features: RldsFeatures) -> dict[str, str]:
     """The cameras features.json declares (``Image`` features): 8-bit ones as ``CHW``, uint16
     and float32 ones as ``DEPTH``."""
     return {
@@ -155,7 +155,7 @@ def decode_rlds(
         meta = sink.finish(
             {
                 "dataset_version": dataset_version,
-                "images": declared_images(features),
+                "images": cameras_of(features),
                 **(lineage or {}),
             },  # fmt: skip
             subject=", ".join(s.info.name for s in shards) or "(no shards)",
