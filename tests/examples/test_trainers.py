@@ -81,7 +81,7 @@ MIX = ["fractal20220817_data", "taco_play", "viola", "berkeley_autolab_ur5"]
 
 
 @pytest.fixture(scope="module")
-def mixture(tmp_path_factory):
+def mixture(shared_samples, tmp_path_factory):
     """Four OXE datasets written by `warehouse write-oxe` (the real features.json, smooth
     learnable states and actions), through the real stages to standardized partitions."""
     from episode_warehouse.paths import WarehouseLayout
@@ -91,7 +91,8 @@ def mixture(tmp_path_factory):
     from warehouse_cli.oxe_folders import write_oxe_folders
 
     base = tmp_path_factory.mktemp("mixture")
-    write_oxe_folders(base / "src", MIX, episodes=3, steps=24)
+    write_oxe_folders(base / "src", MIX, episodes=3, steps=24,
+                      features=shared_samples / "oxe_features")  # fmt: skip
     layout = WarehouseLayout.local(base / "wh")
     for name in MIX:
         build_ted(layout, base / "src", name)
@@ -126,12 +127,13 @@ def test_integer_action_leaves_are_normalized(mixture):
     assert np.isfinite(out["losses"]).all()
 
 
-def test_write_oxe_names_unknown_datasets(tmp_path, capsys):
+def test_write_oxe_names_unknown_datasets(shared_samples, tmp_path, capsys):
     from warehouse_cli.main import main
 
-    assert main(["write-oxe", str(tmp_path / "o"), "--datasets", "tacoplay"]) == 2
+    features = ["--features", str(shared_samples / "oxe_features")]
+    assert main(["write-oxe", str(tmp_path / "o"), "--datasets", "tacoplay", *features]) == 2
     err = capsys.readouterr().err
     assert "did you mean taco_play" in err and not (tmp_path / "o").exists()
     assert main(["write-oxe", str(tmp_path / "o"), "--datasets", "viola", "--episodes", "1",
-                 "--steps", "3"]) == 0  # fmt: skip
+                 "--steps", "3", *features]) == 0  # fmt: skip
     assert (tmp_path / "o" / "viola" / "0.1.0" / "features.json").is_file()
