@@ -10,6 +10,7 @@ from assets.retries import only_transient_retries
 from episode_warehouse.catalog import run_query
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.export import ExportRequest, export_lerobot
+from episode_warehouse.export.lerobot import selection_file
 from episode_warehouse.export.record import ExportRecord
 from episode_warehouse.incremental import require
 from episode_warehouse.loading.selection import REQUIRED, Selection
@@ -114,20 +115,20 @@ def selection_lerobot_export(
     with only_transient_retries(context):
         name = context.partition_key
         layout = warehouse.layout()
-        sql_file = layout.folder / "selections" / f"{name}.sql"
-        if not sql_file.is_file():
+        sql_file = layout.root.location(selection_file(name))
+        sql = layout.root.read_text(selection_file(name))
+        if sql is None:
             raise ConfigError(
                 "no query registered for this selection",
-                subject=str(sql_file),
+                subject=sql_file,
                 fix=f'warehouse export {name} "SELECT source, partition, episode, '
                 'start, length FROM episodes WHERE ..."',
             )
-        sql = sql_file.read_text()
         columns, rows = run_query(layout.root, sql)
         if tuple(columns[:5]) != REQUIRED:
             raise ConfigError(
                 f"the query returns {columns[:5]}",
-                subject=str(sql_file),
+                subject=sql_file,
                 fix=f"select {', '.join(REQUIRED)} first",
             )
         Selection.from_rows(rows, layout)  # every partition it names must have a TED

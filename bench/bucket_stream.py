@@ -136,7 +136,7 @@ def main() -> None:
     from episode_warehouse.catalog import run_query
     from episode_warehouse.export.lerobot import ExportRequest, export_lerobot
     from episode_warehouse.loading import EpisodeStream, select_episodes
-    from episode_warehouse.roots import LocalRoot
+    from episode_warehouse.storage.local import LocalRoot
 
     work = Path(tempfile.mkdtemp(prefix="bench-bucket-"))
     report: dict = {}

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from bench.measure import median_ms, save_report
 from episode_warehouse.catalog import EPISODES, CatalogStore
-from episode_warehouse.roots import LocalRoot
+from episode_warehouse.storage.local import LocalRoot
 from warehouse_fixtures.openx_writer import INSTRUCTIONS
 
 QUERIES = {

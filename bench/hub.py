@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from episode_warehouse.roots import LocalRoot
+from episode_warehouse.storage.local import LocalRoot
 
 os.environ.setdefault("HF_HUB_DISABLE_XET", "1")  # the stand-in speaks LFS (read at import)
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

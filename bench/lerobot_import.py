@@ -35,9 +35,9 @@ def measure(name: str, episodes: int, length: int, cameras: dict, *, video: bool
 
     from episode_warehouse.decoded import open_decoded
     from episode_warehouse.incremental import build_if_changed
-    from episode_warehouse.roots import LocalRoot
     from episode_warehouse.sources.lerobot.dataset import open_lerobot_folder
     from episode_warehouse.sources.lerobot.decode import decode_lerobot
+    from episode_warehouse.storage.local import LocalRoot
     from episode_warehouse.ted import build_ted
     from warehouse_fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
 

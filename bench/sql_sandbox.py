@@ -21,7 +21,7 @@ from bench.catalog import QUERIES, partition_rows
 from bench.measure import median_ms, save_report
 from episode_warehouse.catalog import CatalogStore
 from episode_warehouse.catalog.query import run_query
-from episode_warehouse.roots import LocalRoot
+from episode_warehouse.storage.local import LocalRoot
 
 
 def _in_process(root: LocalRoot, sql: str) -> list:

@@ -40,8 +40,8 @@ def main() -> None:
         from starlette.testclient import TestClient
 
     layout = WarehouseLayout.from_root(args.root)
-    client = TestClient(build_app(layout))
-    ted = PartitionTed(layout, args.source, args.partition)
+    client = TestClient(build_app(layout.root))
+    ted = PartitionTed(layout.root, args.source, args.partition)
     span = ted.span(args.episode)
     query = {"source": args.source, "partition": args.partition, "episode": args.episode}
 

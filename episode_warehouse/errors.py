@@ -51,6 +51,10 @@ class ConfigError(TerminalError):
     """A setting (environment variable, URL, folder) is malformed or unusable."""
 
 
+class ReadOnlyRootError(ConfigError):
+    """A write, or a writer's local folder, asked of a root opened for reading."""
+
+
 class PartitionKeyError(TerminalError):
     """A partition key is not one this warehouse knows."""
 

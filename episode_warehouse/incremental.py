@@ -10,10 +10,11 @@ The same ``version`` is the Dagster ``DataVersion`` every asset returns, so the 
 and the files on disk are one system: a stage whose inputs did not change keeps its version,
 and nothing downstream is marked stale.
 
-Every function takes the warehouse root (:mod:`episode_warehouse.roots`) the artifact belongs
-to. With a ``gs://`` root the artifact folders are its local copy
-(:mod:`episode_warehouse.bucket`): the record that counts is the bucket's, a build publishes to
-the bucket after its local swap, and :func:`checkout` pulls what another machine built.
+Every function takes the warehouse root (:mod:`episode_warehouse.storage`) the artifact belongs
+to, and asks the root's artifact for the record that counts and to publish: with a ``gs://``
+root the artifact folders are its local copy, the record that counts is the bucket's, a build
+publishes to the bucket after its local swap, and :func:`checkout` pulls what another machine
+built; with a folder the swap is the publication.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from typing import Generic
 
 from typing_extensions import TypeVar
 
-from episode_warehouse.atomic import read_json, staged, unpublish, write_json, write_lock
+from episode_warehouse.atomic import read_json, staged, write_json, write_lock
 from episode_warehouse.errors import ForeignArtifactError, NotMaterializedError
 from episode_warehouse.records import Record
-from episode_warehouse.roots import Root
+from episode_warehouse.storage import Root
 
 log = logging.getLogger(__name__)
 # the record type a call reads; the functions' ``record_type=Record`` defaults carry a type
@@ -60,12 +61,6 @@ class Built(Generic[R]):
         return self.meta.version
 
 
-def _same_copy(local: dict, remote: dict) -> bool:
-    from episode_warehouse.bucket.artifact import PUBLISHED
-
-    return bool(local) and local.get(PUBLISHED) == remote.get(PUBLISHED)
-
-
 def _typed(record_type: type[R], data: dict, subject: Path) -> R | None:
     return record_type.from_json(data, subject=str(subject / record_type.FILE)) if data else None
 
@@ -79,9 +74,7 @@ def published(root: Root, target: Path, record_type: type[R] = Record) -> R | No
         CorruptInputError: the record is not a ``record_type``.
     """
     target = Path(target)
-    remote = root.remote(target, record_type.FILE)
-    data = remote.read()[0] if remote is not None else read_json(target / record_type.FILE)
-    return _typed(record_type, data, target)
+    return _typed(record_type, root.artifact_at(target, record_type.FILE).read()[0], target)
 
 
 def published_version(root: Root, target: Path) -> str | None:
@@ -94,16 +87,10 @@ def checkout(root: Root, target: Path, record_type: type[R] = Record) -> R | Non
     """:func:`published`, with the artifact's files in ``target``: with a bucket root, the
     published version is pulled into the local copy unless it is there already."""
     target = Path(target)
-    file = record_type.FILE
-    remote = root.remote(target, file)
-    if remote is None:
-        return _typed(record_type, read_json(target / file), target)
-    current, _ = remote.read()
+    artifact = root.artifact_at(target, record_type.FILE)
+    current, _ = artifact.read()
     record = _typed(record_type, current, target)  # checked before any file is pulled
-    if current and not _same_copy(read_json(target / file), current):
-        with write_lock(target):
-            if not _same_copy(read_json(target / file), current):
-                remote.pull(target, current)
+    artifact.checkout(current)
     return record
 
 
@@ -126,7 +113,7 @@ def build_if_changed(
     checked as a ``record_type`` and written last; the folder is swapped in atomically. A
     failing ``build`` leaves the previous version as it was. With a bucket root the bucket's
     record is the one compared, and the new version is published to the bucket (meta-last, see
-    :class:`~episode_warehouse.bucket.artifact.RemoteArtifact`).
+    :class:`~episode_warehouse.storage.Artifact`).
 
     Raises:
         ForeignArtifactError: ``target`` exists but has no record: files this warehouse did not
@@ -138,27 +125,19 @@ def build_if_changed(
     target = Path(target)
     version = fingerprint(inputs)
     file = record_type.FILE
-    remote = root.remote(target, file)
+    artifact = root.artifact_at(target, file)
 
     def result(data: dict, rebuilt: bool) -> Built[R]:
         return Built(record_type.from_json(data, subject=str(target / file)), rebuilt)
 
     with write_lock(target, lock_timeout_s):
-        if remote is None:
-            current = read_json(target / file)
-            if current.get("version") == version:
-                return result(current, False)
-            return result(_build_here(target, inputs, version, build, record_type, current), True)
-        current, generation = remote.read()
+        current, generation = artifact.read()
         if current.get("version") == version:
             return result(current, False)
-        local = read_json(target / file)
-        if local.get("version") != version:
-            if local and not _same_copy(local, current):
-                unpublish(target)  # a stale local copy: never build on files of another version
-                local = {}
+        local = artifact.working_record(current, version)
+        if local.get("version") != version:  # else: built here, not yet published
             _build_here(target, inputs, version, build, record_type, local)
-        return result(remote.push(target, current, generation), True)
+        return result(artifact.publish(current, generation), True)
 
 
 def _build_here(

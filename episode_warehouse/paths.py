@@ -6,17 +6,13 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from episode_warehouse.errors import ConfigError, PartitionKeyError
-from episode_warehouse.gcs import refuse_near_url
+from episode_warehouse.errors import PartitionKeyError
 from episode_warehouse.guards.names import MAX_SEGMENT_BYTES, name_problem
-from episode_warehouse.roots import LocalRoot, Root
-from episode_warehouse.settings import ROOT_ENV, Settings
-
-if TYPE_CHECKING:
-    from episode_warehouse.bucket.root import BucketRoot
+from episode_warehouse.settings import Settings
+from episode_warehouse.storage import Root, parse_root
+from episode_warehouse.storage.local import LocalRoot
 
 # a source folder: a registered source's name (episode_warehouse.sources.registry checks which)
 _SOURCE_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -61,39 +57,29 @@ def check_partition_key(source: str, partition: str) -> str:
     return partition
 
 
-def is_bucket_root(value: str | os.PathLike) -> bool:
-    """Whether a warehouse root setting names object storage (``gs://``), the one place that
-    tells; :meth:`WarehouseLayout.from_root` then checks the URL."""
-    return str(value).startswith("gs://")
-
-
-def root_setting(value: str | os.PathLike) -> str:
-    """A warehouse root setting in its one canonical form, the one parse every command, the
-    settings and the cluster share: a bucket as its checked URL (``gs://BUCKET/PREFIX``, no
-    trailing slash), a folder as its absolute path (``~`` expanded).
-
-    A ``gs://`` URL is never taken for a folder (``Path("gs://b/p").resolve()`` is the folder
-    ``./gs:/b/p``).
+def artifact_name(stage: str, source: str, partition: str) -> str:
+    """The name under the root of a partition's artifact of ``stage`` (``ted/atari/Pong/1``),
+    after checking the source name and the partition key.
 
     Raises:
-        ConfigError: a malformed bucket URL, or something URL-like that is not one.
+        PartitionKeyError: naming the source or the key.
     """
-    text = str(value)
-    if is_bucket_root(text):
-        from episode_warehouse.gcs import split_gs_url
-
-        bucket, prefix = split_gs_url(text, setting=ROOT_ENV, kind="warehouse root")
-        return f"gs://{bucket}/{prefix}".rstrip("/")
-    refuse_near_url(text, setting=ROOT_ENV, kind="warehouse root")
-    return str(Path(text).expanduser().resolve())
+    if not _SOURCE_RE.match(source or ""):
+        raise PartitionKeyError(
+            "not a source name (lowercase letters, digits, '_')", subject=repr(source)
+        )
+    if not isinstance(partition, str) or not partition:
+        raise PartitionKeyError("not a valid partition key", subject=repr(partition))
+    check_partition_key(source, partition)
+    return f"{stage}/{source}/{partition}"
 
 
 @dataclass(frozen=True)
 class WarehouseLayout:
-    """Paths of the artifacts: ``raw/``, ``decoded/``, ``ted/``, ``catalog/``,
-    ``standardized/``, ``lerobot/``,
-    under ``root.folder`` (a local root's folder, or a bucket root's local copy; see
-    :mod:`episode_warehouse.roots`)."""
+    """Where a writer builds the artifacts: ``raw/``, ``decoded/``, ``ted/``, ``catalog/``,
+    ``standardized/``, ``lerobot/`` under ``root.folder`` (a local root's folder, or a bucket
+    root's local copy; see :mod:`episode_warehouse.storage`). Readers name artifacts with
+    :func:`artifact_name` and read them through the root, which writes nothing."""
 
     root: Root
 
@@ -106,52 +92,25 @@ class WarehouseLayout:
     def from_root(
         cls, root: str | os.PathLike | None = None, *, local_copy: str | os.PathLike | None = None
     ) -> WarehouseLayout:
-        """``root``, else ``$EPISODE_WAREHOUSE_ROOT``, else ``./warehouse-data``: a local folder
-        or ``gs://BUCKET/PREFIX`` (built in its local copy under ``local_copy``, else
-        ``$EPISODE_WAREHOUSE_LOCAL_COPY``; see :mod:`episode_warehouse.settings`)."""
+        """The writer's layout of ``root``, else ``$EPISODE_WAREHOUSE_ROOT``, else
+        ``./warehouse-data``: a local folder or ``gs://BUCKET/PREFIX`` (built in its local copy
+        under ``local_copy``, else ``$EPISODE_WAREHOUSE_LOCAL_COPY``; see
+        :mod:`episode_warehouse.settings`)."""
         return cls.from_settings(Settings.from_env(root=root, local_copy=local_copy))
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WarehouseLayout:
-        """The layout of ``settings.root``, the one place a root's kind is chosen.
-
-        Raises:
-            ConfigError: a bucket URL that does not parse, something URL-like that is not one,
-                or a root that is a file.
-        """
-        value = settings.root
-        if is_bucket_root(value):
-            from episode_warehouse.bucket.copy import BucketCopy
-
-            return cls(BucketCopy.open(value, settings))
-        refuse_near_url(value, setting=ROOT_ENV, kind="warehouse root")
-        path = Path(value).expanduser()
-        if path.exists() and not path.is_dir():
-            raise ConfigError(
-                "the warehouse root is a file, not a folder",
-                subject=str(path),
-                fix=f"set {ROOT_ENV} to a folder",
-            )
-        return cls(LocalRoot(path.resolve()))
+        """The writer's layout of ``settings.root`` (:func:`~episode_warehouse.storage.
+        parse_root`)."""
+        return cls(parse_root(None, settings, writer=True))
 
     @property
     def folder(self) -> Path:
-        """Where the artifacts' files are on this machine."""
+        """Where the artifacts' files are built on this machine."""
         return self.root.folder
 
-    @property
-    def bucket(self) -> BucketRoot | None:
-        return self.root.bucket
-
     def _part(self, stage: str, source: str, partition: str) -> Path:
-        if not _SOURCE_RE.match(source or ""):
-            raise PartitionKeyError(
-                "not a source name (lowercase letters, digits, '_')", subject=repr(source)
-            )
-        if not isinstance(partition, str) or not partition:
-            raise PartitionKeyError("not a valid partition key", subject=repr(partition))
-        check_partition_key(source, partition)
-        return self.root.folder.joinpath(stage, source, *partition.split("/"))
+        return self.root.folder / artifact_name(stage, source, partition)
 
     def raw_dir(self, source: str, partition: str) -> Path:
         return self._part("raw", source, partition)

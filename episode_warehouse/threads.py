@@ -10,7 +10,7 @@
   (default 4: a raw stage's files are large, and several partitions download at once).
 
 Pools are opened by the call that uses them, in a ``with`` block, so that none outlives it; the
-one exception is :class:`~episode_warehouse.ted.remote_ranges.RemoteTed`, whose pool lives as
+one exception is :class:`~episode_warehouse.ted.ranges.RemoteTed`, whose pool lives as
 long as the reader (a trainer's reads would otherwise start threads per sample).
 """
 

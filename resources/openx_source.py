@@ -9,11 +9,11 @@ import dagster as dg
 from episode_warehouse.gcs import EMULATOR_ENV
 from episode_warehouse.incremental import Built
 from episode_warehouse.retry import RetryPolicy
-from episode_warehouse.roots import Root
 from episode_warehouse.sources.openx.mirror import MODES
 from episode_warehouse.sources.openx.raw import LAYOUTS, mirror_openx
 from episode_warehouse.sources.openx.record import RldsRawRecord, ShardsRawRecord
 from episode_warehouse.sources.openx.rlds.listing import parse_version_pins
+from episode_warehouse.storage import Root
 from resources.settings import setting
 
 DEFAULT_OPENX_URL = "gs://gresearch/robotics"

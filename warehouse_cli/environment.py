@@ -42,7 +42,7 @@ ROOT_MARK = "warehouse-root.json"  # which warehouse root this instance's runs b
 def root_url(root: str | os.PathLike | None = None) -> str:
     """The warehouse root a command writes: ``root``, else ``$EPISODE_WAREHOUSE_ROOT``, else
     ``./warehouse-data``; a folder as its absolute path, a bucket as its URL."""
-    from episode_warehouse.paths import root_setting
+    from episode_warehouse.storage import root_setting
 
     return root_setting(root or os.environ.get("EPISODE_WAREHOUSE_ROOT") or "warehouse-data")
 
@@ -122,12 +122,11 @@ def _check_usable(root: str | os.PathLike | None) -> None:
         ConfigError: naming the root and the fix.
     """
     from episode_warehouse.atomic import ensure_writable_dir
-    from episode_warehouse.paths import WarehouseLayout
     from episode_warehouse.settings import ROOT_ENV
+    from episode_warehouse.storage import parse_root
 
-    layout = WarehouseLayout.from_root(root_url(root))
-    if layout.bucket is None:
-        ensure_writable_dir(layout.folder, f"warehouse root ({ROOT_ENV})")
+    writer = parse_root(root_url(root), writer=True)  # a bucket's: its local copy, bound
+    ensure_writable_dir(writer.folder, f"warehouse root ({ROOT_ENV})")
 
 
 def bind_dagster_home(root: str | os.PathLike | None = None) -> None:

@@ -69,20 +69,20 @@ def _extra_of(module: str) -> str | None:
 
 def _resources(args: argparse.Namespace) -> dict[str, dict]:
     """Resource config from command-line options (everything else comes from the environment)."""
-    from episode_warehouse.paths import root_setting
+    from episode_warehouse.storage import root_setting
 
     return {"warehouse": {"root": root_setting(args.root)}} if args.root else {}
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
     from episode_warehouse.catalog.query import QueryLimits, run_query
-    from episode_warehouse.paths import WarehouseLayout
+    from episode_warehouse.storage import parse_root
     from warehouse_cli.output import print_table
 
     limits = QueryLimits(
         timeout_s=args.timeout, memory_limit=args.memory_limit, max_rows=args.limit + 1
     )
-    columns, rows = run_query(WarehouseLayout.from_root(args.root).root, args.query, limits=limits)
+    columns, rows = run_query(parse_root(args.root), args.query, limits=limits)
     print_table(columns, rows, args.limit)
     return 0
 
@@ -115,23 +115,23 @@ def cmd_materialize(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from episode_warehouse.catalog.query import check_read_only
-    from episode_warehouse.export.lerobot import check_export_name
+    from episode_warehouse.export.lerobot import check_export_name, selection_file
     from episode_warehouse.paths import WarehouseLayout
     from warehouse_cli.runner import materialize_partition
 
     check_export_name(args.name)
     check_read_only(args.query)
-    layout = WarehouseLayout.from_root(args.root)
-    sql_file = layout.folder / "selections" / f"{args.name}.sql"
-    if sql_file.exists() and sql_file.read_text() != args.query:
+    root = WarehouseLayout.from_root(args.root).root
+    rel = selection_file(args.name)
+    registered = root.read_text(rel)
+    if registered is not None and registered != args.query:
         raise WarehouseError(
             "a selection of this name exists with another query",
-            subject=str(sql_file),
+            subject=root.location(rel),
             fix="choose another name or delete the file",
         )
-    registered = sql_file.exists()
-    sql_file.parent.mkdir(parents=True, exist_ok=True)
-    sql_file.write_text(args.query)
+    if registered is None:
+        root.write_text(rel, args.query, expected=None)
     try:
         materialize_partition(
             "selection",
@@ -141,10 +141,10 @@ def cmd_export(args: argparse.Namespace) -> int:
             resources=_resources(args),
         )
     except BaseException:
-        if not registered:  # a refused export leaves no selection behind: the fix can reuse it
-            sql_file.unlink(missing_ok=True)
+        if registered is None:  # a refused export leaves no selection behind: the fix can reuse it
+            root.write_text(rel, None, expected=args.query)
         raise
-    where = f"{layout.url}/lerobot/{args.name}" if layout.bucket else layout.lerobot_dir(args.name)
+    where = root.location(f"lerobot/{args.name}")
     print(f"exported {args.name} to {where}")
     return 0
 

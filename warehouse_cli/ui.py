@@ -41,11 +41,9 @@ def start_viewer(port: int, root: Path | None, env: dict[str, str]) -> subproces
 def _make_local_root(root: Path | None) -> None:
     """A local warehouse root the UI is about to build in, made if new (``warehouse view``
     alone refuses a root that does not exist: there it is most likely a mistyped one)."""
-    from episode_warehouse.paths import WarehouseLayout
+    from episode_warehouse.storage import parse_root
 
-    layout = WarehouseLayout.from_root(root)
-    if layout.bucket is None:
-        layout.folder.mkdir(parents=True, exist_ok=True)
+    parse_root(root, writer=True).folder.mkdir(parents=True, exist_ok=True)
 
 
 def run_ui(port: int, demo_folder: Path | None, viewer_port: int = 0) -> int:

@@ -11,7 +11,7 @@ import logging
 import socket
 
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.storage import parse_root
 
 HOST = "127.0.0.1"
 
@@ -44,17 +44,17 @@ def run_view(root: str | None, port: int) -> int:
 
     from episode_warehouse.viewer.app import build_app
 
-    layout = WarehouseLayout.from_root(root)
-    if layout.bucket is None and not layout.folder.is_dir():
+    reader = parse_root(root)
+    if not reader.exists():
         raise ConfigError(
             "no warehouse root here: the folder does not exist",
-            subject=str(layout.folder),
+            subject=reader.url,
             fix="pass --root of a warehouse you built (the demo's: --root demo-data/warehouse)",
         )
     sock = listening_socket(port)
     port = sock.getsockname()[1]  # --port 0: the one the system chose
-    config = uvicorn.Config(build_app(layout), log_level=logging.WARNING, lifespan="off")
-    print(f"episode viewer of {layout.url} ready: http://{HOST}:{port}  (Ctrl-C to stop)",
+    config = uvicorn.Config(build_app(reader), log_level=logging.WARNING, lifespan="off")
+    print(f"episode viewer of {reader.url} ready: http://{HOST}:{port}  (Ctrl-C to stop)",
           flush=True)  # fmt: skip
     uvicorn.Server(config).run(sockets=[sock])
     return 0

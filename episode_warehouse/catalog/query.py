@@ -22,7 +22,7 @@ import duckdb
 from episode_warehouse.catalog.sandbox import Answer, duckdb_message, parse_size, run_in_child
 from episode_warehouse.catalog.store import CatalogStore
 from episode_warehouse.errors import CatalogQueryError, NotMaterializedError
-from episode_warehouse.roots import Root
+from episode_warehouse.storage import Root
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +90,8 @@ def _without_setting_hints(text: str) -> str:
     return _SETTING_HINT.sub("", text).rstrip(" .;:(") or text
 
 
-def _request_parts(root: Root) -> tuple[list[str], str, bool]:
-    """The view statements, the one readable directory and whether it is a bucket (whose GCS
-    endpoint is ``root.bucket.endpoint``).
+def _request_parts(root: Root) -> tuple[list[str], str]:
+    """The view statements and the one readable directory.
 
     The views are made for the folder as it is now (``catalog.duckdb`` keeps them for other
     DuckDB clients), so a warehouse root that was moved or copied still queries itself.
@@ -104,17 +103,15 @@ def _request_parts(root: Root) -> tuple[list[str], str, bool]:
     if not store.has_rows():
         raise NotMaterializedError(
             f"no catalog in the warehouse root {root.url}",
-            subject=store.url if store.bucket else str(store.db_path),
+            subject=store.url,
             fix=_no_catalog_fix(root),
         )
-    return list(store.view_statements()), store.url + "/", store.bucket is not None
+    return list(store.view_statements()), store.url + "/"
 
 
 def _no_catalog_fix(root: Root) -> str:
     """A wrong root (nothing built there) and an empty one (a new warehouse) need other fixes."""
-    if root.bucket is None and not any(
-        (root.folder / stage).is_dir() for stage in ("raw", "decoded", "ted")
-    ):
+    if not root.has_any(("raw", "decoded", "ted")):
         return (
             "nothing was ever built in this root: check --root or EPISODE_WAREHOUSE_ROOT (the "
             "demo's is demo-data/warehouse), or build a partition there, e.g. "
@@ -190,14 +187,14 @@ def run_query(
     limits = limits or QueryLimits()
     check_read_only(sql)
     memory_bytes = _memory_bytes(limits)
-    views, allowed_dir, bucket = _request_parts(root)
+    root = root.reader()
+    views, allowed_dir = _request_parts(root)
     answer = run_in_child(
         sql,
         params or [],
         views=views,
         allowed_dir=allowed_dir,
-        bucket=bucket,
-        gcs_endpoint=root.bucket.endpoint if root.bucket is not None else None,
+        root=root,
         memory_limit=limits.memory_limit,
         memory_bytes=memory_bytes,
         max_rows=limits.max_rows,

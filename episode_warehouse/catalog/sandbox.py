@@ -20,8 +20,9 @@ query runs in a disposable child process:
 The child is a fresh interpreter (``python -m episode_warehouse.catalog.sandbox``: a pickled
 request on stdin, a pickled answer on stdout), never a fork of the caller, which may be a
 multi-threaded trainer, and never a process shared with other users of ``multiprocessing``
-(a DataLoader's fork server). It imports DuckDB and nothing of the warehouse but, for a bucket
-root, the gcsfs filesystem: the caller builds the view statements. Starting it costs about
+(a DataLoader's fork server). It imports DuckDB and of the warehouse only the root it reads
+(:meth:`~episode_warehouse.storage.Root.register_files`: nothing for a folder, the gcsfs
+filesystem for a bucket): the caller builds the view statements. Starting it costs about
 0.44 s a query (``bench.sql_sandbox``; most of it is ``import duckdb``).
 """
 
@@ -39,10 +40,14 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from episode_warehouse.catalog.landlock import confine_writes
+
+if TYPE_CHECKING:
+    from episode_warehouse.storage import Root
 
 # The bound is the child's size before the query plus this multiple of the memory limit: DuckDB
 # may exceed its own accounting somewhat (results, hash tables in flight) before it refuses.
@@ -78,8 +83,7 @@ class Request:
     params: list
     views: list[str]
     allowed_dir: str  # the catalog folder (or gs://.../catalog/), the only readable directory
-    bucket: bool  # register the gcsfs filesystem for gs:// views
-    gcs_endpoint: str | None  # of that filesystem: an emulator, or None for GCS
+    root: Root  # registers the files it keeps on the connection (a bucket's: read-only)
     memory_limit: str
     memory_bytes: int
     max_rows: int | None
@@ -109,10 +113,7 @@ def _run(request: Request) -> Answer:
     # before DuckDB starts its threads: Landlock binds the calling thread and those it starts
     confined = confine_writes(request.temp_dir)
     con = duckdb.connect(":memory:")
-    if request.bucket:
-        from episode_warehouse.bucket.catalog_files import filesystem
-
-        con.register_filesystem(filesystem(request.gcs_endpoint, read_only=True))
+    request.root.register_files(con, read_only=True)
     con.execute("SET allowed_directories = [?]", [request.allowed_dir])
     con.execute("SET temp_directory = ?", [request.temp_dir])
     for statement in request.views:
@@ -213,8 +214,7 @@ def run_in_child(
     *,
     views: list[str],
     allowed_dir: str,
-    bucket: bool,
-    gcs_endpoint: str | None = None,
+    root: Root,
     memory_limit: str,
     memory_bytes: int,
     max_rows: int | None,
@@ -230,8 +230,7 @@ def run_in_child(
         list(params),
         views,
         allowed_dir,
-        bucket,
-        gcs_endpoint,
+        root,
         memory_limit,
         memory_bytes,
         max_rows,

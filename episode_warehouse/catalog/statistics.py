@@ -7,6 +7,8 @@ selection of whole episodes cost a query, not a pass over the data.
 
 from __future__ import annotations
 
+import io
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,9 +16,10 @@ import pyarrow.parquet as pq
 
 from episode_warehouse.catalog.records import StatisticsRecord
 from episode_warehouse.catalog.schema import STATISTICS
-from episode_warehouse.catalog.store import CatalogStore
-from episode_warehouse.incremental import Built, build_if_changed, checkout, published_version
-from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.catalog.store import CatalogStore, statistics_rel
+from episode_warehouse.incremental import Built, build_if_changed
+from episode_warehouse.paths import WarehouseLayout, artifact_name
+from episode_warehouse.storage import Root, parse_root
 from episode_warehouse.ted.record import TedRecord
 
 
@@ -57,13 +60,18 @@ def publish_statistics(
     )
 
 
-def read_partition_statistics(root: Path | str, source: str, partition: str) -> pa.Table | None:
-    """The partition's statistics rows when they describe its current TED, else None."""
-    layout = WarehouseLayout.from_root(root)
-    folder = CatalogStore(layout.root).partition_dir(source, partition, STATISTICS)
-    # a bucket root: the small statistics file is pulled
-    record = checkout(layout.root, folder, StatisticsRecord)
-    ted = published_version(layout.root, layout.ted_dir(source, partition))
-    if record is None or record.inputs.get("ted") != ted:
+def read_partition_statistics(
+    root: Root | str | os.PathLike, source: str, partition: str
+) -> pa.Table | None:
+    """The partition's statistics rows when they describe its current TED, else None (read
+    from the root; nothing is written)."""
+    root = parse_root(root)
+    artifact = root.artifact(statistics_rel(source, partition))
+    data, _ = artifact.read()
+    if not data:
         return None
-    return pq.read_table(folder / STATISTICS.file_name)
+    record = StatisticsRecord.from_json(data, subject=f"{artifact.url}/{StatisticsRecord.FILE}")
+    ted = root.artifact(artifact_name("ted", source, partition)).read()[0].get("version")
+    if record.inputs.get("ted") != ted:
+        return None
+    return pq.read_table(io.BytesIO(artifact.read_file(data, STATISTICS.file_name)))

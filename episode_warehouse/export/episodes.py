@@ -8,7 +8,7 @@ from pathlib import Path
 from tensordict import TensorDictBase
 
 from episode_warehouse.errors import ExportError
-from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.storage import Root
 from episode_warehouse.ted.record import TedRecord
 
 
@@ -43,21 +43,18 @@ def _task(source: str, partition: str, meta: TedRecord, steps: TensorDictBase) -
     return tasks[int(steps["task_index"][0])]
 
 
-def export_episodes(root: Path, rows: list[tuple[str, str, int, int, int]]) -> list[ExportEpisode]:
-    """``rows`` (source, partition, episode, start, length) with their TEDs opened once each."""
-    from episode_warehouse.ted.reader import open_ted_folder, read_meta
+def export_episodes(root: Root, rows: list[tuple[str, str, int, int, int]]) -> list[ExportEpisode]:
+    """``rows`` (source, partition, episode, start, length) with their TEDs opened once each
+    (through their readers: a bucket's are fetched into the reader cache)."""
+    from episode_warehouse.ted.reader import TedReader
 
-    layout = WarehouseLayout.local(root)
     opened: dict[tuple[str, str], tuple[Path, TedRecord, TensorDictBase]] = {}
     out = []
     for source, partition, _, start, length in rows:
         if (source, partition) not in opened:
-            folder = layout.ted_dir(source, partition)
-            opened[(source, partition)] = (
-                folder,
-                read_meta(folder),
-                open_ted_folder(folder),
-            )
+            reader = TedReader.of(root, source, partition)
+            folder = reader.folder()
+            opened[(source, partition)] = (folder, reader.meta, reader.whole())
         folder, meta, ted = opened[(source, partition)]
         task = _task(source, partition, meta, ted[start : start + 1])
         out.append(ExportEpisode(source, partition, folder, meta, ted, start, length, task))

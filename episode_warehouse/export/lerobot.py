@@ -28,7 +28,7 @@ from episode_warehouse.export.png_writer import PngWriters
 from episode_warehouse.export.record import ExportRecord
 from episode_warehouse.incremental import Built, build_if_changed, published_version
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.roots import Root
+from episode_warehouse.storage import Root
 
 log = logging.getLogger(__name__)
 # an input of every export: lerobot's dataset format and our layout of it (bump on change)
@@ -89,12 +89,13 @@ def _check_first_frame(episode: ExportEpisode, dataset, columns: dict) -> None:
 
 
 def _write_dataset(
-    request: ExportRequest, out: Path, writers: PngWriters, scratch_dir: Path | None
+    request: ExportRequest, root: Root, out: Path, writers: PngWriters, scratch_dir: Path | None
 ) -> int:
-    """Write ``request``'s episodes as a LeRobot dataset at ``out``; return frames written."""
+    """Write ``request``'s episodes of ``root`` as a LeRobot dataset at ``out``; return frames
+    written."""
     from episode_warehouse.export.features import columns_of
 
-    episodes = export_episodes(Path(request.root), list(request.episodes))
+    episodes = export_episodes(root.reader(), list(request.episodes))
     dataset = create_dataset(request.repo_id, episodes, out, request.video)
     features = dataset.meta.features
     need = scratch_bytes(episodes, features, ahead=writers.count + 2)
@@ -137,6 +138,11 @@ def _write_dataset(
             shutil.rmtree(scratch, ignore_errors=True)
     shutil.rmtree(out / "images", ignore_errors=True)  # empty frame folders of video episodes
     return sum(e.length for e in episodes)
+
+
+def selection_file(name: str) -> str:
+    """Where the root keeps the SQL of the named selection ``name`` (``warehouse export``)."""
+    return f"selections/{check_export_name(name)}.sql"
 
 
 def export_lerobot(
@@ -202,13 +208,13 @@ def export_lerobot(
                 lerobot_compat.batched_image_embedding() if batched_embedding else nullcontext()
             )
             with PngWriters(workers) as writers, embedding:
-                frames = _write_dataset(request, staging, writers, scratch_dir)
+                frames = _write_dataset(request, layout.root, staging, writers, scratch_dir)
         else:
             from episode_warehouse.export.per_frame import write_per_frame
 
             rows = list(request.episodes)
             frames = write_per_frame(
-                request.repo_id, Path(request.root), rows, staging, video=request.video
+                request.repo_id, layout.root.reader(), rows, staging, video=request.video
             )
         selection.save(staging / SELECTION_MANIFEST)  # what trained on it can pin it again
         return ExportRecord(

@@ -6,16 +6,20 @@ This is how TorchRL's LeRobot adapter writes, and the reference our export is ch
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from episode_warehouse.export.episodes import create_dataset, export_episodes
 from episode_warehouse.export.features import frames_of
+from episode_warehouse.storage import Root, parse_root
 from episode_warehouse.ted.cameras import declared_images
 
 
-def write_per_frame(repo_id: str, root: Path, rows: list, out: Path, *, video: bool = False) -> int:
+def write_per_frame(
+    repo_id: str, root: Root | str | os.PathLike, rows: list, out: Path, *, video: bool = False
+) -> int:
     """Write ``rows`` of the warehouse at ``root`` as a LeRobot dataset at ``out``; frames."""
-    episodes = export_episodes(root, rows)
+    episodes = export_episodes(parse_root(root), rows)
     dataset = create_dataset(repo_id, episodes, out, video)
     for episode in episodes:
         declared = declared_images(episode.meta)

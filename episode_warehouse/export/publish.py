@@ -13,7 +13,6 @@ import logging
 from pathlib import Path
 
 from episode_warehouse.atomic import read_json
-from episode_warehouse.bucket.artifact import VERIFIED
 from episode_warehouse.catalog import run_query
 from episode_warehouse.errors import NotMaterializedError
 from episode_warehouse.export.card import SourcePartition, dataset_card
@@ -26,6 +25,7 @@ from episode_warehouse.incremental import checkout, published
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.records import RawRecord
 from episode_warehouse.sources.lerobot.dataset import CODEBASE_VERSION
+from episode_warehouse.storage.base import WORKING_NOTES
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def publish_export(
         target,
         client=client,
         replace={"README.md": card.encode()},
-        leave_out=(VERIFIED,),  # a bucket root's checkout notes which files it verified
+        leave_out=WORKING_NOTES,  # a root's notes beside the files, not part of the export
         private=private,
         message=f"Publish {name}: {export.episodes} episodes, {export.frames} frames",
         description=f"episode-warehouse export {name}, version {export.version}",

@@ -2,7 +2,7 @@
 
 A stream over a bucket root knows the order in which its shard will read episodes; while the
 trainer consumes one, :class:`ReadAhead` fetches the next ``depth`` ones (byte ranges, see
-:mod:`episode_warehouse.ted.remote_ranges`), ``threads`` at a time, so that network latency
+:mod:`episode_warehouse.ted.ranges`), ``threads`` at a time, so that network latency
 overlaps training and several requests are in flight. Episodes are handed over in order; at
 most ``depth`` fetched or in-flight episodes wait in memory; a failed fetch (after its
 retries) is raised in the consuming thread, at the episode it concerns.

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from episode_warehouse.atomic import read_json, write_json
 from episode_warehouse.catalog import run_query
@@ -26,10 +24,9 @@ from episode_warehouse.errors import (
     NotMaterializedError,
     StaleSelectionError,
 )
-from episode_warehouse.incremental import published, published_version
-from episode_warehouse.paths import WarehouseLayout, is_bucket_root
-from episode_warehouse.records import RECORD
-from episode_warehouse.ted.layout import EPISODES
+from episode_warehouse.paths import WarehouseLayout, artifact_name
+from episode_warehouse.storage import Root, parse_root
+from episode_warehouse.ted.reader import TedReader
 
 REQUIRED = ("source", "partition", "episode", "start", "length")
 WEIGHT = "weight"
@@ -40,7 +37,7 @@ MANIFEST_FORMAT = "episode-warehouse-selection"
 class Selection:
     """Episodes to train on, in catalog order; everything a loader needs to read them."""
 
-    root: Path | str  # a local root's folder, or a bucket root's gs:// URL
+    root: str  # the root's URL: a local root's folder, or a bucket root's gs:// URL
     source: tuple[str, ...]
     partition: tuple[str, ...]
     episode: np.ndarray
@@ -83,11 +80,15 @@ class Selection:
             )
         ]
 
+    def reader_root(self) -> Root:
+        """The root the episodes are read from, opened for reading (it writes nothing)."""
+        return parse_root(self.root)
+
     def ted_versions(self) -> dict[str, str]:
         """``"source:partition"`` -> the version of the TED each partition is read from."""
-        layout = WarehouseLayout.from_root(self.root)
+        root = self.reader_root()
         return {
-            f"{s}:{p}": published_version(layout.root, layout.ted_dir(s, p)) or ""
+            f"{s}:{p}": root.artifact(artifact_name("ted", s, p)).read()[0].get("version") or ""
             for s, p in self.partitions
         }
 
@@ -95,7 +96,7 @@ class Selection:
     def from_rows(
         cls,
         rows: list[tuple],
-        root: str | os.PathLike | WarehouseLayout | None = None,
+        root: str | os.PathLike | WarehouseLayout | Root | None = None,
         *,
         query: str | None = None,
         params: list | tuple | None = None,
@@ -114,9 +115,9 @@ class Selection:
             CatalogQueryError: a row's start or length is not its episode's (names the row), or
                 a weight that is negative, NaN, infinite, or all weights zero.
         """
-        layout = root if isinstance(root, WarehouseLayout) else WarehouseLayout.from_root(root)
+        store = parse_root(root.root if isinstance(root, WarehouseLayout) else root)
         partitions = sorted({(r[0], r[1]) for r in rows})  # one check per partition, not per row
-        missing = [p for p in partitions if not _has_ted(layout, *p)]
+        missing = [p for p in partitions if not _has_ted(store, *p)]
         if missing:
             raise NotMaterializedError(
                 f"no TED for {', '.join(f'{s}:{p}' for s, p in missing[:5])}"
@@ -128,7 +129,7 @@ class Selection:
         weighted = (len(rows[0]) > 5) if weighted is None and rows else bool(weighted)
         weight = _weights([r[5] for r in rows]) if weighted else None
         selection = cls(
-            layout.folder if layout.bucket is None else layout.url,
+            store.url,
             tuple(r[0] for r in rows),
             tuple(r[1] for r in rows),
             np.array([r[2] for r in rows], dtype=np.int64),
@@ -139,11 +140,11 @@ class Selection:
             tuple(params or ()),
         )
         for source, partition in partitions:
-            selection._check_against_ted(layout, source, partition)
+            selection._check_against_ted(store, source, partition)
         return selection
 
-    def _check_against_ted(self, layout: WarehouseLayout, source: str, partition: str) -> None:
-        table = _ted_episodes(layout, source, partition)
+    def _check_against_ted(self, root: Root, source: str, partition: str) -> None:
+        table = TedReader.of(root, source, partition).episodes()
         ids = table.column("episode").to_numpy()
         starts = table.column("start").to_numpy()
         lengths = table.column("length").to_numpy()
@@ -227,18 +228,17 @@ class Selection:
                 subject=str(path),
                 fix="pass a file Selection.save wrote",
             )
-        saved = manifest["root"]
-        saved_root: Path | str = saved if is_bucket_root(saved) else Path(saved)
-        if root is not None and WarehouseLayout.from_root(root).url != str(saved_root):
+        saved_root = parse_root(manifest["root"])
+        if root is not None and parse_root(root).url != saved_root.url:
             raise ConfigError(
-                f"the manifest pins a selection of the warehouse at {saved_root}",
+                f"the manifest pins a selection of the warehouse at {saved_root.url}",
                 subject=str(path),
-                fix=f"load it with root={str(saved_root)!r}, or select again in this warehouse",
+                fix=f"load it with root={saved_root.url!r}, or select again in this warehouse",
             )
-        if isinstance(saved_root, Path) and not saved_root.is_dir():
+        if not saved_root.exists():
             raise ConfigError(
                 "the warehouse root it was saved from does not exist here",
-                subject=f"{path} (root {saved_root})",
+                subject=f"{path} (root {saved_root.url})",
                 fix="mount that warehouse at the same path, or select again here",
             )
         rows = [tuple(r) for r in manifest["rows"]]
@@ -263,19 +263,8 @@ class Selection:
         return selection
 
 
-def _has_ted(layout: WarehouseLayout, source: str, partition: str) -> bool:
-    if layout.bucket is None:
-        return (layout.ted_dir(source, partition) / RECORD).is_file()
-    return bool(published(layout.root, layout.ted_dir(source, partition)))
-
-
-def _ted_episodes(layout: WarehouseLayout, source: str, partition: str) -> pa.Table:
-    """A partition's TED episodes table, from the folder or (bucket root) its one object."""
-    if layout.bucket is None:
-        return pq.read_table(layout.ted_dir(source, partition) / EPISODES)
-    from episode_warehouse.ted.remote_ranges import RemoteTed
-
-    return RemoteTed(layout.bucket, source, partition).episodes()
+def _has_ted(root: Root, source: str, partition: str) -> bool:
+    return bool(root.artifact(artifact_name("ted", source, partition)).read()[0])
 
 
 def _weights(values: list) -> np.ndarray:
@@ -314,8 +303,8 @@ def select_episodes(
             weights.
         NotMaterializedError: it names partitions that have no TED.
     """
-    layout = WarehouseLayout.from_root(root)
-    columns, rows = run_query(layout.root, sql, params)
+    store = parse_root(root)
+    columns, rows = run_query(store, sql, params)
     if tuple(columns[:5]) != REQUIRED:
         raise CatalogQueryError(
             f"the query returns {columns[:5]}, a selection needs {list(REQUIRED)} first",
@@ -329,7 +318,7 @@ def select_episodes(
     weighted = len(columns) > 5 and columns[5] == WEIGHT
     return Selection.from_rows(
         [tuple(r[:6]) if weighted else tuple(r[:5]) for r in rows],
-        layout,
+        store,
         query=sql,
         params=params,
         weighted=weighted,

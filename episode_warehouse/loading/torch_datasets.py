@@ -3,11 +3,11 @@
 Both hold only paths and small index arrays; each process opens the memory-mapped TEDs itself
 on first use, so they pickle cheaply into DataLoader workers and read lazily (bounded memory).
 
-Over a selection of a ``gs://`` root nothing is downloaded whole: each selected episode's rows
-are fetched as byte ranges (:class:`~episode_warehouse.ted.remote_ranges.RemoteTed`) into a
-small buffer of episodes, and :class:`EpisodeStream` fetches the next ones in a background
-thread while the current one is consumed (:class:`~episode_warehouse.loading.read_ahead.
-ReadAhead`).
+Every read goes through :class:`~episode_warehouse.ted.reader.TedReader`: a selected episode's
+rows are memory-mapped from a folder, or fetched as byte ranges from a ``gs://`` root (nothing
+is downloaded whole), into a small buffer of episodes; :class:`EpisodeStream` has the next ones
+read in a background thread while the current one is consumed (:class:`~episode_warehouse.
+loading.read_ahead.ReadAhead`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import tempfile
 import threading
 import weakref
 from collections import OrderedDict
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -30,10 +29,7 @@ from episode_warehouse.incremental import fingerprint
 from episode_warehouse.loading.read_ahead import ReadAhead
 from episode_warehouse.loading.schedule import Plan, epoch_items, remaining_items, shard_items
 from episode_warehouse.loading.selection import Selection
-from episode_warehouse.paths import WarehouseLayout, is_bucket_root
-
-if TYPE_CHECKING:
-    from episode_warehouse.ted.remote_ranges import RemoteTed
+from episode_warehouse.ted.reader import TedReader
 
 
 def ted_collate(items: list[TensorDictBase]) -> TensorDictBase:
@@ -74,25 +70,25 @@ def no_collate(item: TensorDictBase) -> TensorDictBase:
     return item
 
 
-EPISODE_BUFFER = 8  # fetched episodes kept per process (bucket roots)
-READ_AHEAD = 4  # episodes an EpisodeStream fetches ahead of the one it yields (bucket roots)
+EPISODE_BUFFER = 8  # episodes' rows kept per process (fetched ones, from a bucket root)
+READ_AHEAD = 4  # episodes an EpisodeStream reads ahead of the one it yields
 
 
 class _TedCache:
-    """Per-process cache of opened TEDs (not pickled): memory-mapped folders, or for a bucket
-    root the remote TEDs and a bounded buffer of fetched episodes."""
+    """Per-process cache of opened TEDs (not pickled): the readers of the selection's
+    partitions, their whole memory-mapped TEDs where asked for, and a bounded buffer of
+    episodes' rows."""
 
     def __init__(self, selection: Selection) -> None:
         self.selection = selection
-        self.remote = is_bucket_root(selection.root)
         self._open: dict[tuple[str, str], TensorDictBase] = {}
-        self._remote: dict[tuple[str, str], RemoteTed] = {}
+        self._readers: dict[tuple[str, str], TedReader] = {}
         self._episodes: OrderedDict[int, TensorDictBase] = OrderedDict()
-        self._fetched_earlier = 0  # bytes fetched by the remote TEDs of earlier epochs
-        self._lock = threading.Lock()  # read-ahead threads open remote TEDs concurrently
+        self._fetched_earlier = 0  # bytes fetched by the readers of earlier epochs
+        self._lock = threading.Lock()  # read-ahead threads open readers concurrently
 
     def __getstate__(self):
-        return {**self.__dict__, "_open": {}, "_remote": {}, "_episodes": OrderedDict(),
+        return {**self.__dict__, "_open": {}, "_readers": {}, "_episodes": OrderedDict(),
                 "_lock": None}  # fmt: skip
 
     def __setstate__(self, state):
@@ -103,39 +99,35 @@ class _TedCache:
         statistics); from a bucket root it is downloaded into the cache once."""
         key = (source, partition)
         if key not in self._open:
-            from episode_warehouse.ted.reader import open_ted
-
-            self._open[key] = open_ted(source, partition, root=self.selection.root)
+            self._open[key] = self.reader(source, partition).whole()
         return self._open[key]
 
-    def remote_ted(self, source: str, partition: str) -> RemoteTed:
+    def reader(self, source: str, partition: str) -> TedReader:
         key = (source, partition)
         with self._lock:
-            if key not in self._remote:
-                from episode_warehouse.ted.remote_ranges import RemoteTed
-
-                bucket = WarehouseLayout.from_root(self.selection.root).bucket
-                self._remote[key] = RemoteTed(bucket, source, partition)  # type: ignore[arg-type]
-            return self._remote[key]
+            if key not in self._readers:
+                root = self.selection.reader_root()
+                self._readers[key] = TedReader.of(root, source, partition)
+            return self._readers[key]
 
     def new_epoch(self) -> None:
-        """Forget the remote TEDs' versions (and their fetched episodes): the next epoch opens
-        each partition's current record. Within an epoch a partition is read from the version
+        """Forget the readers' versions (and their episodes): the next epoch opens each
+        partition's current record. Within an epoch a partition is read from the version
         first opened, even if it is republished meanwhile."""
         with self._lock:
-            self._fetched_earlier += sum(t.bytes_fetched for t in self._remote.values())
-            self._remote.clear()
+            self._fetched_earlier += sum(t.bytes_fetched for t in self._readers.values())
+            self._readers.clear()
             self._episodes.clear()
 
     @property
     def bytes_fetched(self) -> int:
-        """Bytes this process fetched from the bucket (0 for a local root)."""
-        return self._fetched_earlier + sum(t.bytes_fetched for t in self._remote.values())
+        """Bytes this process fetched from object storage (0 for a local root)."""
+        return self._fetched_earlier + sum(t.bytes_fetched for t in self._readers.values())
 
     def fetch_episode(self, i: int) -> TensorDictBase:
-        """All steps of selected episode ``i`` from the bucket (one range per file)."""
+        """All steps of selected episode ``i`` (one range per file from a bucket)."""
         s = self.selection
-        return self.remote_ted(s.source[i], s.partition[i]).read(int(s.start[i]), int(s.length[i]))
+        return self.reader(s.source[i], s.partition[i]).read(int(s.start[i]), int(s.length[i]))
 
     def _episode(self, i: int, ahead: ReadAhead | None) -> TensorDictBase:
         if i in self._episodes:
@@ -153,13 +145,7 @@ class _TedCache:
         """Steps [offset, offset+length) of selected episode ``i``, plus ``selection_index``
         (= i, the row of the selection, to map items back to the catalog) and ``step`` (each
         step's index within its episode)."""
-        s = self.selection
-        if self.remote:
-            out = self._episode(i, ahead)[offset : offset + length]
-        else:
-            td = self.get(s.source[i], s.partition[i])
-            start = int(s.start[i]) + offset
-            out = td[start : start + length]
+        out = self._episode(i, ahead)[offset : offset + length]
         if get_worker_info() is not None:
             # a slice's storage is the whole memory-mapped TED (or fetched episode): a worker
             # must send a copy of it, never the view (see shared_batches._reduce)
@@ -381,12 +367,6 @@ class EpisodeStream(IterableDataset):
     def __iter__(self):
         self._begin_iteration()
         items = self.shard_items()[self._position :]
-        if not self.cache.remote:
-            for row, offset, length in items:
-                self._position += 1
-                yield self.cache.read(int(row), int(offset), int(length))
-            self._ended = True
-            return
         rows = items[:, 0]
         runs = rows[np.r_[True, rows[1:] != rows[:-1]]] if len(rows) else rows  # fetch order
         with ReadAhead(self.cache.fetch_episode, runs.tolist(), READ_AHEAD) as ahead:

@@ -15,7 +15,7 @@ from episode_warehouse.guards.names import inside
 from episode_warehouse.incremental import Built, build_if_changed, published
 from episode_warehouse.progress import progress
 from episode_warehouse.records import RawRecord
-from episode_warehouse.roots import Root
+from episode_warehouse.storage import Root
 
 
 @dataclass

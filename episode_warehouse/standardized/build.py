@@ -1,6 +1,7 @@
 """Build one standardized partition from its TED: each episode through its transform, the kept
-steps' action, state, instruction and flags written as ``.npy``, camera views hard-linked to
-the TED's frame files (never copied), the statistics computed once.
+steps' action, state, instruction and flags written as ``.npy``, the statistics computed once.
+Camera views are not copied: the record names each view's frame file in the TED (the version
+in ``inputs["ted"]``), which readers read through the TED's reader, rows ``ted_row``.
 
 Folder (``standardized/<source>/<partition>/``)::
 
@@ -8,7 +9,6 @@ Folder (``standardized/<source>/<partition>/``)::
     instruction.npy int64 [N] (-> meta.json "instructions")
     episode.npy     int64 [N] (the TED's episode index)   ted_row.npy int64 [N] (the TED row)
     is_init.npy, done.npy, terminated.npy, truncated.npy  bool [N];  reward.npy float32 [N]
-    images/<view>.npy   a hard link to the TED's observation file of that camera
     episodes.parquet    episode, start, length, ted_episode, language_instruction
     dataset_statistics.json   {dataset: Octo's statistics}
     meta.json       StandardizedRecord, written last
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from episode_warehouse.standardized.configs import VIEWS, DatasetConfig
 from episode_warehouse.standardized.record import StandardizedRecord
 from episode_warehouse.standardized.statistics import STATISTICS_FILE, octo_statistics
 from episode_warehouse.standardized.transforms import Standard, Trajectory, checked
+from episode_warehouse.ted.reader import TedReader
 
 log = logging.getLogger(__name__)
 EPISODES_FILE = "episodes.parquet"
@@ -45,7 +45,7 @@ EPISODES_FILE = "episodes.parquet"
 class Plan:
     """What to build: the TED, the transform, the views and the names."""
 
-    ted_dir: Path
+    ted: TedReader
     source: str
     partition: str
     dataset: str
@@ -54,22 +54,17 @@ class Plan:
     mapping: dict | None = None
 
 
-def _ted_files(ted_dir: Path) -> tuple[dict, dict]:
-    meta = json.loads((ted_dir / "meta.json").read_text())
-    return meta, meta["keys"]
-
-
-def _reader(ted_dir: Path, keys: dict, subject: str):
-    """TED path -> the memory-mapped array of that key's file (rows of every step)."""
+def _reader(ted: TedReader):
+    """TED path -> every row of that key's file (None for a key that is not an array)."""
     opened: dict[str, np.ndarray | None] = {}
 
     def array(path: str) -> np.ndarray | None:
         if path not in opened:
-            entry = keys.get(path)
+            entry = ted.meta.keys.get(path)
             if entry is None or entry.get("kind") not in ("array", "unsqueeze"):
                 opened[path] = None
             else:
-                opened[path] = np.load(ted_dir / entry["file"], mmap_mode="r")
+                opened[path] = ted.file_rows(entry["file"])
         return opened[path]
 
     return array
@@ -96,7 +91,7 @@ def _view_files(plan: Plan, keys: dict, rows: int) -> tuple[dict, dict]:
                 subject=subject,
                 fix="this folder lacks a camera Octo's config names; check the dataset id",
             )
-        frames = np.load(plan.ted_dir / entry["file"], mmap_mode="r")
+        frames = plan.ted.file_rows(entry["file"])
         if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[1] not in (1, 3):
             raise CorruptInputError(
                 f"the {view} view's frames are {frames.dtype} {list(frames.shape[1:])}, "
@@ -109,17 +104,6 @@ def _view_files(plan: Plan, keys: dict, rows: int) -> tuple[dict, dict]:
     return views, shapes
 
 
-def _link(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(source, target)
-    except OSError as error:  # another file system: the frames must be copied after all
-        log.warning("cannot hard-link %s (%s); copying its frames", source, error)
-        import shutil
-
-        shutil.copyfile(source, target)
-
-
 def build_standardized(plan: Plan, tmp: Path, *, fps: float | None) -> StandardizedRecord:
     """Write the standardized partition of ``plan`` into ``tmp`` and return its record.
 
@@ -129,12 +113,12 @@ def build_standardized(plan: Plan, tmp: Path, *, fps: float | None) -> Standardi
             or no episode keeps a step.
     """
     subject = f"{plan.source} {plan.partition}"
-    meta, keys = _ted_files(plan.ted_dir)
-    episodes = pq.read_table(plan.ted_dir / EPISODES_FILE, columns=["episode", "start", "length"])
-    read = _reader(plan.ted_dir, keys, subject)
-    tasks = np.array(list(meta.get("tasks") or []) + [""], dtype=object)
+    meta, keys = plan.ted.meta, plan.ted.meta.keys
+    episodes = plan.ted.episodes().select(["episode", "start", "length"])
+    read = _reader(plan.ted)
+    tasks = np.array(list(meta.tasks or []) + [""], dtype=object)
     task_index = read("task_index")
-    views, shapes = _view_files(plan, keys, int(meta["rows"]))
+    views, shapes = _view_files(plan, keys, meta.rows)
 
     actions, states, texts, ted_rows, ep_ids = [], [], [], [], []
     terminal_of: list[bool] = []
@@ -210,10 +194,10 @@ def _write(plan, tmp, meta, views, shapes, actions, states, texts, ted_rows, ep_
         [table.setdefault(str(t), len(table)) for part in texts for t in part], np.int64
     )
     ted_row = np.concatenate(ted_rows)
-    reward_file = plan.ted_dir / meta["keys"].get("next/reward", {}).get("file", "-")
+    reward_entry = meta.keys.get("next/reward", {})
     reward = (
-        np.asarray(np.load(reward_file, mmap_mode="r")).reshape(-1)[ted_row].astype(np.float32)
-        if reward_file.is_file()
+        np.asarray(plan.ted.file_rows(reward_entry["file"])[ted_row]).reshape(n).astype(np.float32)
+        if "file" in reward_entry
         else np.zeros(n, np.float32)
     )
     arrays = {
@@ -228,9 +212,6 @@ def _write(plan, tmp, meta, views, shapes, actions, states, texts, ted_rows, ep_
         arrays["state"] = state.astype(np.float32)
     for name, value in arrays.items():
         np.save(tmp / f"{name}.npy", value)
-    for view, file in views.items():
-        if file is not None:
-            _link(plan.ted_dir / file, tmp / "images" / f"{view}.npy")
     episode_ids = [int(e[0]) for e in ep_ids]
     first_texts = [str(t[0]) for t in texts]
     pq.write_table(
@@ -247,7 +228,7 @@ def _write(plan, tmp, meta, views, shapes, actions, states, texts, ted_rows, ep_
         state,
         episodes=len(lengths),
         action_mask=_mask(plan.config, action.shape[1]),
-        subject=f"{plan.source}:{plan.partition} ({plan.ted_dir})",
+        subject=f"{plan.source}:{plan.partition} ({plan.ted.artifact.url})",
     )
     text = json.dumps({plan.dataset: statistics}, indent=1, allow_nan=False)
     (tmp / STATISTICS_FILE).write_text(text)
@@ -260,14 +241,14 @@ def _write(plan, tmp, meta, views, shapes, actions, states, texts, ted_rows, ep_
         episodes=len(lengths),
         action_dim=int(action.shape[1]),
         state_dim=0 if state is None else int(state.shape[1]),
-        views={v: (None if f is None else f"images/{v}.npy") for v, f in views.items()},
+        views=views,
         image_shapes=shapes,
         instructions=list(table),
         action_mask=_mask(plan.config, action.shape[1]),
         action_encoding=plan.config.action,
         proprio_encoding=plan.config.proprio if state is not None else "NONE",
         fps=fps,
-        robot_type=meta.get("robot_type"),
+        robot_type=meta.robot_type,
         dropped_episodes=dropped,
         mapping=plan.mapping or {},
     )

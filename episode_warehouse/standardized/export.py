@@ -189,8 +189,8 @@ def export_mixture(
     check_export_name(name)
     layout = WarehouseLayout.from_root(root)
     parts = []
-    for source, partition, weight, _ in resolve(mix, root):
-        opened = locate(source, partition, root)
+    for source, partition, weight, _ in resolve(mix, layout.root):
+        opened = locate(source, partition, layout.root)
         label = partition if source == "openx" else f"{source}:{partition}"
         parts.append((label, opened, weight, _episodes(opened, max_episodes)))
     rate = fps if fps is not None else parts[0][1].meta.fps

@@ -18,14 +18,16 @@ action and the state are measured values (not a camera, not the episode's bookke
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.guards.json_input import read_json_file
+from episode_warehouse.guards.json_input import load_json
 from episode_warehouse.standardized.configs import VIEWS, DatasetConfig
 from episode_warehouse.standardized.transforms import Standard, Trajectory, f32
+from episode_warehouse.storage import Root, parse_root
 
 MAPPINGS_FILE = Path("config") / "standardized_mappings.json"
 ENCODINGS = ("EEF_POS", "JOINT_POS", "OTHER")
@@ -64,7 +66,7 @@ def _suggestion(source: str, partition: str, keys: dict) -> str:
 
 
 def mapping_for(
-    root_folder: Path,
+    root: Root | str | os.PathLike,
     source: str,
     partition: str,
     ted_keys: dict,
@@ -80,11 +82,13 @@ def mapping_for(
             TED does not have, a key in a role it cannot play, an unknown encoding, or
             ``EEF_POS`` for an action that is not 7-D.
     """
-    file = Path(root_folder) / MAPPINGS_FILE
+    root = parse_root(root)
+    file = root.location(MAPPINGS_FILE.as_posix())
     name = f"{source}:{partition}"
+    text = root.read_text(MAPPINGS_FILE.as_posix())
     declared = (
-        read_json_file(file, fix="write it as JSON (see docs/standardized.md)")
-        if file.is_file()
+        load_json(text.encode(), subject=file, fix="write it as JSON (see docs/standardized.md)")
+        if text is not None
         else {}
     )
     if not isinstance(declared, dict) or name not in declared:

@@ -111,9 +111,9 @@ def _from_sql(sql: str, root) -> list[tuple[str, str, float]]:
     """A SQL selection over the catalog with columns ``partition`` (and ``source``, default
     openx) and ``weight``; rows of one partition are one entry (the first weight)."""
     from episode_warehouse.catalog.query import run_query
-    from episode_warehouse.paths import WarehouseLayout
+    from episode_warehouse.storage import parse_root
 
-    columns, values = run_query(WarehouseLayout.from_root(root).root, sql)
+    columns, values = run_query(parse_root(root), sql)
     names = set(columns)
     if not {"partition", "weight"} <= names:
         raise ConfigError(

@@ -4,34 +4,46 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import torch
 from tensordict import NonTensorStack, TensorDict
 
-from episode_warehouse.atomic import read_json
-from episode_warehouse.errors import NotMaterializedError
-from episode_warehouse.incremental import checkout
-from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.errors import NotMaterializedError, StaleSelectionError
+from episode_warehouse.paths import artifact_name
 from episode_warehouse.records import RECORD
 from episode_warehouse.standardized.record import StandardizedRecord
 from episode_warehouse.standardized.statistics import STATISTICS_FILE
+from episode_warehouse.storage import Root, parse_root
+from episode_warehouse.ted.reader import TedReader
 
 
 class Opened:
-    """A standardized partition's folder and record, its arrays memory-mapped once per process
-    (the maps are not pickled: a DataLoader worker maps the files again)."""
+    """A standardized partition of a root, read only: its record, its arrays (memory-mapped
+    from a folder, or fetched once into the reader cache from a bucket) and its views' frames,
+    read from the TED it was built from (the maps and readers are not pickled: a DataLoader
+    worker opens them again)."""
 
-    def __init__(self, folder: Path, meta: StandardizedRecord) -> None:
-        self.folder, self.meta = folder, meta
+    def __init__(self, root: Root, source: str, partition: str) -> None:
+        self.root, self.source, self.partition = root, source, partition
+        subject = f"{source}:{partition}"
+        artifact = root.artifact(artifact_name("standardized", source, partition))
+        data, _ = artifact.read()
+        if not data:
+            raise NotMaterializedError(
+                "this partition is not standardized",
+                subject=subject,
+                fix=f"./warehouse materialize {source} {partition} --through standardized",
+            )
+        self.meta = StandardizedRecord.from_json_checked(
+            data, subject=f"{artifact.url}/{RECORD}", fix="re-materialize its standardized stage"
+        )
+        self.folder = artifact.mapped(data) or artifact.fetch(data)
         self._maps: dict[str, np.ndarray] = {}
+        self._ted: TedReader | None = None
 
     def __getstate__(self) -> dict:
-        return {"folder": self.folder, "meta": self.meta}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["folder"], state["meta"])  # type: ignore[misc]
+        return {**self.__dict__, "_maps": {}, "_ted": None}
 
     def _map(self, relative: str) -> np.ndarray:
         if relative not in self._maps:
@@ -42,39 +54,44 @@ class Opened:
         """``name``.npy, mapped copy-on-write (writes never reach the file)."""
         return self._map(f"{name}.npy")
 
-    def frames(self, view: str) -> np.ndarray | None:
-        """The view's frame file (every TED row), or ``None`` for a view the dataset lacks."""
+    def ted(self) -> TedReader:
+        """The reader of the TED version this partition was built from.
+
+        Raises:
+            StaleSelectionError: the TED was rebuilt since (the rows would not match).
+        """
+        if self._ted is None:
+            ted = TedReader.of(self.root, self.source, self.partition)
+            built_from = self.meta.inputs.get("ted")
+            if ted.meta.version != built_from:
+                raise StaleSelectionError(
+                    f"its TED was rebuilt (version {ted.meta.version}) since it was "
+                    f"standardized from version {built_from}",
+                    subject=f"{self.source}:{self.partition}",
+                    fix=f"./warehouse materialize {self.source} {self.partition} --through "
+                    "standardized",
+                )
+            self._ted = ted
+        return self._ted
+
+    def frames(self, view: str):
+        """The view's frames, indexed by TED row (``frames(v)[ted_rows]`` reads those rows
+        only), or ``None`` for a view the dataset lacks."""
         file = self.meta.views.get(view)
-        return None if file is None else self._map(file)
+        return None if file is None else self.ted().file_rows(file)
 
     @property
     def instructions(self) -> np.ndarray:
         return np.array(self.meta.instructions, dtype=object)
 
 
-def open_folder(folder: str | os.PathLike, *, subject: str) -> Opened:
-    folder = Path(folder)
-    data = read_json(folder / RECORD)
-    if not data:
-        raise NotMaterializedError(
-            "this partition is not standardized",
-            subject=subject,
-            fix=f"./warehouse materialize {subject.replace(':', ' ')} --through standardized",
-        )
-    meta = StandardizedRecord.from_json_checked(
-        data, subject=str(folder / RECORD), fix="re-materialize its standardized stage"
-    )
-    return Opened(folder, meta)
+def locate(source: str, partition: str, root: Root | str | os.PathLike | None = None) -> Opened:
+    """The standardized partition of ``source:partition`` under ``root``, opened for reading.
 
-
-def locate(source: str, partition: str, root=None) -> Opened:
-    """The standardized partition of ``source:partition`` under ``root`` (a ``gs://`` root:
-    pulled into its local copy)."""
-    layout = WarehouseLayout.from_root(root)
-    folder = layout.standardized_dir(source, partition)
-    if layout.bucket is not None:
-        checkout(layout.root, folder, StandardizedRecord)
-    return open_folder(folder, subject=f"{source}:{partition}")
+    Raises:
+        NotMaterializedError: the partition is not standardized.
+    """
+    return Opened(parse_root(root), source, partition)
 
 
 def open_standardized(source: str, partition: str, root=None) -> TensorDict:

@@ -12,14 +12,16 @@ from episode_warehouse.records import FormatRecord
 class StandardizedRecord(FormatRecord):
     """Counts, shapes and names of one standardized partition.
 
-    ``views``: view (``primary``, ``secondary``, ``wrist``) -> the TED observation key its frames
-    are (``null`` for a view the dataset lacks); ``image_shapes``: view -> ``[C, H, W]``.
+    ``views``: view (``primary``, ``secondary``, ``wrist``) -> the TED file of its frames (the
+    TED of version ``inputs["ted"]``, rows ``ted_row.npy``; ``null`` for a view the dataset
+    lacks); ``image_shapes``: view -> ``[C, H, W]``.
     ``instructions`` is the lookup table of ``instruction.npy``. ``action_mask`` marks the
     dimensions normalization applies to (Octo's: not the gripper).
     """
 
     FORMAT: ClassVar[str] = "episode-warehouse-standardized"
-    FORMAT_VERSION: ClassVar[int] = 1
+    # 2: views name the TED's frame files (1: hard links in images/)
+    FORMAT_VERSION: ClassVar[int] = 2
     source: str
     partition: str
     dataset: str  # the name its statistics and batches carry

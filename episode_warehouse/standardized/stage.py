@@ -3,46 +3,42 @@ TED, the transforms' version, the declared mapping or the code version change.""
 
 from __future__ import annotations
 
-import json
-
-from episode_warehouse.incremental import Built, build_if_changed, require
+from episode_warehouse.incremental import Built, build_if_changed
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.standardized.build import Plan, build_standardized
 from episode_warehouse.standardized.configs import CONFIGS
 from episode_warehouse.standardized.record import StandardizedRecord
 from episode_warehouse.standardized.transforms import TRANSFORMS_VERSION, transform_of
-from episode_warehouse.ted.record import TedRecord
+from episode_warehouse.ted.reader import TedReader
 
 
-def plan_for(layout: WarehouseLayout, source: str, partition: str) -> Plan:
+def plan_for(layout: WarehouseLayout, source: str, partition: str, ted: TedReader) -> Plan:
     """OXE datasets take Octo's transform and config; any other partition its declared mapping.
 
     Raises:
         ConfigError: an OXE dataset Octo has no transform for, or a partition without a mapping.
     """
-    ted_dir = layout.ted_dir(source, partition)
     if source == "openx":
         transform = transform_of(partition)
-        return Plan(ted_dir, source, partition, partition, transform, CONFIGS[partition])
+        return Plan(ted, source, partition, partition, transform, CONFIGS[partition])
     from episode_warehouse.standardized.mapping import (
         mapped_config,
         mapped_transform,
         mapping_for,
     )
     from episode_warehouse.ted.cameras import declared_images, image_layout
-    from episode_warehouse.ted.reader import open_ted_folder, read_meta
 
-    keys = json.loads((ted_dir / "meta.json").read_text())["keys"]
-    td, declared = open_ted_folder(ted_dir), declared_images(read_meta(ted_dir))
+    keys = ted.meta.keys
+    td, declared = ted.whole(), declared_images(ted.meta)
     leaves = {"/".join((k,) if isinstance(k, str) else k): td.get(k) for k in td.keys(True, True)}
     cameras = {
         k for k, v in leaves.items()
         if k.split("/")[0] == "observation" and image_layout(tuple(k.split("/")[1:]), v, declared)
     }  # fmt: skip
     shapes = {k: tuple(v.shape[1:]) for k, v in leaves.items()}
-    mapping = mapping_for(layout.folder, source, partition, keys, shapes=shapes, cameras=cameras)
+    mapping = mapping_for(layout.root, source, partition, keys, shapes=shapes, cameras=cameras)
     name = f"{source}:{partition}"
-    return Plan(ted_dir, source, partition, name, mapped_transform(mapping),
+    return Plan(ted, source, partition, name, mapped_transform(mapping),
                 mapped_config(mapping), mapping)  # fmt: skip
 
 
@@ -56,9 +52,9 @@ def build_standardized_stage(
         ConfigError: no transform or mapping for it.
         CorruptInputError: a transform met a missing key, a NaN, or frames that are not a view.
     """
-    ted_dir = layout.ted_dir(source, partition)
-    ted = require(layout.root, ted_dir, f"{source}_ted", partition, TedRecord)
-    plan = plan_for(layout, source, partition)
+    reader = TedReader.of(layout.root, source, partition)  # the TED's files are not pulled
+    ted = reader.meta
+    plan = plan_for(layout, source, partition, reader)
     inputs = {
         "ted": ted.version,
         "transforms": TRANSFORMS_VERSION,

@@ -45,6 +45,7 @@ from episode_warehouse.standardized.configs import VIEWS
 from episode_warehouse.standardized.mixtures import Mix, resolve, sampling_weights
 from episode_warehouse.standardized.normalize import NORMALIZATIONS, Normalizer
 from episode_warehouse.standardized.reader import Opened, locate
+from episode_warehouse.storage import parse_root
 
 BLOCK = 4096  # items drawn per generator
 
@@ -122,6 +123,7 @@ class VLADataset(IterableDataset):
         self.window, self.chunk, self.seed, self.views = window, chunk, seed, tuple(views)
         self.normalization = normalization
         self.parts: list[_Part] = []
+        root = parse_root(root)  # once: every partition is read through this reader's root
         entries = resolve(mix, root)
         weights = sampling_weights(entries, balance)
         for source, partition, _, stats in entries:

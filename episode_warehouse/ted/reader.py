@@ -1,23 +1,39 @@
-"""Open a published TED folder as a memory-mapped TensorDict (no copy into RAM)."""
+"""Read a published TED: :class:`TedReader` (whole, memory-mapped; or the rows of an episode)
+and :func:`open_ted`, the one-call way in."""
 
 from __future__ import annotations
 
 import difflib
 import json
+import logging
 import os
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from episode_warehouse.errors import CorruptInputError, NotMaterializedError
-from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.errors import (
+    CorruptInputError,
+    NotMaterializedError,
+    SourceMissingError,
+    StaleSelectionError,
+)
+from episode_warehouse.paths import artifact_name
 from episode_warehouse.records import RECORD
-from episode_warehouse.ted.layout import ARRAY, NEXT_OF, UNSQUEEZE, ZEROS
+from episode_warehouse.storage import Artifact, Root, parse_root
+from episode_warehouse.ted.layout import ARRAY, EPISODES, NEXT_OF, UNSQUEEZE, ZEROS
 from episode_warehouse.ted.next_view import NextObservation
 from episode_warehouse.ted.record import TedRecord
+
+if TYPE_CHECKING:
+    from episode_warehouse.ted.ranges import RangeRows
+
+log = logging.getLogger(__name__)
 
 
 def _map(path: Path) -> torch.Tensor:
@@ -126,10 +142,150 @@ def assemble(meta: TedRecord, tensor_of, rows: int, next_obs: str = "view") -> T
     return td
 
 
+class MappedRows:
+    """The rows of a TED whose files are on this machine: memory-mapped, sliced without a
+    copy (``bytes_fetched`` stays 0)."""
+
+    bytes_fetched = 0
+
+    def __init__(self, folder: Path, ted: TedRecord) -> None:
+        self.folder, self.ted = folder, ted
+        self._finals = set(final_files_of(ted))
+        self._maps: dict[str, torch.Tensor] = {}
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_maps": {}}
+
+    def _mapped(self, file: str) -> torch.Tensor:
+        if file not in self._maps:
+            self._maps[file] = _map(self.folder / file)
+        return self._maps[file]
+
+    def episodes(self) -> pa.Table:
+        return pq.read_table(self.folder / EPISODES)
+
+    def file_rows(self, file: str) -> np.ndarray:
+        """Every row of ``file``, memory-mapped (indexing reads the rows it picks)."""
+        return self._mapped(file).numpy()
+
+    def read(self, start: int, length: int) -> TensorDictBase:
+        """Steps ``[start, start + length)``, assembled as :class:`RangeRows` assembles them."""
+
+        def tensor_of(file: str) -> torch.Tensor:
+            full = self._mapped(file)
+            if file in self._finals:
+                return full
+            extra = 1 if full.shape[0] == self.ted.rows + 1 else 0  # observation files
+            return full[start : start + length + extra]
+
+        return assemble(self.ted, tensor_of, length)
+
+
+class TedReader:
+    """One published TED version, read through its root: every consumer's way in (trainer
+    loaders, the viewer, the standardized stage, exports).
+
+    Where the files are on this machine (a folder root) rows are memory-mapped; elsewhere (a
+    bucket) they are fetched as byte ranges of what is read (:mod:`~episode_warehouse.ted.
+    ranges`), and :meth:`whole` fetches every file once into the reader cache, checked.
+    """
+
+    def __init__(self, artifact: Artifact, record: dict | None = None) -> None:
+        record = artifact.read()[0] if record is None else record
+        if not record:
+            raise NotMaterializedError(
+                "no TED here (its meta.json is missing)",
+                subject=artifact.url,
+                fix="materialize the ted stage of this partition, e.g. "
+                "'warehouse materialize atari Pong/5 --through ted'",
+            )
+        self.artifact, self.record = artifact, record
+        self.meta = checked_record(record, f"{artifact.url}/{RECORD}")
+        folder = artifact.mapped(record)
+        if folder is not None:
+            self._rows: MappedRows | RangeRows = MappedRows(folder, self.meta)
+        else:
+            from episode_warehouse.ted.ranges import RangeRows
+
+            self._rows = RangeRows(artifact, record, self.meta)
+
+    @classmethod
+    def of(cls, root: Root, source: str, partition: str) -> TedReader:
+        """The current TED of ``source``/``partition`` in ``root``.
+
+        Raises:
+            PartitionKeyError: not a source name or partition key.
+            NotMaterializedError: it was never built (naming the closest built partitions).
+        """
+        artifact = root.artifact(artifact_name("ted", source, partition))
+        record = artifact.read()[0]
+        if not record:
+            depth = partition.count("/") + 1
+            built = [
+                rel.split("/", 2)[2] for rel in root.published(f"ted/{source}", depth)
+            ]  # fmt: skip
+            close = difflib.get_close_matches(partition, built, n=3, cutoff=0.5)
+            raise NotMaterializedError(
+                f"no TED of {source} {partition!r} in this warehouse"
+                + (f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else "")
+                + (
+                    f"; built: {', '.join(built[:8])}{' ...' if len(built) > 8 else ''}"
+                    if built
+                    else ""
+                ),
+                subject=artifact.url,
+                fix=f"materialize it: warehouse materialize {source} {partition} --through ted "
+                "(or pass root= the warehouse that holds it)",
+            )
+        return cls(artifact, record)
+
+    @property
+    def rows(self) -> int:
+        return self.meta.rows
+
+    @property
+    def bytes_fetched(self) -> int:
+        """Bytes read from object storage so far (0 where the files are memory-mapped)."""
+        return self._rows.bytes_fetched
+
+    def episodes(self) -> pa.Table:
+        """The TED's episodes table (episode, start, length, ...)."""
+        return self._rows.episodes()
+
+    def read(self, start: int, length: int) -> TensorDictBase:
+        """Steps ``[start, start + length)`` as the TED's TensorDict (``("next",
+        "observation")`` zeros on the last step of the TED, as :func:`open_ted`'s)."""
+        return self._rows.read(start, length)
+
+    def file_rows(self, file: str):
+        """The rows of one of the TED's files (a camera's frames), as an array indexed by row
+        numbers: ``reader.file_rows(f)[rows]`` reads the rows it picks, and only those."""
+        return self._rows.file_rows(file)
+
+    def whole(self, next_obs: str = "view") -> TensorDictBase:
+        """Every step, memory-mapped from :meth:`folder`."""
+        return open_ted_folder(self.folder(), next_obs)
+
+    def folder(self) -> Path:
+        """The folder of the TED's files on this machine: where they are, or fetched into the
+        reader cache once per version, checked (a version replaced meanwhile and gone: the
+        current one, which this reader then reads)."""
+        for _ in range(3):
+            try:
+                return self.artifact.mapped(self.record) or self.artifact.fetch(self.record)
+            except (StaleSelectionError, SourceMissingError):
+                current = self.artifact.read()[0]
+                if not current or current == self.record:
+                    raise
+                log.info("%s was republished; opening the new version", self.artifact.url)
+                self.__init__(self.artifact, current)  # type: ignore[misc]
+        return self.artifact.fetch(self.record)
+
+
 def open_ted(
     source: str,
     partition: str,
-    root: str | os.PathLike | None = None,
+    root: str | os.PathLike | Root | None = None,
     *,
     next_obs: str = "view",
 ) -> TensorDictBase:
@@ -154,45 +310,13 @@ def open_ted(
     Args:
         source: ``"atari"``, ``"openx"`` or ``"lerobot"``.
         partition: e.g. ``"Pong/5"`` or ``"cmu_stretch"``.
-        root: the warehouse root; defaults to ``$EPISODE_WAREHOUSE_ROOT``. With a
-            ``gs://`` root the TED is downloaded once into ``$EPISODE_WAREHOUSE_CACHE``
-            (default ``~/.cache/episode-warehouse``), keyed by its version.
+        root: the warehouse root (a setting or a :class:`~episode_warehouse.storage.Root`);
+            defaults to ``$EPISODE_WAREHOUSE_ROOT``. With a ``gs://`` root the TED is
+            downloaded once into ``$EPISODE_WAREHOUSE_CACHE`` (default
+            ``~/.cache/episode-warehouse``), keyed by its version; nothing else is written.
         next_obs: ``"view"`` (zero-copy, default) or ``"copy"`` (materialized in memory).
 
     Raises:
         NotMaterializedError: the partition's TED has not been built.
     """
-    layout = WarehouseLayout.from_root(root)
-    if layout.bucket is not None:
-        from episode_warehouse.ted.remote_cache import cached_ted
-
-        layout.ted_dir(source, partition)  # validates the source and the partition key
-        return open_ted_folder(cached_ted(layout.bucket, source, partition), next_obs)
-    folder = layout.ted_dir(source, partition)
-    if not (folder / RECORD).is_file():
-        built = _built_partitions(folder.parents[len(Path(partition).parts) - 1])
-        close = difflib.get_close_matches(partition, built, n=3, cutoff=0.5)
-        raise NotMaterializedError(
-            f"no TED of {source} {partition!r} in this warehouse"
-            + (f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else "")
-            + (
-                f"; built: {', '.join(built[:8])}{' ...' if len(built) > 8 else ''}"
-                if built
-                else ""
-            ),
-            subject=str(folder),
-            fix=f"materialize it: warehouse materialize {source} {partition} --through ted "
-            "(or pass root= the warehouse that holds it)",
-        )
-    return open_ted_folder(folder, next_obs)
-
-
-def _built_partitions(source_dir: Path) -> list[str]:
-    """The partition keys of ``ted/<source>/`` that have a published TED."""
-    if not source_dir.is_dir():
-        return []
-    return sorted(
-        meta.parent.relative_to(source_dir).as_posix()
-        for meta in source_dir.rglob(RECORD)
-        if not any(part.startswith(".") for part in meta.relative_to(source_dir).parts)
-    )
+    return TedReader.of(parse_root(root), source, partition).whole(next_obs)

@@ -26,8 +26,8 @@ from episode_warehouse.errors import (
     PartitionKeyError,
     WarehouseError,
 )
-from episode_warehouse.incremental import published_version
-from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.paths import artifact_name
+from episode_warehouse.storage import Root
 from episode_warehouse.viewer import listing
 from episode_warehouse.viewer.episode import camera_frame, episode_page, step_values
 from episode_warehouse.viewer.frames import frame_png
@@ -43,8 +43,8 @@ PARTITIONS_KEPT = 8  # open partitions (their episodes tables and a few episodes
 class OpenPartitions:
     """The partitions the viewer has open, reopened when their TED was republished."""
 
-    def __init__(self, layout: WarehouseLayout) -> None:
-        self.layout = layout
+    def __init__(self, root: Root) -> None:
+        self.root = root
         self._open: OrderedDict[tuple[str, str], tuple[str | None, PartitionTed]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -56,10 +56,11 @@ class OpenPartitions:
             known = self._open.get(key)
         if known is not None and not recheck:
             return known[1]
-        version = published_version(self.layout.root, self.layout.ted_dir(source, partition))
+        ted_rel = artifact_name("ted", source, partition)
+        version = self.root.artifact(ted_rel).read()[0].get("version")
         if known is not None and known[0] == version:
             return known[1]
-        ted = PartitionTed(self.layout, source, partition)
+        ted = PartitionTed(self.root, source, partition)
         with self._lock:
             self._open[key] = (version, ted)
             self._open.move_to_end(key)
@@ -89,20 +90,21 @@ def _int(request: Request, name: str, default: int | None = None) -> int:
         ) from None
 
 
-def build_app(layout: WarehouseLayout, hosts: list[str] | None = None) -> ASGIApp:
-    """The viewer over the warehouse at ``layout``, answering requests for ``hosts`` only
+def build_app(root: Root, hosts: list[str] | None = None) -> ASGIApp:
+    """The viewer over the warehouse ``root`` (read only), answering requests for ``hosts`` only
     (default: the loopback names and ``$EPISODE_WAREHOUSE_VIEWER_HOSTS``; see :mod:`.hosts`)."""
-    opened = OpenPartitions(layout)
+    root = root.reader()
+    opened = OpenPartitions(root)
 
     def info(request: Request) -> dict:
-        return {"root": layout.url}
+        return {"root": root.url}
 
     def partitions(request: Request) -> dict:
-        return {"partitions": listing.partitions(layout)}
+        return {"partitions": listing.partitions(root)}
 
     def episodes(request: Request) -> dict:
         return listing.episodes(
-            layout,
+            root,
             where=request.query_params.get("where", ""),
             sort=request.query_params.get("sort", "episode"),
             descending=request.query_params.get("desc") == "1",
@@ -110,7 +112,7 @@ def build_app(layout: WarehouseLayout, hosts: list[str] | None = None) -> ASGIAp
 
     def episode(request: Request) -> dict:
         ted = opened.get(_param(request, "source"), _param(request, "partition"))
-        return episode_page(ted, _int(request, "episode"), layout.url)
+        return episode_page(ted, _int(request, "episode"), root.url)
 
     def step(request: Request) -> dict:
         ted = opened.get(_param(request, "source"), _param(request, "partition"), recheck=False)
@@ -136,7 +138,7 @@ def build_app(layout: WarehouseLayout, hosts: list[str] | None = None) -> ASGIAp
 
         source, key = _param(request, "source"), _param(request, "partition")
         ted = opened.get(source, key)
-        return overview(ted, read_partition_statistics(layout.url, source, key))
+        return overview(ted, read_partition_statistics(root, source, key))
 
     def frame(request: Request) -> Response:
         ted = opened.get(_param(request, "source"), _param(request, "partition"), recheck=False)

@@ -13,7 +13,7 @@ import duckdb
 
 from episode_warehouse.catalog.query import QueryLimits, run_query
 from episode_warehouse.errors import BusyError, CatalogQueryError
-from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.storage import Root
 
 EPISODE_COLUMNS = (
     "source",
@@ -120,15 +120,15 @@ def _rows(columns: list[str], rows: list[tuple]) -> list[dict]:
     ]
 
 
-def partitions(layout: WarehouseLayout) -> list[dict]:
+def partitions(root: Root) -> list[dict]:
     """Each catalogued partition: episodes, steps, mean return, mean idle fraction."""
     with query_slot():
-        return _partitions(layout)
+        return _partitions(root)
 
 
-def _partitions(layout: WarehouseLayout) -> list[dict]:
+def _partitions(root: Root) -> list[dict]:
     columns, rows = run_query(
-        layout.root,
+        root,
         "SELECT source, partition, count(*) AS episodes, sum(length) AS steps, "
         "avg(return) AS mean_return, avg(idle_fraction) AS mean_idle_fraction "
         "FROM episodes GROUP BY source, partition ORDER BY source, partition",
@@ -167,19 +167,17 @@ def export_command(where: str, root: str) -> str:
     return shlex.join(["./warehouse", "export", "NAME", selection_sql(where), "--root", root])
 
 
-def episodes(
-    layout: WarehouseLayout, where: str = "", sort: str = "episode", descending: bool = False
-) -> dict:
+def episodes(root: Root, where: str = "", sort: str = "episode", descending: bool = False) -> dict:
     """The listed episodes (at most :data:`LIST_LIMIT`), whether there were more, and the
     ``warehouse export`` query and command line that save this filter as a named selection."""
     limits = QueryLimits(LIMITS.timeout_s, LIMITS.memory_limit, max_rows=LIST_LIMIT + 1)
     sql = episodes_sql(check_filter(where), sort, descending)
     with query_slot():
-        columns, rows = run_query(layout.root, sql, limits=limits)
+        columns, rows = run_query(root, sql, limits=limits)
     return {
         "columns": columns,
         "rows": _rows(columns, rows[:LIST_LIMIT]),
         "more": len(rows) > LIST_LIMIT,
         "selection_sql": selection_sql(where),
-        "export_command": export_command(where, layout.url),
+        "export_command": export_command(where, root.url),
     }

@@ -1,8 +1,8 @@
 """One partition's TED as the viewer reads it: the episodes table, and one episode's rows.
 
-A local root's TED is memory-mapped (an episode's rows are read when shown); a ``gs://`` root's
-is read by byte ranges (:class:`~episode_warehouse.ted.remote_ranges.RemoteTed`), one episode
-at a time, never downloaded whole. Either way at most :data:`EPISODES_KEPT` episodes' rows are
+The TED is read through :class:`~episode_warehouse.ted.reader.TedReader`: memory-mapped from
+a folder (an episode's rows are read when shown), by byte ranges from a bucket, one episode at
+a time, never downloaded whole. Either way at most :data:`EPISODES_KEPT` episodes' rows are
 held, so the server's memory is bounded by a few episodes' frames.
 """
 
@@ -11,19 +11,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from tensordict import TensorDictBase
 
-if TYPE_CHECKING:
-    from episode_warehouse.ted.remote_ranges import RemoteTed
-
 from episode_warehouse.errors import PartitionKeyError
-from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.ted.layout import EPISODES
+from episode_warehouse.storage import Root
+from episode_warehouse.ted.reader import TedReader
 from episode_warehouse.ted.record import TedRecord
 
 EPISODES_KEPT = 2  # the episode shown and the one before it (going back is common)
@@ -39,27 +34,13 @@ class Span:
 
 
 class PartitionTed:
-    """The TED of ``source``/``partition`` under ``layout``, read one episode at a time."""
+    """The TED of ``source``/``partition`` of ``root``, read one episode at a time."""
 
-    def __init__(self, layout: WarehouseLayout, source: str, partition: str) -> None:
+    def __init__(self, root: Root, source: str, partition: str) -> None:
         self.source, self.partition = source, partition
-        folder = layout.ted_dir(source, partition)  # checks the source and the partition key
-        if layout.bucket is not None:
-            from episode_warehouse.ted.remote_ranges import RemoteTed
-
-            remote = RemoteTed(layout.bucket, source, partition)
-            self._remote: RemoteTed | None = remote
-            self.record: TedRecord = remote.ted
-            self.episodes: pa.Table = remote.episodes()
-            self._read = remote.read
-        else:
-            from episode_warehouse.ted.reader import open_ted_folder, read_meta
-
-            self._remote = None
-            self.record = read_meta(folder)
-            self.episodes = pq.read_table(folder / EPISODES)
-            td = open_ted_folder(folder)
-            self._read = lambda start, length: td[start : start + length]
+        self._reader = TedReader.of(root, source, partition)  # checks the source and the key
+        self.record: TedRecord = self._reader.meta
+        self.episodes: pa.Table = self._reader.episodes()
         self._starts = self.episodes.column("start").to_numpy()
         self._lengths = self.episodes.column("length").to_numpy()
         self._kept: OrderedDict[int, TensorDictBase] = OrderedDict()
@@ -68,7 +49,7 @@ class PartitionTed:
     @property
     def bytes_fetched(self) -> int:
         """Bytes read from the bucket so far (0 on a local root: its TED is memory-mapped)."""
-        return self._remote.bytes_fetched if self._remote is not None else 0
+        return self._reader.bytes_fetched
 
     def span(self, episode: int) -> Span:
         """The steps of ``episode`` (its index in this partition)."""
@@ -88,7 +69,7 @@ class PartitionTed:
             if episode in self._kept:
                 self._kept.move_to_end(episode)
                 return self._kept[episode]
-        rows = self._read(span.start, span.length)
+        rows = self._reader.read(span.start, span.length)
         with self._lock:
             self._kept[episode] = rows
             while len(self._kept) > EPISODES_KEPT:

@@ -8,7 +8,7 @@ import torch
 
 from episode_warehouse import open_ted
 from episode_warehouse.loading import select_episodes
-from episode_warehouse.roots import LocalRoot
+from episode_warehouse.storage.local import LocalRoot
 from tests.helpers import dagster_home_of
 from warehouse_cli.main import main
 from warehouse_fixtures.gcs_emulator import upload_tree

@@ -12,8 +12,8 @@ import torch
 
 from episode_warehouse import open_ted
 from episode_warehouse.catalog import run_query
-from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.openx.fingerprints import openx_fingerprints
+from episode_warehouse.storage.local import LocalRoot
 from tests.helpers import dagster_home_of
 from warehouse_cli.main import main
 from warehouse_fixtures.gcs_emulator import upload_tree

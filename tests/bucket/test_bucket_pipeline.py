@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from episode_warehouse import open_ted
-from episode_warehouse.bucket.artifact import PUBLISHED, RemoteArtifact
-from episode_warehouse.bucket.root import BucketRoot
 from episode_warehouse.catalog import run_query
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.storage.bucket.artifact import PUBLISHED, RemoteArtifact
+from episode_warehouse.storage.bucket.objects import Bucket
 from warehouse_cli.runner import materialize_partition
 
 pytestmark = pytest.mark.slow
@@ -31,7 +31,7 @@ def _materialize_all() -> None:
 
 def test_bucket_root_equals_local_root(warehouse_env, bucket_url, tmp_path, monkeypatch):
     _materialize_all()  # into the bucket (bucket_url set EPISODE_WAREHOUSE_ROOT)
-    bucket = BucketRoot.parse(bucket_url)
+    bucket = Bucket.parse(bucket_url)
     over_bucket = {
         q: run_query(WarehouseLayout.from_root().root, q) for q in (EPISODES, PARTITION_ROWS)
     }

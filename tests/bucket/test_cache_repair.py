@@ -7,13 +7,18 @@ import numpy as np
 import pytest
 
 from episode_warehouse import open_ted
-from episode_warehouse.bucket.artifact import VERIFIED
-from episode_warehouse.bucket.root import BucketRoot
 from episode_warehouse.records import RECORD
-from episode_warehouse.ted.reader import open_ted_folder
-from episode_warehouse.ted.remote_cache import cached_ted
+from episode_warehouse.storage import parse_root
+from episode_warehouse.storage.bucket.artifact import VERIFIED
+from episode_warehouse.storage.bucket.objects import Bucket
+from episode_warehouse.ted.reader import TedReader, open_ted_folder
 from tests.bucket.conftest import layout_of, scratch_of
 from tests.helpers import build_atari
+
+
+def cached_ted(root: Bucket, source: str, partition: str) -> Path:
+    """The reader cache's folder of the partition's current TED (fetched if it is not there)."""
+    return TedReader.of(parse_root(root.url), source, partition).folder()
 
 
 def _arrays(td) -> dict:
@@ -23,7 +28,7 @@ def _arrays(td) -> dict:
 @pytest.fixture
 def cached(bucket_url):
     build_atari(layout_of(bucket_url), "Pong/1", 1, episodes=10)
-    root = BucketRoot.parse(bucket_url)
+    root = Bucket.parse(bucket_url)
     folder = cached_ted(root, "atari", "Pong/1")
     return root, folder, _arrays(open_ted_folder(scratch_of(bucket_url) / "ted/atari/Pong/1"))
 
@@ -66,7 +71,7 @@ def test_planted_files_in_an_unfinished_cache_folder_are_verified_before_use(cac
 
 def test_an_unchanged_cache_is_opened_from_stats_alone(cached, monkeypatch):
     root, folder, _ = cached
-    from episode_warehouse.bucket import artifact
+    from episode_warehouse.storage.bucket import artifact
 
     monkeypatch.setattr(artifact, "file_crc32c", lambda p: pytest.fail(f"re-hashed {p}"))
     assert cached_ted(root, "atari", "Pong/1") == folder
@@ -77,11 +82,11 @@ def test_an_unchanged_cache_is_opened_from_stats_alone(cached, monkeypatch):
 def test_a_missing_object_of_the_current_version_fails_at_once(bucket_url, tmp_path, monkeypatch):
     """The cache fetches the current version again only when the partition was republished;
     an object missing from the version the record still names is terminal, not retried."""
-    from episode_warehouse.bucket.artifact import PUBLISHED, RemoteArtifact
     from episode_warehouse.errors import SourceMissingError
+    from episode_warehouse.storage.bucket.artifact import PUBLISHED, RemoteArtifact
 
     build_atari(layout_of(bucket_url), "Pong/1", 1, episodes=10)
-    root = BucketRoot.parse(bucket_url)
+    root = Bucket.parse(bucket_url)
     artifact = RemoteArtifact(root, "ted/atari/Pong/1")
     record, _ = artifact.read()
     (lost,) = [f for f in record[PUBLISHED]["files"] if f.endswith("action.npy")]
@@ -97,7 +102,7 @@ def test_a_missing_object_of_the_current_version_fails_at_once(bucket_url, tmp_p
     monkeypatch.setattr(RemoteArtifact, "download", counted)
     monkeypatch.setenv("EPISODE_WAREHOUSE_CACHE", str(tmp_path / "cache"))
     with pytest.raises(SourceMissingError):
-        cached_ted(BucketRoot.parse(bucket_url), "atari", "Pong/1")
+        cached_ted(Bucket.parse(bucket_url), "atari", "Pong/1")
     assert downloads == ["ted/atari/Pong/1"]  # one download, no retries of a terminal error
 
 
@@ -105,7 +110,7 @@ def test_flipped_bytes_with_their_mtime_put_back_are_caught_on_a_processs_first_
     """#42: size and mtime alone let such a file through; the first open in a process hashes."""
     import os
 
-    from episode_warehouse.ted import remote_cache
+    from episode_warehouse.storage.bucket import cache as remote_cache
 
     root, folder, truth = cached
     path = _observation_file(folder)

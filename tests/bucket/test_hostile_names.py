@@ -12,14 +12,14 @@ import pytest
 
 from episode_warehouse import open_ted
 from episode_warehouse.blobstore import open_blob_store
-from episode_warehouse.bucket.artifact import PUBLISHED, RemoteArtifact
-from episode_warehouse.bucket.root import BucketRoot
 from episode_warehouse.errors import ConfigError, CorruptInputError
 from episode_warehouse.gcs import gcs_client
 from episode_warehouse.guards.names import checked_name, inside
 from episode_warehouse.incremental import checkout
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources.lerobot.mirror import mirror_dataset
+from episode_warehouse.storage.bucket.artifact import PUBLISHED, RemoteArtifact
+from episode_warehouse.storage.bucket.objects import Bucket
 from tests.bucket.conftest import layout_of, root_of, scratch_of
 from tests.helpers import build_atari
 
@@ -28,7 +28,7 @@ TED = "ted/atari/Pong/1"
 
 def _tamper(url: str, rel: str, change) -> dict:
     """Replace the bucket record of ``rel`` by ``change(record)``, as a hostile writer would."""
-    artifact = RemoteArtifact(BucketRoot.parse(url), rel)
+    artifact = RemoteArtifact(Bucket.parse(url), rel)
     info = artifact.store.stat(f"{rel}/meta.json")
     record = json.loads(artifact.store.read_bytes(info.name, info.generation))
     change(record)
@@ -55,7 +55,7 @@ def test_a_record_entry_that_leaves_the_folder_is_refused_on_trainer_and_worker(
     def add_entry(record):
         section = record[PUBLISHED]
         payload = f"{TED}/{section['prefix']}/{entry}"
-        info = BucketRoot.parse(bucket_url).store().upload(payload, data=b"planted")
+        info = Bucket.parse(bucket_url).store().upload(payload, data=b"planted")
         section["files"][entry] = info.to_json()
 
     _tamper(bucket_url, TED, add_entry)
@@ -79,7 +79,7 @@ def test_a_version_token_with_dot_dot_deletes_no_sibling(bucket_url, tmp_path, t
     build_atari(layout_of(bucket_url), "Pong/1", 1, episodes=10)
     build_atari(layout_of(bucket_url), "Pong/2", 2, episodes=10)
     sibling = open_ted("atari", "Pong/2")  # cached: a complete folder beside Pong/1's
-    cached = Path(BucketRoot.parse(bucket_url).cache()) / "ted/atari/Pong/2"
+    cached = Path(Bucket.parse(bucket_url).cache()) / "ted/atari/Pong/2"
     kept = _files_under(cached)
     assert kept and len(sibling["episode"]) > 0
 

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from episode_warehouse import open_ted
-from episode_warehouse.bucket import artifact as artifact_module
-from episode_warehouse.bucket.artifact import PUBLISHED, RemoteArtifact
-from episode_warehouse.bucket.copy import BucketCopy
-from episode_warehouse.bucket.root import BucketRoot, bind
 from episode_warehouse.errors import ConcurrentWriteError
 from episode_warehouse.incremental import build_if_changed, published
+from episode_warehouse.storage.bucket import artifact as artifact_module
+from episode_warehouse.storage.bucket.artifact import PUBLISHED, RemoteArtifact
+from episode_warehouse.storage.bucket.bucket_root import BucketRoot, bind
+from episode_warehouse.storage.bucket.objects import Bucket
 from episode_warehouse.ted.reader import open_ted_folder
 from tests.bucket.conftest import layout_of, root_of, scratch_of
 from tests.helpers import build_atari
@@ -46,7 +46,7 @@ def _local_ted(tmp_path: Path, seed: int) -> Path:
 
 
 def _objects(url: str, under: str) -> list[str]:
-    root = BucketRoot.parse(url)
+    root = Bucket.parse(url)
     return sorted(i.name for i in root.store().list(under))
 
 
@@ -63,7 +63,7 @@ def test_the_bucket_holds_the_ted_the_scratch_built_and_a_new_machine_skips_it(
         if p.is_file() and p.name != "meta.json"
     )
     assert sorted(files) == local and "observation.npy" in files
-    artifact = RemoteArtifact(BucketRoot.parse(bucket_url), TED)
+    artifact = RemoteArtifact(Bucket.parse(bucket_url), TED)
     for name in local:  # byte for byte, at the listed generation
         blob = artifact.blob(record, name)
         assert (
@@ -85,10 +85,10 @@ def test_the_bucket_holds_the_ted_the_scratch_built_and_a_new_machine_skips_it(
 PUSH = """
 import json, sys
 from pathlib import Path
-from episode_warehouse.bucket.artifact import RemoteArtifact
-from episode_warehouse.bucket.root import BucketRoot
+from episode_warehouse.storage.bucket.artifact import RemoteArtifact
+from episode_warehouse.storage.bucket.objects import Bucket
 spec = json.loads(sys.argv[1])
-artifact = RemoteArtifact(BucketRoot.parse(spec["url"]), spec["rel"])
+artifact = RemoteArtifact(Bucket.parse(spec["url"]), spec["rel"])
 previous, generation = artifact.read()
 artifact.push(Path(spec["folder"]), previous, generation)
 """
@@ -122,7 +122,7 @@ def test_a_publisher_killed_between_files_leaves_the_previous_version(
     # the next writer publishes, keeps the previous version for its readers (retired, for
     # RETAIN_S), and sweeps old debris
     monkeypatch.setattr(artifact_module, "DEBRIS_AGE_S", 0.0)
-    artifact = RemoteArtifact(BucketRoot.parse(bucket_url), TED)
+    artifact = RemoteArtifact(Bucket.parse(bucket_url), TED)
     previous, generation = artifact.read()
     newest = artifact.push(new, previous, generation)
     (retired,) = newest[artifact_module.RETIRED]
@@ -148,7 +148,7 @@ def test_a_publisher_killed_between_files_leaves_the_previous_version(
 def test_two_machines_publishing_at_once_one_wins_the_other_fails_clearly(bucket_url, tmp_path):
     scratch = scratch_of(bucket_url)
     build_atari(layout_of(bucket_url), "Pong/1", 1)
-    root = BucketRoot.parse(bucket_url)
+    root = Bucket.parse(bucket_url)
     versions = {"a": _local_ted(tmp_path, 2), "b": _local_ted(tmp_path, 3)}
     both_read = threading.Barrier(2, timeout=60)
     outcome: dict[str, object] = {}
@@ -165,7 +165,7 @@ def test_two_machines_publishing_at_once_one_wins_the_other_fails_clearly(bucket
 
         try:
             outcome[name] = build_if_changed(
-                BucketCopy(root, folder), folder / TED, {"seed": name}, build
+                BucketRoot(root, folder), folder / TED, {"seed": name}, build
             )
         except ConcurrentWriteError as exc:
             outcome[name] = exc

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import torch
 
-from episode_warehouse.bucket.root import BucketRoot
 from episode_warehouse.catalog import CatalogStore, run_query
 from episode_warehouse.errors import CatalogQueryError
 from episode_warehouse.incremental import published
@@ -23,9 +22,10 @@ from episode_warehouse.loading import (
     select_episodes,
 )
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.ted import remote_ranges as ted_ranges
-from episode_warehouse.ted.reader import open_ted_folder
-from episode_warehouse.ted.remote_ranges import RemoteTed
+from episode_warehouse.storage import parse_root
+from episode_warehouse.storage.bucket.objects import Bucket
+from episode_warehouse.ted import ranges as ted_ranges
+from episode_warehouse.ted.reader import TedReader, open_ted_folder
 from tests.bucket.conftest import layout_of, root_of, scratch_of
 from tests.helpers import build_atari
 from tests.reliability.fault_proxy import FaultProxy
@@ -160,8 +160,7 @@ def test_catalog_queries_over_the_bucket_equal_the_scratch_catalog(bucket_url):
     CatalogStore(local.root).ensure_database(rebuild=True)
     assert over_bucket == run_query(local.root, sql)
     assert len(over_bucket[1]) == sum(
-        RemoteTed(BucketRoot.parse(bucket_url), "atari", p).ted.episodes
-        for p in ("Pong/1", "Pong/2")
+        TedReader.of(parse_root(bucket_url), "atari", p).meta.episodes for p in ("Pong/1", "Pong/2")
     )
     with pytest.raises(CatalogQueryError, match="queries may read only the catalog"):
         run_query(layout.root, f"SELECT * FROM read_parquet('{bucket_url}/ted/x.parquet')")
@@ -169,11 +168,11 @@ def test_catalog_queries_over_the_bucket_equal_the_scratch_catalog(bucket_url):
 
 def _republish(bucket_url: str, tmp_path, seed: int) -> dict:
     """Publish another build of Pong/1's TED over the bucket's, as a later run would."""
-    from episode_warehouse.bucket.artifact import RemoteArtifact
+    from episode_warehouse.storage.bucket.artifact import RemoteArtifact
 
     local = tmp_path / f"local-{seed}"
     build_atari(local, "Pong/1", seed)
-    artifact = RemoteArtifact(BucketRoot.parse(bucket_url), "ted/atari/Pong/1")
+    artifact = RemoteArtifact(Bucket.parse(bucket_url), "ted/atari/Pong/1")
     previous, generation = artifact.read()
     return artifact.push(local / "ted/atari/Pong/1", previous, generation)
 
@@ -208,8 +207,8 @@ def test_a_stream_finishes_its_epoch_on_the_version_it_started_with(bucket_url, 
 
 
 def test_a_version_removed_under_a_stream_is_a_clear_error(bucket_url, tmp_path, monkeypatch):
-    from episode_warehouse.bucket import artifact as artifact_module
     from episode_warehouse.errors import StaleSelectionError
+    from episode_warehouse.storage.bucket import artifact as artifact_module
 
     build_atari(layout_of(bucket_url), "Pong/1", 1)
     selection = select_episodes(ALL)

@@ -19,7 +19,7 @@ import dagster as dg
 import pytest
 
 from episode_warehouse.catalog import run_query
-from episode_warehouse.roots import LocalRoot
+from episode_warehouse.storage.local import LocalRoot
 from resources.worker import WORKER_TAG
 from warehouse_cli import processes
 from warehouse_cli.cluster import backfill, credentials, services

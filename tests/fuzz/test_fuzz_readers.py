@@ -25,12 +25,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from episode_warehouse.bucket.artifact import check_record
 from episode_warehouse.errors import CorruptInputError, WarehouseError
 from episode_warehouse.guards.names import name_problem
 from episode_warehouse.hub.client import check_hub_answer
 from episode_warehouse.sources.atari.checkpoint_reader import read_checkpoint_meta, stream_rows
 from episode_warehouse.sources.openx.rlds.features import parse_features
+from episode_warehouse.storage.bucket.artifact import check_record
 from tests.fuzz.harness import BUDGETS, ends_well, fuzz_settings
 from tests.fuzz.mutations import byte_mutations, field_mutations, mutate_bytes, mutate_fields
 

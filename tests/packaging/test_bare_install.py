@@ -91,7 +91,7 @@ def test_a_bare_install_streams_from_a_local_and_a_bucket_root(
         monkeypatch.setenv(name, value)
     url = "gs://bare-trainer/wh"
     build_atari(layout_of(url), "Pong/1", 1, episodes=6)
-    assert WarehouseLayout.from_root(url).bucket is not None
+    assert WarehouseLayout.from_root(url).root.bucket is not None
     remote = _train(bare_python, url, env)
     _check(remote)
     assert remote["items"] == ours["items"]  # the same selection, the same values

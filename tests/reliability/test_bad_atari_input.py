@@ -9,9 +9,9 @@ import pytest
 
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.incremental import build_if_changed
-from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.atari.decode import decode_run
 from episode_warehouse.sources.atari.dopamine_files import file_name
+from episode_warehouse.storage.local import LocalRoot
 from warehouse_fixtures.atari_game import play_episode
 from warehouse_fixtures.dopamine_writer import write_run
 

@@ -10,9 +10,9 @@ import shutil
 import pytest
 
 from episode_warehouse.blobstore import open_blob_store
-from episode_warehouse.bucket.artifact import check_record
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
 from episode_warehouse.sources.openx.rlds.listing import list_rlds
+from episode_warehouse.storage.bucket.artifact import check_record
 
 
 def _sample(shared_samples, tmp_path, change):
@@ -87,7 +87,7 @@ def test_no_catalog_in_a_wrong_root_says_to_check_the_root(tmp_path):
     """#43: 'no catalog' suggested the demo when the root was only mistyped."""
     from episode_warehouse.catalog.query import run_query
     from episode_warehouse.errors import NotMaterializedError
-    from episode_warehouse.roots import LocalRoot
+    from episode_warehouse.storage.local import LocalRoot
 
     with pytest.raises(NotMaterializedError) as err:
         run_query(LocalRoot(tmp_path / "typo"), "SELECT 1")

@@ -8,8 +8,8 @@ import pytest
 
 from episode_warehouse.errors import DiskFullError
 from episode_warehouse.incremental import build_if_changed
-from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.atari.decode import decode_run
+from episode_warehouse.storage.local import LocalRoot
 from warehouse_fixtures.atari_game import play_episode
 from warehouse_fixtures.dopamine_writer import write_run
 

@@ -30,13 +30,13 @@ from episode_warehouse.incremental import build_if_changed, published
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.loading import Selection, select_episodes
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset, file_name
 from episode_warehouse.sources.atari.mirror import mirror_run
 from episode_warehouse.sources.atari.stage import decode_atari
 from episode_warehouse.sources.openx.decode import decode_shards
 from episode_warehouse.sources.openx.shards import list_shards
 from episode_warehouse.stages import build_ted_stage
+from episode_warehouse.storage.local import LocalRoot
 from tests.reliability.conftest import snapshot
 from warehouse_fixtures.openx_writer import DatasetSpec, add_member, make_episode
 

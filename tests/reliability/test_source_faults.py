@@ -7,9 +7,9 @@ import pytest
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.errors import SourceUnreachableError
 from episode_warehouse.retry import RetryPolicy
-from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.sources.atari.mirror import mirror_run
+from episode_warehouse.storage.local import LocalRoot
 from tests.reliability.fault_proxy import FaultProxy
 from warehouse_fixtures.demo import DEMO_BUCKET
 

@@ -9,9 +9,9 @@ import pytest
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.lerobot.mirror import mirror_dataset
 from episode_warehouse.sources.openx.shards import list_shards
+from episode_warehouse.storage.local import LocalRoot
 
 
 def _dataset(folder):

@@ -10,7 +10,7 @@ import pytest
 
 from assets.graph import ALL_ASSETS, stage_asset
 from episode_warehouse import open_ted
-from episode_warehouse.roots import LocalRoot
+from episode_warehouse.storage.local import LocalRoot
 from sensors.sources import SOURCE_SENSORS
 from warehouse_cli.runner import materialize_partition
 from warehouse_fixtures.gcs_emulator import upload_tree

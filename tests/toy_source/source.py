@@ -22,8 +22,8 @@ from episode_warehouse.errors import PartitionKeyError
 from episode_warehouse.incremental import Built, build_if_changed
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.records import RawRecord
-from episode_warehouse.roots import Root
 from episode_warehouse.sources.source import Source
+from episode_warehouse.storage import Root
 
 FPS = 20
 _KEY = re.compile(r"^[a-z]+$")

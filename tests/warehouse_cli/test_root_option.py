@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from episode_warehouse.gcs import gcs_client
-from episode_warehouse.paths import root_setting
+from episode_warehouse.storage import root_setting
 from warehouse_cli.main import main
 
 

@@ -27,8 +27,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.paths import root_setting
 from episode_warehouse.settings import DEFAULT_ROOT, ROOT_ENV, WORKER_ENV
+from episode_warehouse.storage import root_setting
 from warehouse_cli import processes
 from warehouse_cli.cluster import credentials
 from warehouse_cli.cluster.credentials import Credentials

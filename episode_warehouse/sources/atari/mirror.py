@@ -28,7 +28,6 @@ from pathlib import Path
 from episode_warehouse.blobstore import BlobInfo, BlobStore
 from episode_warehouse.errors import ConfigError, CorruptInputError, SourceMissingError
 from episode_warehouse.incremental import Built, build_if_changed
-from episode_warehouse.roots import Root
 from episode_warehouse.sources.atari.dopamine_files import (
     ELEMENTS,
     CheckpointSubset,
@@ -38,6 +37,7 @@ from episode_warehouse.sources.atari.dopamine_files import (
 from episode_warehouse.sources.atari.record import DOPAMINE_FORMAT, RLU_FORMAT, AtariRawRecord
 from episode_warehouse.sources.atari.rlu_files import RLU_GAMES, list_rlu_run
 from episode_warehouse.sources.mirror import MirrorReport, mirror_files
+from episode_warehouse.storage import Root
 
 log = logging.getLogger(__name__)
 REPLAY_LOGS = "replay_logs"

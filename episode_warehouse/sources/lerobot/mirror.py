@@ -21,11 +21,11 @@ from episode_warehouse.guards.json_input import load_json
 from episode_warehouse.hub.store import HubBlobStore
 from episode_warehouse.incremental import Built
 from episode_warehouse.records import RawRecord
-from episode_warehouse.roots import Root
 from episode_warehouse.sources.lerobot.dataset import CODEBASE_VERSION
 from episode_warehouse.sources.lerobot.hub_revision import CONVERT, lerobot_revision
 from episode_warehouse.sources.lerobot.repo_id import check_repo_id
 from episode_warehouse.sources.mirror import MirrorReport, mirror_listed
+from episode_warehouse.storage import Root
 
 FOLDERS = ("meta/", "data/", "videos/")
 _INFO_MAX = 16 << 20

@@ -20,9 +20,9 @@ from episode_warehouse.errors import SourceMissingError
 from episode_warehouse.hub.store import HubBlobStore
 from episode_warehouse.incremental import Built
 from episode_warehouse.records import RawRecord
-from episode_warehouse.roots import Root
 from episode_warehouse.sources.minari.dataset_id import check_dataset_id
 from episode_warehouse.sources.mirror import MirrorReport, mirror_listed
+from episode_warehouse.storage import Root
 
 DATA = "data/"
 METADATA_FILE = "data/metadata.json"

@@ -23,9 +23,9 @@ from episode_warehouse.blobstore import PART_SUFFIX, crc32c_b64
 from episode_warehouse.errors import ConfigError, SourceUnreachableError
 from episode_warehouse.incremental import Built, build_if_changed, published
 from episode_warehouse.retry import RetryPolicy, call_with_retries
-from episode_warehouse.roots import Root
 from episode_warehouse.sources.openx.record import ShardsRawRecord
 from episode_warehouse.sources.openx.shards import Shard, ShardListing, local_version, open_shard
+from episode_warehouse.storage import Root
 
 log = logging.getLogger(__name__)
 MODES = ("download", "streaming")

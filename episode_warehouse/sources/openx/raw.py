@@ -15,13 +15,13 @@ from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.errors import ConfigError, SourceMissingError
 from episode_warehouse.incremental import Built
 from episode_warehouse.retry import RetryPolicy
-from episode_warehouse.roots import Root
 from episode_warehouse.sources.openx.datasets import did_you_mean
 from episode_warehouse.sources.openx.mirror import mirror_shards
 from episode_warehouse.sources.openx.record import RldsRawRecord, ShardsRawRecord
 from episode_warehouse.sources.openx.rlds.listing import list_rlds, list_versions
 from episode_warehouse.sources.openx.rlds.mirror import mirror_rlds
 from episode_warehouse.sources.openx.shards import list_shards
+from episode_warehouse.storage import Root
 
 LAYOUTS = ("auto", "rlds", "webdataset")
 

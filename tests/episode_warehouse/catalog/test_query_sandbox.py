@@ -7,7 +7,7 @@ import pytest
 
 from episode_warehouse.catalog.query import QueryLimits, run_query
 from episode_warehouse.errors import CatalogQueryError
-from episode_warehouse.roots import LocalRoot
+from episode_warehouse.storage.local import LocalRoot
 from tests.helpers import build_atari
 
 pytestmark = pytest.mark.integration  # every query runs in a child process (the SQL sandbox)

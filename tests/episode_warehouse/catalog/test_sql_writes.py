@@ -12,7 +12,7 @@ from episode_warehouse.catalog.landlock import abi_version
 from episode_warehouse.catalog.query import QueryLimits, _request_parts, check_read_only, run_query
 from episode_warehouse.catalog.sandbox import parse_size, run_in_child
 from episode_warehouse.errors import CatalogQueryError
-from episode_warehouse.roots import LocalRoot
+from episode_warehouse.storage.local import LocalRoot
 from tests.helpers import build_atari
 
 pytestmark = pytest.mark.integration  # queries run in a child process (the SQL sandbox)

@@ -9,10 +9,10 @@ from episode_warehouse.atomic import reading
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.incremental import published
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.sources.atari.mirror import mirror_run
 from episode_warehouse.sources.atari.stage import decode_atari
+from episode_warehouse.storage.local import LocalRoot
 from warehouse_fixtures.atari_game import play_episode
 from warehouse_fixtures.dopamine_writer import write_run
 

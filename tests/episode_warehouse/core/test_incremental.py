@@ -11,7 +11,7 @@ from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError, ForeignArtifactError
 from episode_warehouse.incremental import build_if_changed, fingerprint, published
 from episode_warehouse.records import Record
-from episode_warehouse.roots import LocalRoot
+from episode_warehouse.storage.local import LocalRoot
 from episode_warehouse.ted.record import TedRecord
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.storage.local import LocalArtifact
 from resources.warehouse import WarehouseStorage
 
 ROOT = "gs://some-bucket/wh"
@@ -40,8 +41,8 @@ def test_a_resource_value_reaches_the_bucket_root(tmp_path, monkeypatch):
     monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "from-env"))
     layout = WarehouseStorage(local_copy=str(tmp_path / "explicit")).layout()
     assert _under(layout.folder, tmp_path / "explicit")
-    assert layout.bucket is not None and layout.bucket.url == ROOT
-    remote = layout.root.remote(layout.ted_dir("atari", "Pong/1"), "meta.json")
+    assert layout.root.bucket is not None and layout.root.bucket.url == ROOT
+    remote = layout.root.artifact_at(layout.ted_dir("atari", "Pong/1"), "meta.json")
     assert remote.rel == "ted/atari/Pong/1" and remote.root.url == ROOT
 
 
@@ -68,7 +69,7 @@ def test_an_artifact_outside_the_local_copy_is_refused(tmp_path):
     of the bucket (it used to be taken for a local artifact)."""
     layout = WarehouseLayout.from_root(ROOT, local_copy=tmp_path / "copies")
     with pytest.raises(ConfigError, match="must be built in its local copy") as err:
-        layout.root.remote(tmp_path / "elsewhere" / "ted", "meta.json")
+        layout.root.artifact_at(tmp_path / "elsewhere" / "ted", "meta.json")
     assert str(tmp_path / "elsewhere" / "ted") in str(err.value)
 
 
@@ -76,5 +77,5 @@ def test_a_folder_is_a_local_root_even_when_it_is_a_bucket_roots_copy(tmp_path):
     """The root is chosen from the setting, never from marker files found under it."""
     copy = WarehouseLayout.from_root(ROOT, local_copy=tmp_path).folder
     local = WarehouseLayout.from_root(copy)
-    assert local.bucket is None and local.url == str(copy)
-    assert local.root.remote(local.ted_dir("atari", "Pong/1"), "meta.json") is None
+    assert not hasattr(local.root, "bucket") and local.url == str(copy)
+    assert isinstance(local.root.artifact_at(local.ted_dir("atari", "Pong/1")), LocalArtifact)

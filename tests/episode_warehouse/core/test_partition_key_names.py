@@ -44,9 +44,10 @@ def test_names_that_no_folder_can_hold(key, match):
 def test_the_viewer_answers_400_naming_the_key(tmp_path, partition):
     from starlette.testclient import TestClient
 
+    from episode_warehouse.storage.local import LocalRoot
     from episode_warehouse.viewer.app import build_app
 
-    client = TestClient(build_app(WarehouseLayout.local(tmp_path)), base_url="http://127.0.0.1",
+    client = TestClient(build_app(LocalRoot(tmp_path)), base_url="http://127.0.0.1",
                         raise_server_exceptions=False)  # fmt: skip
     q = {"source": "minari", "partition": partition, "episode": 0}
     routes = [("episode", {}), ("partition", {}), ("frame", {"t": 0, "camera": "observation"}),

@@ -73,7 +73,7 @@ def test_a_bucket_root_keeps_what_it_was_resolved_with(tmp_path, monkeypatch):
     layout = WarehouseLayout.from_root("gs://bkt/wh", local_copy=tmp_path / "copies")
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:10")
     monkeypatch.setenv("EPISODE_WAREHOUSE_CACHE", str(tmp_path / "later"))
-    bucket = layout.bucket
+    bucket = layout.root.bucket
     assert bucket is not None and bucket.endpoint == "http://127.0.0.1:9"
     assert bucket.cache() == tmp_path / "cache" / "bkt" / "wh"
     assert layout.folder.parent == tmp_path / "copies"

@@ -21,7 +21,7 @@ from episode_warehouse.export import ExportRequest, export_lerobot
 from episode_warehouse.export.compare import differing_files
 from episode_warehouse.export.per_frame import write_per_frame
 from episode_warehouse.loading import Selection, select_episodes
-from episode_warehouse.roots import LocalRoot
+from episode_warehouse.storage.local import LocalRoot
 from tests.helpers import build_atari, build_openx
 from warehouse_fixtures.openx_writer import DatasetSpec
 

@@ -29,7 +29,7 @@ from episode_warehouse.loading import (
 )
 from episode_warehouse.loading.schedule import Plan, epoch_items
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.roots import LocalRoot
+from episode_warehouse.storage.local import LocalRoot
 from tests.helpers import build_atari, build_openx
 from warehouse_fixtures.openx_writer import DatasetSpec
 

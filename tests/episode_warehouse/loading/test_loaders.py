@@ -172,7 +172,7 @@ def test_a_slice_longer_than_every_episode_is_refused_by_name(warehouse_root):
 def test_the_ted_records_the_fps_the_catalog_shows(warehouse_root):
     """#43: a TED's meta.json said fps null where the catalog said the source's rate."""
     from episode_warehouse.catalog.query import run_query
-    from episode_warehouse.roots import LocalRoot
+    from episode_warehouse.storage.local import LocalRoot
     from episode_warehouse.ted.reader import read_meta
 
     _, rows = run_query(

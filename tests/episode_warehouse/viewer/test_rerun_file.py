@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.storage.local import LocalRoot
 from episode_warehouse.ted import open_ted
 from episode_warehouse.viewer.partition import PartitionTed
 from episode_warehouse.viewer.rerun_file import write_episode_rrd
@@ -39,7 +39,7 @@ def _by_step(columns: dict, component: str) -> dict[int, object]:
 
 
 def test_an_openx_episode_reads_back_with_rerun(root, tmp_path):  # noqa: F811
-    ted = PartitionTed(WarehouseLayout.local(root), "openx", "two_cams")
+    ted = PartitionTed(LocalRoot(root), "openx", "two_cams")
     row = _episodes(root, "openx", "two_cams")[1]
     td = open_ted("openx", "two_cams", root=root)[row["start"] : row["start"] + row["length"]]
     got = _read(write_episode_rrd(ted, 1, tmp_path / "e.rrd"), tmp_path)
@@ -70,7 +70,7 @@ def test_the_viewer_serves_the_file(root, tmp_path):  # noqa: F811
 
     from episode_warehouse.viewer.app import build_app
 
-    client = TestClient(build_app(WarehouseLayout.local(root)), base_url="http://127.0.0.1")
+    client = TestClient(build_app(LocalRoot(root)), base_url="http://127.0.0.1")
     q = {"source": "atari", "partition": "Pong/1", "episode": 2}
     answer = client.get("/api/rerun", params=q)
     assert answer.status_code == 200

@@ -16,6 +16,7 @@ import torch
 
 from episode_warehouse.errors import CatalogQueryError, PartitionKeyError
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.storage.local import LocalRoot
 from episode_warehouse.ted import open_ted
 from episode_warehouse.viewer import listing
 from episode_warehouse.viewer.episode import camera_frame, episode_page
@@ -42,7 +43,7 @@ def root(tmp_path_factory):
 
 
 def _ted(root, source, partition):
-    return PartitionTed(WarehouseLayout.local(root), source, partition)
+    return PartitionTed(LocalRoot(root), source, partition)
 
 
 def _episodes(root, source, partition):
@@ -157,7 +158,7 @@ def test_the_overview_action_statistics_equal_numpy(root):
 @pytest.mark.integration
 def test_the_listing_filters_with_sql_and_sorts(root):
     layout = WarehouseLayout.local(root)
-    got = listing.episodes(layout, "length > 20 AND source <> 'lerobot'", "length", True)
+    got = listing.episodes(layout.root, "length > 20 AND source <> 'lerobot'", "length", True)
     expected = sorted(
         ((s, p, e, r["length"]) for s, p in PARTITIONS for e, r in enumerate(_episodes(root, s, p))
          if r["length"] > 20 and s != "lerobot"),
@@ -170,7 +171,7 @@ def test_the_listing_filters_with_sql_and_sorts(root):
     assert got["more"] is False
     assert got["selection_sql"].endswith("WHERE (length > 20 AND source <> 'lerobot'\n)")
     assert got["export_command"].startswith("./warehouse export NAME 'SELECT source")
-    parts = {(p["source"], p["partition"]): p["episodes"] for p in listing.partitions(layout)}
+    parts = {(p["source"], p["partition"]): p["episodes"] for p in listing.partitions(layout.root)}
     assert parts == {(s, p): len(_episodes(root, s, p)) for s, p in PARTITIONS}
 
 
@@ -181,9 +182,9 @@ def test_the_listing_filters_with_sql_and_sorts(root):
 )
 def test_a_filter_cannot_write_or_read_outside(root, where):
     with pytest.raises(CatalogQueryError):
-        listing.episodes(WarehouseLayout.local(root), where)
+        listing.episodes(LocalRoot(root), where)
     with pytest.raises(CatalogQueryError, match="sort by one of"):
-        listing.episodes(WarehouseLayout.local(root), "", sort="random()")
+        listing.episodes(LocalRoot(root), "", sort="random()")
 
 
 @pytest.mark.integration
@@ -193,7 +194,7 @@ def test_the_http_routes(root):
 
     from episode_warehouse.viewer.app import build_app
 
-    client = TestClient(build_app(WarehouseLayout.local(root)), base_url="http://127.0.0.1:8787")
+    client = TestClient(build_app(LocalRoot(root)), base_url="http://127.0.0.1:8787")
     td = open_ted("atari", "Pong/1", root=root)
     row = _episodes(root, "atari", "Pong/1")[2]
     q = {"source": "atari", "partition": "Pong/1", "episode": 2}

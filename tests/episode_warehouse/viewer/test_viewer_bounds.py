@@ -15,7 +15,7 @@ import torch
 from tensordict import TensorDict
 
 from episode_warehouse.errors import CatalogQueryError
-from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.storage.local import LocalRoot
 from episode_warehouse.ted import open_ted
 from episode_warehouse.viewer import listing
 from episode_warehouse.viewer.episode import MAX_POINTS, envelope, series, step_values
@@ -59,7 +59,7 @@ def test_a_short_series_is_sent_whole_and_missing_values_are_none():
 
 
 def test_the_step_route_gives_exact_values(root):  # noqa: F811
-    ted = PartitionTed(WarehouseLayout.local(root), "openx", "two_cams")
+    ted = PartitionTed(LocalRoot(root), "openx", "two_cams")
     row = _episodes(root, "openx", "two_cams")[1]
     td = open_ted("openx", "two_cams", root=root)
     got = step_values(ted, 1, 3)
@@ -92,7 +92,7 @@ def test_busy_query_slots_answer_503_at_once_and_the_rest_of_the_api_answers(roo
 
     from episode_warehouse.viewer.app import build_app
 
-    client = TestClient(build_app(WarehouseLayout.local(root)), base_url="http://127.0.0.1")
+    client = TestClient(build_app(LocalRoot(root)), base_url="http://127.0.0.1")
     assert client.get("/api/episodes", params={"where": "length > 0"}).status_code == 200
     with ExitStack() as held:
         for _ in range(listing.QUERY_SLOTS):  # every slot taken, as by slow filters

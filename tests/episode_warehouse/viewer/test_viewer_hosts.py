@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.storage.local import LocalRoot
 from episode_warehouse.viewer.app import build_app
 
 pytestmark = pytest.mark.filterwarnings("ignore:Using `httpx` with `starlette.testclient`")
 
 
 def _client(tmp_path, host: str, hosts=None) -> TestClient:
-    app = build_app(WarehouseLayout.local(tmp_path / "wh"), hosts=hosts)
+    app = build_app(LocalRoot(tmp_path / "wh"), hosts=hosts)
     return TestClient(app, base_url=f"http://{host}")
 
 

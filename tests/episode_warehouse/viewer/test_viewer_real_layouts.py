@@ -33,7 +33,7 @@ def bridge(shared_samples, tmp_path_factory):
 
 def test_nested_action_statistics_are_shown_per_leaf(bridge):
     stats = read_partition_statistics(bridge.folder, "openx", "bridge")
-    page = overview(PartitionTed(bridge, "openx", "bridge"), stats)["action"]
+    page = overview(PartitionTed(bridge.root, "openx", "bridge"), stats)["action"]
     assert page is not None  # was None: the page advised materializing the catalog
     td = open_ted("openx", "bridge", root=bridge.folder)
     vector = td["action", "world_vector"].double().numpy()
@@ -48,7 +48,7 @@ def test_nested_action_statistics_are_shown_per_leaf(bridge):
 
 
 def test_bool_leaves_are_plotted_as_0_and_1(bridge):
-    ted = PartitionTed(bridge, "openx", "bridge")
+    ted = PartitionTed(bridge.root, "openx", "bridge")
     rows = ted.rows(0)
     plotted, _ = series(rows, {})
     gripper = next(s for s in plotted if s["key"] == "action/open_gripper")

@@ -16,7 +16,6 @@ from pathlib import Path
 from episode_warehouse.blobstore import BlobStore
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.incremental import Built, build_if_changed, fingerprint
-from episode_warehouse.roots import Root
 from episode_warehouse.sources.mirror import MirrorReport, mirror_files
 from episode_warehouse.sources.openx.mirror import MODES
 from episode_warehouse.sources.openx.record import RldsRawRecord
@@ -24,6 +23,7 @@ from episode_warehouse.sources.openx.rlds.dataset_info import parse_dataset_info
 from episode_warehouse.sources.openx.rlds.decode import RldsShard
 from episode_warehouse.sources.openx.rlds.listing import DATASET_INFO, RldsListing
 from episode_warehouse.sources.source_file import SourceFile
+from episode_warehouse.storage import Root
 
 RECORD_FORMAT = "openx-rlds-raw"
 SHARDS_DIR = "rlds"

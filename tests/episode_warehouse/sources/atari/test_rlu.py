@@ -21,11 +21,11 @@ from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import ConfigError, CorruptInputError, SourceMissingError
 from episode_warehouse.incremental import published
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.roots import LocalRoot
 from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.sources.atari.mirror import detect_layout, mirror_run
 from episode_warehouse.sources.atari.stage import decode_atari
 from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
+from episode_warehouse.storage.local import LocalRoot
 from episode_warehouse.tfrecord.records import masked_crc32c
 from warehouse_fixtures import rlu_writer as w
 from warehouse_fixtures.demo import DEMO_BUCKET, rlu_episodes

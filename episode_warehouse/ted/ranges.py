@@ -1,4 +1,5 @@
-"""The rows of selected episodes of a TED in a bucket, fetched as byte ranges.
+"""The rows of selected episodes of a TED whose files are not on this machine (a bucket's),
+fetched as byte ranges through its :class:`~episode_warehouse.storage.Artifact`.
 
 A TED's per-step files are ``.npy`` arrays whose rows are the steps of all episodes in order,
 so the steps ``[start, start + length)`` of one episode are one contiguous byte range of each
@@ -9,10 +10,9 @@ one per key; headers are read once per file. The fetched rows are
 assembled by the same code that opens a memory-mapped TED (:func:`~episode_warehouse.ted.
 reader.assemble`), so an episode read here equals the same rows of the downloaded TED.
 
-A RemoteTed reads the version whose record it opened, object by object at the listed
-generation, even after the partition is republished: a replaced version stays in the bucket
-for :data:`~episode_warehouse.bucket.artifact.RETAIN_S`. Past that its objects are gone and a
-read raises :class:`~episode_warehouse.errors.StaleSelectionError`.
+A RangeRows reads the version whose record it opened, even after the partition is
+republished: a replaced version stays in the bucket for a day. Past that its objects are gone
+and a read raises :class:`~episode_warehouse.errors.StaleSelectionError`.
 """
 
 from __future__ import annotations
@@ -29,12 +29,11 @@ import pyarrow.parquet as pq
 import torch
 from tensordict import TensorDictBase
 
-from episode_warehouse.bucket.artifact import PUBLISHED, RETAIN_S
-from episode_warehouse.bucket.root import BucketRoot
-from episode_warehouse.errors import CorruptInputError, SourceMissingError, StaleSelectionError
+from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.storage import Artifact
 from episode_warehouse.ted.layout import EPISODES
-from episode_warehouse.ted.reader import assemble, checked_record, files_of, final_files_of
-from episode_warehouse.ted.remote_cache import ted_record
+from episode_warehouse.ted.reader import assemble, files_of, final_files_of
+from episode_warehouse.ted.record import TedRecord
 from episode_warehouse.threads import TRANSFER_THREADS
 
 _HEADER_BYTES = 4096  # one read holds an .npy header (a decoded array's is one page); longer: two
@@ -43,12 +42,12 @@ BLOCK_ROWS = 16384  # a block of a 17-byte-a-row TED's small files: ~280 KB in a
 _BLOCKS_KEPT = 64
 
 
-class RemoteTed:
-    """One partition's published TED, read by ranges; ``bytes_fetched`` counts the bytes."""
+class RangeRows:
+    """The TED version ``record`` of ``artifact`` read by ranges; ``bytes_fetched`` counts the
+    bytes."""
 
-    def __init__(self, root: BucketRoot, source: str, partition: str) -> None:
-        self.artifact, self.record = ted_record(root, source, partition)
-        self.ted = checked_record(self.record, self.artifact.url)  # record: the bucket's dict
+    def __init__(self, artifact: Artifact, record: dict, ted: TedRecord) -> None:
+        self.artifact, self.record, self.ted = artifact, record, ted
         self.rows = self.ted.rows
         self.step_files = files_of(self.ted)
         self.final_files = final_files_of(self.ted)  # one row per episode: read whole, once
@@ -68,41 +67,28 @@ class RemoteTed:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
-    def _read(self, file: str, start: int | None = None, end: int | None = None) -> bytes:
-        from google.api_core.exceptions import NotFound
-
-        blob = self.artifact.blob(self.record, file)
-        try:
-            data = self.artifact.store.read_bytes(blob.name, blob.generation, start, end)
-        except SourceMissingError as exc:
-            if not isinstance(exc.__cause__, NotFound):
-                raise
-            raise StaleSelectionError(
-                f"the TED version this reader opened ({self.record[PUBLISHED]['token']}) was "
-                f"replaced and its objects are gone (a replaced version stays readable for "
-                f"{RETAIN_S / 3600:g} h)",
-                subject=f"{self.artifact.url} {file}",
-                fix="start a new epoch (iterate the stream again, or a new DataLoader "
-                "iterator): it opens the current version",
-            ) from None
+    def _read(self, file: str, start: int, stop: int) -> bytes:
+        data = self.artifact.read_range(self.record, file, start, stop)
         with self._lock:
             self.bytes_fetched += len(data)
         return data
 
     def episodes(self) -> pa.Table:
         """The TED's episodes table (episode, start, length, ...)."""
-        return pq.read_table(io.BytesIO(self._read(EPISODES)))
+        return pq.read_table(
+            io.BytesIO(self._read(EPISODES, 0, self.artifact.size(self.record, EPISODES)))
+        )
 
     def _header(self, file: str) -> tuple[int, np.dtype, tuple[int, ...]]:
         if file not in self._headers:
-            size = self.artifact.blob(self.record, file).size
-            first = self._read(file, 0, min(_HEADER_BYTES, size) - 1)
+            size = self.artifact.size(self.record, file)
+            first = self._read(file, 0, min(_HEADER_BYTES, size))
             if first[6:7] in (b"\x01", b"\x02", b"\x03") and len(first) >= 12:
                 prefix = 10 if first[6] == 1 else 12
                 fmt = "<H" if first[6] == 1 else "<I"
                 end = prefix + struct.unpack(fmt, first[8:prefix])[0]
                 if end > len(first) and end <= size:  # a longer header: fetch the rest
-                    first += self._read(file, len(first), end - 1)
+                    first += self._read(file, len(first), end)
             head = io.BytesIO(first)
             try:
                 major, _ = np.lib.format.read_magic(head)
@@ -171,11 +157,12 @@ class RemoteTed:
     def _range(self, file: str, start: int, stop: int) -> torch.Tensor:
         offset, dtype, shape = self._header(file)
         row = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
-        data = (
-            self._read(file, offset + start * row, offset + stop * row - 1) if stop > start else b""
-        )
+        data = self._read(file, offset + start * row, offset + stop * row) if stop > start else b""
         array = np.frombuffer(bytearray(data), dtype=dtype).reshape(stop - start, *shape[1:])
         return torch.from_numpy(array)
+
+    def file_rows(self, file: str) -> FileRows:
+        return FileRows(self, file)
 
     def read(self, start: int, length: int) -> TensorDictBase:
         """Steps ``[start, start + length)`` as the TED's TensorDict (``("next",
@@ -202,3 +189,35 @@ class RemoteTed:
                 self._finals[file] = self._range(file, 0, shape[0])
             tensors[file] = self._finals[file]
         return assemble(self.ted, tensors.__getitem__, length)
+
+
+class FileRows:
+    """The rows of one file of a :class:`RangeRows`, indexed like an array (``rows[ids]``,
+    ``rows[3]``, ``rows[a:b]``): each run of consecutive rows is one range request."""
+
+    def __init__(self, ranges: RangeRows, file: str) -> None:
+        self.ranges, self.file = ranges, file
+        self.shape = ranges._header(file)[2]
+        self.dtype = ranges._header(file)[1]
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index) -> np.ndarray:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self.shape[0])
+            return self.ranges._range(self.file, start, stop).numpy()[::step]
+        ids = np.asarray(index, dtype=np.int64)
+        flat = np.where(ids.reshape(-1) < 0, ids.reshape(-1) + self.shape[0], ids.reshape(-1))
+        if len(flat) == 0:
+            return np.empty((*ids.shape, *self.shape[1:]), self.dtype)
+        order = np.argsort(flat, kind="stable")
+        ordered = flat[order]
+        breaks = np.flatnonzero(np.diff(ordered) > 1) + 1
+        parts = []
+        for run in np.split(ordered, breaks):
+            block = self.ranges._range(self.file, int(run[0]), int(run[-1]) + 1).numpy()
+            parts.append(block[run - run[0]])
+        out = np.empty((len(flat), *self.shape[1:]), self.dtype)
+        out[order] = np.concatenate(parts)
+        return out.reshape(*ids.shape, *self.shape[1:])

@@ -28,12 +28,20 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from episode_warehouse.atomic import read_json, staged, write_json
+from episode_warehouse.atomic import read_json, staged, unpublish, write_json, write_lock
 from episode_warehouse.blobstore import BlobInfo, DownloadStats, GcsBlobStore, file_crc32c
-from episode_warehouse.bucket.root import BucketRoot
-from episode_warehouse.errors import ConcurrentWriteError, CorruptInputError, SourceMissingError
+from episode_warehouse.errors import (
+    ConcurrentWriteError,
+    CorruptInputError,
+    ReadOnlyRootError,
+    SourceMissingError,
+    StaleSelectionError,
+)
 from episode_warehouse.guards.json_input import load_json
 from episode_warehouse.guards.names import checked_name, checked_segment, inside
+from episode_warehouse.records import RECORD
+from episode_warehouse.storage.base import VERIFIED, Artifact  # file -> [size, mtime_ns]
+from episode_warehouse.storage.bucket.objects import Bucket
 from episode_warehouse.threads import TRANSFER_THREADS
 
 log = logging.getLogger(__name__)
@@ -42,12 +50,15 @@ DATA = ".v"
 DEBRIS_AGE_S = 3600.0  # unlisted data objects older than this are a killed writer's debris
 RETIRED = "retired"  # the record's list of replaced versions still kept for their readers
 RETAIN_S = 24 * 3600.0  # how long a replaced version stays readable
-VERIFIED = ".verified.json"  # a local copy's own note: file -> [size, mtime_ns] when verified
 
 
 def _stamp(path: Path) -> list[int]:
     st = path.stat()
     return [st.st_size, st.st_mtime_ns]
+
+
+def _same_copy(local: dict, remote: dict) -> bool:
+    return bool(local) and local.get(PUBLISHED) == remote.get(PUBLISHED)
 
 
 def check_record(record: object, url: str) -> dict:
@@ -118,16 +129,107 @@ def _check_section(section: object, url: str, what: str) -> None:
             )
 
 
-class RemoteArtifact:
-    """The artifact ``rel`` of bucket root ``root``, whose record file is ``record``."""
+class RemoteArtifact(Artifact):
+    """The artifact ``rel`` of the bucket ``root``, whose record file is ``record``; ``local``:
+    its folder in a writer's local copy (None: opened for reading)."""
 
-    def __init__(self, root: BucketRoot, rel: str, record: str = "meta.json") -> None:
+    def __init__(
+        self,
+        root: Bucket,
+        rel: str,
+        record: str = RECORD,
+        local: Path | None = None,
+        *,
+        writable: bool = True,
+    ) -> None:
         self.root, self.rel, self.record_name = root, rel.strip("/"), record
+        self.local, self.writable = local, writable
         self.store: GcsBlobStore = root.store()
+
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise ReadOnlyRootError(
+                "this bucket root was opened for reading", subject=self.url,
+                fix="open the root as a writer (the stages do) to publish or delete",
+            )  # fmt: skip
 
     @property
     def url(self) -> str:
         return f"{self.root.url}/{self.rel}"
+
+    @property
+    def folder(self) -> Path:
+        if self.local is None:
+            raise ReadOnlyRootError(
+                "this bucket root was opened for reading: it has no local copy",
+                subject=self.url,
+                fix="open the root as a writer (the stages do) to build here",
+            )
+        return self.local
+
+    # -- the Artifact interface -------------------------------------------------------------
+
+    def size(self, record: dict, file: str) -> int:
+        return self.blob(record, file).size
+
+    def read_range(self, record: dict, file: str, start: int, stop: int) -> bytes:
+        if stop <= start:
+            return b""
+        return self._stale_as_such(record, file, lambda b: self.store.read_bytes(
+            b.name, b.generation, start, stop - 1))  # fmt: skip
+
+    def _stale_as_such(self, record: dict, file: str, read):
+        from google.api_core.exceptions import NotFound
+
+        blob = self.blob(record, file)
+        try:
+            return read(blob)
+        except SourceMissingError as exc:
+            if not isinstance(exc.__cause__, NotFound):
+                raise
+            raise self.stale(record, file) from None
+
+    def stale(self, record: dict, file: str) -> StaleSelectionError:
+        """The error of reading ``file`` of a version whose objects are gone."""
+        return StaleSelectionError(
+            f"the version this reader opened ({record[PUBLISHED]['token']}) was replaced and "
+            f"its objects are gone (a replaced version stays readable for {RETAIN_S / 3600:g} h)",
+            subject=f"{self.url} {file}",
+            fix="open it again (a training stream: start a new epoch, which opens the current "
+            "version)",
+        )
+
+    def mapped(self, record: dict) -> Path | None:
+        """A writer's local copy when it holds exactly this version (the machine that built
+        or pulled it); else None: objects are read by ranges, or fetched into the cache."""
+        if self.local is not None and _same_copy(read_json(self.local / self.record_name), record):
+            return self.local
+        return None
+
+    def fetch(self, record: dict) -> Path:
+        from episode_warehouse.storage.bucket.cache import cached_version
+
+        return cached_version(self, record)
+
+    def file_url(self, record: dict, file: str) -> str:
+        return f"{self.root.url}/{self.rel}/{record[PUBLISHED]['prefix']}/{file}"
+
+    def checkout(self, record: dict) -> None:
+        folder = self.folder
+        if record and not _same_copy(read_json(folder / self.record_name), record):
+            with write_lock(folder):
+                if not _same_copy(read_json(folder / self.record_name), record):
+                    self.pull(folder, record)
+
+    def working_record(self, current: dict, version: str) -> dict:
+        local = read_json(self.folder / self.record_name)
+        if local.get("version") != version and local and not _same_copy(local, current):
+            unpublish(self.folder)  # a stale local copy: never build on files of another version
+            return {}
+        return local
+
+    def publish(self, previous: dict, generation: int) -> dict:
+        return self.push(self.folder, previous, generation)
 
     def _name(self, file: str) -> str:
         return f"{self.rel}/{file}"
@@ -159,6 +261,7 @@ class RemoteArtifact:
             ConcurrentWriteError: another writer replaced the record first (nothing of this
                 writer stays in the bucket).
         """
+        self._check_writable()
         local = json.loads((folder / self.record_name).read_text())
         local.pop(PUBLISHED, None)
         token = f"{local.get('version', 'x')}-{int(time.time())}-{uuid.uuid4().hex[:8]}"
@@ -254,10 +357,13 @@ class RemoteArtifact:
                 self.store.delete(info.name, info.generation)
 
     def delete(self) -> bool:
-        """Remove the artifact: the record first (readers stop trusting it), then its data."""
+        """Remove the artifact: the record first (readers stop trusting it), then its data,
+        then the local copy."""
+        self._check_writable()
         record, generation = self.read()
+        here = unpublish(self.local) if self.local is not None else False
         if not record:
-            return False
+            return here
         self.store.delete(self._name(self.record_name), str(generation))
         self._delete_listed(record)
         for old in record.get(RETIRED, []):

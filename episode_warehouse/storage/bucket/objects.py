@@ -1,31 +1,20 @@
-"""Where a bucket root lives: the URL, its local copy, its trainer cache.
-
-``WarehouseLayout.from_root("gs://bucket/prefix")`` lays the artifacts out under a local copy
-as it does under a local root (:class:`~episode_warehouse.bucket.copy.BucketCopy`), and
-:func:`bind` marks that folder with the bucket it mirrors (``.bucket-root.json``), so that one
-folder never serves two roots.
-"""
+"""Where a bucket root's objects are: the bucket, the prefix, the API endpoint, the reader cache."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from episode_warehouse.blobstore import GcsBlobStore
-from episode_warehouse.errors import ConfigError
 from episode_warehouse.gcs import split_gs_url
 from episode_warehouse.retry import RetryPolicy
-from episode_warehouse.settings import LOCAL_COPY_ENV, ROOT_ENV, Settings
-
-MARKER = ".bucket-root.json"
+from episode_warehouse.settings import ROOT_ENV, Settings
 
 
 @dataclass(frozen=True)
-class BucketRoot:
+class Bucket:
     """``gs://bucket/prefix``: the warehouse's artifacts are objects under ``prefix/``."""
 
     bucket: str
@@ -34,7 +23,7 @@ class BucketRoot:
     cache_base: Path  # where trainers keep downloaded TEDs (Settings.cache)
 
     @classmethod
-    def parse(cls, url: str, settings: Settings | None = None) -> BucketRoot:
+    def parse(cls, url: str, settings: Settings | None = None) -> Bucket:
         """Raises ConfigError for anything but ``gs://BUCKET[/PREFIX]``; the endpoint and cache
         come from ``settings`` (default: resolved from the environment now)."""
         bucket, prefix = split_gs_url(url, setting=ROOT_ENV, kind="warehouse root")
@@ -64,25 +53,3 @@ class BucketRoot:
 @functools.lru_cache(maxsize=16)
 def _store(bucket: str, prefix: str, endpoint: str | None) -> GcsBlobStore:
     return GcsBlobStore(bucket, prefix, RetryPolicy(), endpoint)
-
-
-def bind(scratch: Path, root: BucketRoot) -> None:
-    """Mark ``scratch`` as the local copy of ``root``.
-
-    Raises:
-        ConfigError: the folder already mirrors another bucket root.
-    """
-    marker = scratch / MARKER
-    if marker.is_file():
-        bound = json.loads(marker.read_text()).get("url")
-        if bound != root.url:
-            raise ConfigError(
-                f"this scratch folder is the local copy of {bound}, not of {root.url}",
-                subject=str(scratch),
-                fix=f"give each bucket root its own {LOCAL_COPY_ENV}",
-            )
-        return
-    scratch.mkdir(parents=True, exist_ok=True)
-    tmp = marker.with_name(f"{MARKER}.{os.getpid()}")
-    tmp.write_text(json.dumps({"url": root.url}, allow_nan=False))
-    os.replace(tmp, marker)
