@@ -113,7 +113,7 @@ def bucket_figures(work: Path, threaded: bool, report: dict) -> None:
         rate, _ = _frames_per_s(plain.read(i, 0, int(n)) for i, n in enumerate(selection.length))
         report[f"{tag}_no_read_ahead_frames_per_s"] = round(rate)
         # the ceiling: each episode's observation rows as one bare range request, in turn
-        ted = plain.remote_ted("atari", PARTITION)
+        ted = plain.reader("atari", PARTITION)
         started = time.perf_counter()
         for start, n in zip(selection.start, selection.length, strict=True):
             ted._range("observation.npy", int(start), int(start + n + 1))

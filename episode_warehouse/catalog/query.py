@@ -194,7 +194,7 @@ def run_query(
         params or [],
         views=views,
         allowed_dir=allowed_dir,
-        root=root,
+        files=root.duckdb_files(),
         memory_limit=limits.memory_limit,
         memory_bytes=memory_bytes,
         max_rows=limits.max_rows,

@@ -20,9 +20,9 @@ query runs in a disposable child process:
 The child is a fresh interpreter (``python -m episode_warehouse.catalog.sandbox``: a pickled
 request on stdin, a pickled answer on stdout), never a fork of the caller, which may be a
 multi-threaded trainer, and never a process shared with other users of ``multiprocessing``
-(a DataLoader's fork server). It imports DuckDB and of the warehouse only the root it reads
-(:meth:`~episode_warehouse.storage.Root.register_files`: nothing for a folder, the gcsfs
-filesystem for a bucket): the caller builds the view statements. Starting it costs about
+(a DataLoader's fork server). It imports DuckDB and of the warehouse only what reads the
+root's files (:func:`~episode_warehouse.storage.base.register_files`: nothing for a folder, the
+gcsfs filesystem for a bucket): the caller builds the view statements. Starting it costs about
 0.44 s a query (``bench.sql_sandbox``; most of it is ``import duckdb``).
 """
 
@@ -40,14 +40,11 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import duckdb
 
 from episode_warehouse.catalog.landlock import confine_writes
-
-if TYPE_CHECKING:
-    from episode_warehouse.storage import Root
+from episode_warehouse.storage.base import register_files
 
 # The bound is the child's size before the query plus this multiple of the memory limit: DuckDB
 # may exceed its own accounting somewhat (results, hash tables in flight) before it refuses.
@@ -83,7 +80,7 @@ class Request:
     params: list
     views: list[str]
     allowed_dir: str  # the catalog folder (or gs://.../catalog/), the only readable directory
-    root: Root  # registers the files it keeps on the connection (a bucket's: read-only)
+    files: tuple[str, ...] | None  # the root's Root.duckdb_files (a bucket's filesystem)
     memory_limit: str
     memory_bytes: int
     max_rows: int | None
@@ -113,7 +110,7 @@ def _run(request: Request) -> Answer:
     # before DuckDB starts its threads: Landlock binds the calling thread and those it starts
     confined = confine_writes(request.temp_dir)
     con = duckdb.connect(":memory:")
-    request.root.register_files(con, read_only=True)
+    register_files(con, request.files, read_only=True)
     con.execute("SET allowed_directories = [?]", [request.allowed_dir])
     con.execute("SET temp_directory = ?", [request.temp_dir])
     for statement in request.views:
@@ -214,7 +211,7 @@ def run_in_child(
     *,
     views: list[str],
     allowed_dir: str,
-    root: Root,
+    files: tuple[str, ...] | None,
     memory_limit: str,
     memory_bytes: int,
     max_rows: int | None,
@@ -230,7 +227,7 @@ def run_in_child(
         list(params),
         views,
         allowed_dir,
-        root,
+        files,
         memory_limit,
         memory_bytes,
         max_rows,

@@ -174,8 +174,9 @@ class Root(ABC):
         """The path or URL of ``rel`` as DuckDB names it (the one place a query may read)."""
 
     @abstractmethod
-    def register_files(self, con: Any, *, read_only: bool) -> None:
-        """Let the DuckDB connection ``con`` read this root's files."""
+    def duckdb_files(self) -> tuple[str, ...] | None:
+        """What a DuckDB connection needs to read this root's files, as plain values that
+        cross a process boundary (the SQL sandbox's): see :func:`register_files`."""
 
     @abstractmethod
     def keep_views(
@@ -203,3 +204,15 @@ class Root(ABC):
                 fix="use the paths of this root's WarehouseLayout",
             )
         return self.artifact(target.relative_to(self.folder).as_posix(), record)
+
+
+def register_files(con: Any, files: tuple[str, ...] | None, *, read_only: bool) -> None:
+    """Let the DuckDB connection ``con`` read the files of a root whose
+    :meth:`Root.duckdb_files` is ``files`` (a folder's: nothing to do; a bucket's: its
+    filesystem, ``read_only`` refusing every write)."""
+    if files is None:
+        return
+    from episode_warehouse.storage.bucket.duckdb_files import filesystem
+
+    (endpoint,) = files[1:]
+    con.register_filesystem(filesystem(endpoint or None, read_only=read_only))

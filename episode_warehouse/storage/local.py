@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from episode_warehouse.atomic import read_json, staging_path, unpublish
 from episode_warehouse.errors import ConcurrentWriteError, ReadOnlyRootError
@@ -140,7 +139,7 @@ class LocalRoot(Root):
     def location(self, rel: str) -> str:
         return str(self.root_folder / rel)
 
-    def register_files(self, con: Any, *, read_only: bool) -> None:
+    def duckdb_files(self) -> None:
         return None  # DuckDB reads local files itself
 
     def keep_views(

@@ -201,7 +201,7 @@ def test_a_stream_finishes_its_epoch_on_the_version_it_started_with(bucket_url, 
     assert not np.array_equal(new["observation"][:50].numpy(), old["observation"][:50].numpy())
     # the next epoch opens the current record
     item = next(iter(stream))
-    remote = stream.cache.remote_ted("atari", "Pong/1")
+    remote = stream.cache.reader("atari", "Pong/1")
     assert remote.record["published"]["token"] == newest["published"]["token"]
     assert int(item["step"][0]) == 0
 

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from episode_warehouse.errors import ConcurrentWriteError, ConfigError, ReadOnlyRootError
 from episode_warehouse.guards.names import checked_name, no_links_below
@@ -146,10 +145,8 @@ class BucketRoot(Root):
     def location(self, rel: str) -> str:
         return f"{self.url}/{rel}"
 
-    def register_files(self, con: Any, *, read_only: bool) -> None:
-        from episode_warehouse.storage.bucket.duckdb_files import filesystem
-
-        con.register_filesystem(filesystem(self.bucket.endpoint, read_only=read_only))
+    def duckdb_files(self) -> tuple[str, str]:
+        return ("gcs", self.bucket.endpoint or "")
 
     def keep_views(
         self, rel: str, statements: Callable[[], list[str]], key: str, rebuild: bool = False
