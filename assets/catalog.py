@@ -8,8 +8,8 @@ from episode_warehouse.catalog import CatalogStore
 from episode_warehouse.catalog.schema import EPISODES
 from episode_warehouse.incremental import published
 from episode_warehouse.sources import registry
-from episode_warehouse.stages import publish_catalog_rows
-from resources import WarehouseStorage
+from episode_warehouse.stages.catalog import publish_catalog_rows
+from resources import RunSettings, WarehouseStorage
 
 
 def catalog_rows_asset(
@@ -29,7 +29,7 @@ def catalog_rows_asset(
         "partitions tables of the DuckDB catalog), published atomically.",
     )
     def _rows(
-        context: dg.AssetExecutionContext, warehouse: WarehouseStorage
+        context: dg.AssetExecutionContext, warehouse: WarehouseStorage, run_settings: RunSettings
     ) -> dg.MaterializeResult:
         # Idempotent: rows that describe the same TED are kept (with their lineage).
         with only_transient_retries(context):
@@ -46,7 +46,7 @@ def catalog_rows_asset(
                     "episodes": built.meta.episodes,
                     "frames": built.meta.frames,
                     "rebuilt": built.rebuilt,
-                    **warehouse.viewer_link(source, context.partition_key),
+                    **run_settings.viewer_link(layout.url, source, context.partition_key),
                     "catalog": dg.MetadataValue.path(str(CatalogStore(layout.root).db_path)),
                     "dagster/row_count": built.meta.episodes,
                     "dagster/column_schema": dg.TableSchema(

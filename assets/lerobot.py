@@ -15,7 +15,7 @@ from episode_warehouse.export.record import ExportRecord
 from episode_warehouse.incremental import require
 from episode_warehouse.loading.selection import REQUIRED, Selection
 from episode_warehouse.paths import WarehouseLayout
-from resources import WarehouseStorage
+from resources import RunSettings, WarehouseStorage
 
 
 class ExportConfig(dg.Config):
@@ -26,7 +26,7 @@ class ExportConfig(dg.Config):
 
 def _export(
     context: dg.AssetExecutionContext,
-    warehouse: WarehouseStorage,
+    run_settings: RunSettings,
     layout: WarehouseLayout,
     request: ExportRequest,
 ) -> dg.MaterializeResult:
@@ -35,8 +35,8 @@ def _export(
         request,
         target,
         root=layout.root,
-        workers=warehouse.export_processes(),
-        scratch_dir=warehouse.scratch_dir(),
+        workers=run_settings.export_processes(),
+        scratch_dir=run_settings.scratch_dir(),
         code_version=versions.of(context),
     )
     return _result(built.meta, target, built.rebuilt)
@@ -78,7 +78,10 @@ def partition_export_asset(
         "written with lerobot's own writer; loads offline with LeRobotDataset(repo_id, root).",
     )
     def _partition_export(
-        context: dg.AssetExecutionContext, config: ExportConfig, warehouse: WarehouseStorage
+        context: dg.AssetExecutionContext,
+        config: ExportConfig,
+        warehouse: WarehouseStorage,
+        run_settings: RunSettings,
     ) -> dg.MaterializeResult:
         # Idempotent: an existing export of the same episodes and mode is kept as it is.
         with only_transient_retries(context):
@@ -95,7 +98,7 @@ def partition_export_asset(
             request = ExportRequest(
                 name, str(layout.folder), [tuple(r) for r in rows], video=config.video
             )
-            return _export(context, warehouse, layout, request)
+            return _export(context, run_settings, layout, request)
 
     return _partition_export
 
@@ -108,7 +111,10 @@ def partition_export_asset(
     owners=["team:data-platform"],
 )
 def selection_lerobot_export(
-    context: dg.AssetExecutionContext, config: ExportConfig, warehouse: WarehouseStorage
+    context: dg.AssetExecutionContext,
+    config: ExportConfig,
+    warehouse: WarehouseStorage,
+    run_settings: RunSettings,
 ) -> dg.MaterializeResult:
     """A LeRobot v3 dataset of the episodes a named SQL selection picks (query kept in metadata)."""
     # Idempotent: the same query over the same catalog gives the same episode list and export.
@@ -135,7 +141,7 @@ def selection_lerobot_export(
         request = ExportRequest(
             name, str(layout.folder), [tuple(r[:5]) for r in rows], video=config.video, query=sql
         )
-        return _export(context, warehouse, layout, request)
+        return _export(context, run_settings, layout, request)
 
 
 def _quoted(text: str) -> str:

@@ -5,7 +5,7 @@ it reads the sources' declarations (``assets.sources``); ``resources/`` imports 
 from __future__ import annotations
 
 from assets.sources import SOURCE_ASSETS
-from resources import HubDestination, WarehouseStorage
+from resources import HubDestination, RunSettings, WarehouseStorage
 
 
 def build_resources() -> dict:
@@ -13,6 +13,7 @@ def build_resources() -> dict:
     resolved when a run starts."""
     return {
         "warehouse": WarehouseStorage(),
+        "run_settings": RunSettings(),
         **{spec.resource_key: spec.resource for spec in SOURCE_ASSETS},
         "hub": HubDestination(),
     }

@@ -5,8 +5,8 @@ import dagster as dg
 from assets import versions
 from assets.retries import only_transient_retries
 from episode_warehouse.catalog.rows import folder_bytes
-from episode_warehouse.stages import build_ted_stage
-from resources import WarehouseStorage
+from episode_warehouse.stages.ted import build_ted_stage
+from resources import RunSettings, WarehouseStorage
 
 
 def picture_metadata(target) -> dict:
@@ -40,7 +40,7 @@ def ted_asset(
         "('next', 'observation') a shifted view; load with episode_warehouse.open_ted.",
     )
     def _ted(
-        context: dg.AssetExecutionContext, warehouse: WarehouseStorage
+        context: dg.AssetExecutionContext, warehouse: WarehouseStorage, run_settings: RunSettings
     ) -> dg.MaterializeResult:
         # Idempotent: rebuilt only when the decoded episodes or this code version changed;
         # validated in staging, so a TED that fails its checks is never published.
@@ -52,7 +52,7 @@ def ted_asset(
             return dg.MaterializeResult(
                 metadata={
                     **picture_metadata(target),
-                    **warehouse.viewer_link(source, key),
+                    **run_settings.viewer_link(layout.url, source, key),
                     "frames": built.meta.rows,
                     "episodes": built.meta.episodes,
                     "bytes_on_disk": folder_bytes(target),

@@ -1,15 +1,9 @@
-"""Dagster resources: one per external system, resolved from environment variables at run start."""
+"""Dagster resources of the warehouse's own systems, resolved from environment variables at run
+start: its storage, how runs work, and the hub as a destination. Each source's own resource
+lives in its asset module (``assets/sources/<name>.py``)."""
 
-from resources.atari_replay import AtariReplaySource
 from resources.hub import HubDestination
-from resources.lerobot_source import LeRobotSource
-from resources.openx_source import OpenXSource
+from resources.run_settings import RunSettings
 from resources.warehouse import WarehouseStorage
 
-__all__ = [
-    "AtariReplaySource",
-    "HubDestination",
-    "LeRobotSource",
-    "OpenXSource",
-    "WarehouseStorage",
-]
+__all__ = ["HubDestination", "RunSettings", "WarehouseStorage"]

@@ -1,51 +1,105 @@
-"""Atari DQN Replay: checkpoint files -> decoded episodes (TED and catalog come from factories)."""
+"""Atari DQN Replay: checkpoint files -> decoded episodes (TED and catalog come from factories).
+
+Its resource, ``AtariReplaySource``: a gs:// prefix (or a local mirror) in either layout.
+"""
+
+from enum import Enum
 
 import dagster as dg
 
 from assets import versions
 from assets.checks import recorded_returns_check
 from assets.results import decoded_result
-from assets.retries import RAW_RETRY_POLICY, only_transient_retries
-from assets.sources.spec import SourceAssets
+from assets.sources.spec import SourceAssets, Stage, StageRun
+from episode_warehouse.blobstore import BlobStore, open_blob_store
+from episode_warehouse.gcs import EMULATOR_ENV
+from episode_warehouse.retry import RetryPolicy
+from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.sources.atari.fingerprints import atari_fingerprints
 from episode_warehouse.sources.atari.games import PARTITION_KEYS, parse_partition_key
-from episode_warehouse.sources.atari.mirror import mirror_run
+from episode_warehouse.sources.atari.mirror import LAYOUTS, MODES, mirror_run
 from episode_warehouse.sources.atari.stage import decode_atari
-from resources import AtariReplaySource, WarehouseStorage
+from resources.settings import setting
+
+DEFAULT_ATARI_URL = "gs://rl_unplugged/atari_episodes_ordered"
+
+
+class AtariFormat(Enum):
+    """``auto`` detects the layout per run from the listing."""
+
+    auto = "auto"
+    dopamine = "dopamine"
+    rlu = "rlu"
+
+
+class AtariMode(Enum):
+    """``download`` mirrors the files first; ``streaming`` decodes from the bucket (RLU)."""
+
+    download = "download"
+    streaming = "streaming"
+
+
+class AtariReplaySource(dg.ConfigurableResource):
+    """``ATARI_REPLAY_URL`` (default: the RL Unplugged copy in episode order), its layout
+    (``ATARI_FORMAT``: auto, dopamine, rlu), ``ATARI_MODE`` (download, or streaming for RL
+    Unplugged), and the checkpoint subset (``ATARI_CHECKPOINTS``: all, first:K, last:K, or
+    indices like 0,1,2 / 40-49). Requests are bounded by ``ATARI_TIMEOUT_S`` (60) and retried up
+    to ``attempts`` times with exponential backoff; ``STORAGE_EMULATOR_HOST`` points GCS at an
+    emulator."""
+
+    url: str | None = None
+    checkpoints: str | None = None
+    format: AtariFormat | None = None
+    mode: AtariMode | None = None
+    timeout_s: int | None = None
+    emulator_host: str | None = None
+    download_workers: int = 4
+    attempts: int = 6
+
+    def endpoint(self) -> str | None:
+        return setting(self.emulator_host, EMULATOR_ENV, "") or None
+
+    def store(self) -> BlobStore:
+        timeout = setting(self.timeout_s, "ATARI_TIMEOUT_S", 60, cast=int)
+        return open_blob_store(
+            setting(self.url, "ATARI_REPLAY_URL", DEFAULT_ATARI_URL),
+            RetryPolicy(attempts=self.attempts, timeout_s=timeout),
+            endpoint=self.endpoint(),
+        )
+
+    def subset(self) -> CheckpointSubset:
+        return CheckpointSubset(setting(self.checkpoints, "ATARI_CHECKPOINTS", "all"))
+
+    def layout(self) -> str:
+        chosen = self.format.value if self.format is not None else None
+        return setting(chosen, "ATARI_FORMAT", "auto", choices=LAYOUTS)
+
+    def source_mode(self) -> str:
+        chosen = self.mode.value if self.mode is not None else None
+        return setting(chosen, "ATARI_MODE", "download", choices=MODES)
+
 
 atari_runs = dg.StaticPartitionsDefinition(list(PARTITION_KEYS))  # the 300 keys of the dataset
 
 
-@dg.asset(
-    partitions_def=atari_runs,
-    group_name="atari",
-    pool="download",  # bounded across runs and machines (docs/cluster.md)
-    kinds={"gcs", "gzip"},
-    code_version=versions.ATARI_REPLAY_FILES,
-    retry_policy=RAW_RETRY_POLICY,
-    owners=["team:data-platform"],
-)
-def atari_replay_files(
-    context: dg.AssetExecutionContext, atari_replay: AtariReplaySource, warehouse: WarehouseStorage
-) -> dg.MaterializeResult:
-    """The files of one game/run (RL Unplugged or Dopamine layout) from ATARI_REPLAY_URL."""
+def mirror_files(stage: StageRun) -> dg.MaterializeResult:
+    key, atari_replay, warehouse = stage.key, stage.source, stage.warehouse
     # Idempotent: unchanged files (size, generation, crc32c) are linked, not fetched again.
-    with only_transient_retries(context):
-        game, run = parse_partition_key(context.partition_key)
-        layout = warehouse.layout()
-        target = layout.raw_dir("atari", context.partition_key)
-        built, report = mirror_run(
-            atari_replay.store(),
-            game,
-            run,
-            target,
-            atari_replay.subset(),
-            root=layout.root,
-            code_version=versions.of(context),
-            workers=atari_replay.download_workers,
-            layout=atari_replay.layout(),
-            mode=atari_replay.source_mode(),
-        )
+    game, run = parse_partition_key(key)
+    layout = warehouse.layout()
+    target = layout.raw_dir("atari", key)
+    built, report = mirror_run(
+        atari_replay.store(),
+        game,
+        run,
+        target,
+        atari_replay.subset(),
+        root=layout.root,
+        code_version=stage.code_version,
+        workers=atari_replay.download_workers,
+        layout=atari_replay.layout(),
+        mode=atari_replay.source_mode(),
+    )
     files = built.meta.files
     return dg.MaterializeResult(
         metadata={
@@ -67,54 +121,54 @@ def atari_replay_files(
     )
 
 
-@dg.asset(
-    partitions_def=atari_runs,
-    deps=[atari_replay_files],
-    group_name="atari",
-    kinds={"numpy"},
-    code_version=versions.ATARI_EPISODES,
-    automation_condition=dg.AutomationCondition.eager(),
-    owners=["team:data-platform"],
-)
-def atari_episodes(
-    context: dg.AssetExecutionContext, atari_replay: AtariReplaySource, warehouse: WarehouseStorage
-) -> dg.MaterializeResult:
-    """Real steps of one game/run in episode order (Dopamine: padding dropped, episodes
-    stitched across files; RL Unplugged: each record's N-1 transitions)."""
+def decode_episodes(stage: StageRun) -> dg.MaterializeResult:
+    key, atari_replay, warehouse = stage.key, stage.source, stage.warehouse
     # Idempotent: rebuilt only when the mirrored files or this code version changed.
-    with only_transient_retries(context):
-        key = context.partition_key
-        layout = warehouse.layout()
-        built = decode_atari(
-            layout,
-            key,
-            code_version=versions.of(context),
-            workers=warehouse.decode_processes(),
-            endpoint=atari_replay.endpoint(),
-            limits=warehouse.input_limits(),
-        )
-        own = built.meta.extra  # the Atari decoders' own fields (DecodedRecord.extra)
-        details = {"time_limited_episodes": own.get("time_limited_episodes", 0)}
-        if own.get("format_source") == "rl_unplugged":
-            details["files"] = dg.MetadataValue.json(own["files"])
-        else:
-            details |= {
-                "padding_rows_dropped": own["padding_rows"],
-                "lost_rows": own["lost_rows"],
-                "gaps": dg.MetadataValue.json(own["gaps"]),
-                "suffixes": dg.MetadataValue.json(own["suffixes"]),
-            }
-        return decoded_result(built, layout.decoded_dir("atari", key), **details)
+    layout = warehouse.layout()
+    built = decode_atari(
+        layout,
+        key,
+        code_version=stage.code_version,
+        workers=stage.settings.decode_processes(),
+        endpoint=atari_replay.endpoint(),
+        limits=stage.settings.input_limits(),
+    )
+    own = built.meta.extra  # the Atari decoders' own fields (DecodedRecord.extra)
+    details = {"time_limited_episodes": own.get("time_limited_episodes", 0)}
+    if own.get("format_source") == "rl_unplugged":
+        details["files"] = dg.MetadataValue.json(own["files"])
+    else:
+        details |= {
+            "padding_rows_dropped": own["padding_rows"],
+            "lost_rows": own["lost_rows"],
+            "gaps": dg.MetadataValue.json(own["gaps"]),
+            "suffixes": dg.MetadataValue.json(own["suffixes"]),
+        }
+    return decoded_result(built, layout.decoded_dir("atari", key), **details)
 
 
 ASSETS = SourceAssets(
     name="atari",
     partitions=atari_runs,
-    raw=atari_replay_files,
-    decoded=atari_episodes,
+    files=Stage(
+        "atari_replay_files",
+        mirror_files,
+        "The files of one game/run (RL Unplugged or Dopamine layout) from ATARI_REPLAY_URL.",
+        {"gcs", "gzip"},
+        versions.ATARI_REPLAY_FILES,
+    ),
+    episodes=Stage(
+        "atari_episodes",
+        decode_episodes,
+        "Real steps of one game/run in episode order (Dopamine: padding dropped, episodes "
+        "stitched across files; RL Unplugged: each record's N-1 transitions).",
+        {"numpy"},
+        versions.ATARI_EPISODES,
+    ),
     group="atari",
     resource_key="atari_replay",
     resource=AtariReplaySource(),
+    resource_type=AtariReplaySource,
     listing=lambda atari_replay: atari_fingerprints(atari_replay.store()),
     sensor_description="Lists ATARI_REPLAY_URL; requests atari_replay_files for each game/run "
     "whose files appeared or changed (generation/crc32c). Automation then rebuilds downstream.",

@@ -1,86 +1,130 @@
-"""LeRobot v3.0 datasets: mirrored files -> decoded episodes (TED and catalog from factories)."""
+"""LeRobot v3.0 datasets: mirrored files -> decoded episodes (TED and catalog from factories).
+
+Its resource, ``LeRobotSource``: ``LEROBOT_URL``, the hub (``hf://datasets``, the default: a
+partition is a repo id, ``lerobot/pusht``), or a local folder or ``gs://bucket/prefix`` holding
+``<owner>/<name>/meta/info.json``. On the hub, huggingface_hub's own settings apply
+(``HF_ENDPOINT``, ``HF_TOKEN`` or the saved login, ``HF_HUB_CACHE``); the sensor watches the repos
+``LEROBOT_REPOS`` names (the hub cannot be listed whole).
+"""
 
 import dagster as dg
 
 from assets import versions
 from assets.results import decoded_result, mirrored_result
-from assets.retries import RAW_RETRY_POLICY, only_transient_retries
-from assets.sources.spec import SourceAssets
+from assets.sources.spec import SourceAssets, Stage, StageRun
+from episode_warehouse.blobstore import BlobStore, open_blob_store
+from episode_warehouse.errors import ConfigError
+from episode_warehouse.gcs import EMULATOR_ENV
+from episode_warehouse.hub.url import parse_hub_url
+from episode_warehouse.retry import RetryPolicy
 from episode_warehouse.sources.lerobot.fingerprints import lerobot_fingerprints
 from episode_warehouse.sources.lerobot.mirror import mirror_dataset
 from episode_warehouse.sources.lerobot.repo_id import check_repo_id
 from episode_warehouse.sources.lerobot.stage import decode_lerobot_stage
-from resources import LeRobotSource, WarehouseStorage
+from resources.settings import setting
+
+DEFAULT_URL = "hf://datasets"
+
+
+class LeRobotSource(dg.ConfigurableResource):
+    """``LEROBOT_URL`` (default ``hf://datasets``); requests bounded by ``LEROBOT_TIMEOUT_S`` (60)
+    and retried; ``STORAGE_EMULATOR_HOST`` points GCS at an emulator; ``LEROBOT_REPOS``
+    (comma-separated repo ids) are the hub datasets the sensor watches."""
+
+    url: str | None = None
+    repos: str | None = None
+    timeout_s: int | None = None
+    emulator_host: str | None = None
+    download_workers: int = 4
+    attempts: int = 6
+
+    def source_url(self) -> str:
+        url = setting(self.url, "LEROBOT_URL", DEFAULT_URL)
+        if not url:
+            raise ConfigError(
+                "no LeRobot source is set",
+                subject="LEROBOT_URL",
+                fix=f"set LEROBOT_URL to {DEFAULT_URL}, a folder or gs://bucket/prefix holding "
+                "<owner>/<name>/meta/",
+            )
+        if url.startswith("hf://") and parse_hub_url(url, setting="LEROBOT_URL").repo_id:
+            raise ConfigError(
+                "LEROBOT_URL names one repo; a LeRobot partition is the repo id",
+                subject=f"LEROBOT_URL={url}",
+                fix=f"set LEROBOT_URL={DEFAULT_URL} and materialize the repo id as the partition",
+            )
+        return url
+
+    def watched_repos(self) -> list[str]:
+        """The hub repos the sensor watches (``LEROBOT_REPOS``), checked."""
+        text = setting(self.repos, "LEROBOT_REPOS", "")
+        return [check_repo_id(r.strip()) for r in text.split(",") if r.strip()]
+
+    def store(self) -> BlobStore:
+        timeout = setting(self.timeout_s, "LEROBOT_TIMEOUT_S", 60, cast=int)
+        return open_blob_store(
+            self.source_url(),
+            RetryPolicy(attempts=self.attempts, timeout_s=timeout),
+            endpoint=setting(self.emulator_host, EMULATOR_ENV, "") or None,
+        )
+
 
 lerobot_datasets = dg.DynamicPartitionsDefinition(name="lerobot_datasets")  # repo ids
 
 
-@dg.asset(
-    partitions_def=lerobot_datasets,
-    group_name="lerobot_source",
-    pool="download",  # bounded across runs and machines (docs/cluster.md)
-    kinds={"lerobot", "parquet"},
-    code_version=versions.LEROBOT_FILES,
-    retry_policy=RAW_RETRY_POLICY,
-    owners=["team:data-platform"],
-)
-def lerobot_files(
-    context: dg.AssetExecutionContext, lerobot_source: LeRobotSource, warehouse: WarehouseStorage
-) -> dg.MaterializeResult:
-    """The meta/, data/ and videos/ files of one LeRobot v3.0 dataset (repo id owner/name),
-    mirrored from LEROBOT_URL and checksummed."""
+def mirror_files(stage: StageRun) -> dg.MaterializeResult:
+    repo_id, lerobot_source, warehouse = stage.key, stage.source, stage.warehouse
     # Idempotent: files whose size and generation match the published record are linked.
-    with only_transient_retries(context):
-        repo_id = check_repo_id(context.partition_key)
-        layout = warehouse.layout()
-        target = layout.raw_dir("lerobot", repo_id)
-        built, report = mirror_dataset(
-            lerobot_source.store(),
-            repo_id,
-            target,
-            root=layout.root,
-            code_version=versions.of(context),
-            workers=lerobot_source.download_workers,
-        )
+    layout = warehouse.layout()
+    target = layout.raw_dir("lerobot", repo_id)
+    built, report = mirror_dataset(
+        lerobot_source.store(),
+        repo_id,
+        target,
+        root=layout.root,
+        code_version=stage.code_version,
+        workers=lerobot_source.download_workers,
+    )
     return mirrored_result(built, report, target)
 
 
-@dg.asset(
-    partitions_def=lerobot_datasets,
-    deps=[lerobot_files],
-    group_name="lerobot_source",
-    kinds={"numpy"},
-    code_version=versions.LEROBOT_EPISODES,
-    automation_condition=dg.AutomationCondition.eager(),
-    owners=["team:data-platform"],
-)
-def lerobot_episodes(
-    context: dg.AssetExecutionContext, warehouse: WarehouseStorage
-) -> dg.MaterializeResult:
-    """Every frame of one LeRobot dataset, keys as TorchRL lays LeRobot data out: PNG pixels
-    exact, video frames those LeRobotDataset decodes."""
+def decode_episodes(stage: StageRun) -> dg.MaterializeResult:
+    repo_id, warehouse = stage.key, stage.warehouse
     # Idempotent: rebuilt only when the files or this code version changed.
-    with only_transient_retries(context):
-        repo_id = check_repo_id(context.partition_key)
-        layout = warehouse.layout()
-        built = decode_lerobot_stage(layout, repo_id, code_version=versions.of(context))
-        return decoded_result(
-            built,
-            layout.decoded_dir("lerobot", repo_id),
-            tasks=len(built.meta.tasks),
-            fps=built.meta.fps,
-            keys=dg.MetadataValue.json(built.meta.arrays),
-        )
+    layout = warehouse.layout()
+    built = decode_lerobot_stage(layout, repo_id, code_version=stage.code_version)
+    return decoded_result(
+        built,
+        layout.decoded_dir("lerobot", repo_id),
+        tasks=len(built.meta.tasks),
+        fps=built.meta.fps,
+        keys=dg.MetadataValue.json(built.meta.arrays),
+    )
 
 
 ASSETS = SourceAssets(
     name="lerobot",
     partitions=lerobot_datasets,
-    raw=lerobot_files,
-    decoded=lerobot_episodes,
+    files=Stage(
+        "lerobot_files",
+        mirror_files,
+        "The meta/, data/ and videos/ files of one LeRobot v3.0 dataset (repo id owner/name), "
+        "mirrored from LEROBOT_URL and checksummed.",
+        {"lerobot", "parquet"},
+        versions.LEROBOT_FILES,
+    ),
+    episodes=Stage(
+        "lerobot_episodes",
+        decode_episodes,
+        "Every frame of one LeRobot dataset, keys as TorchRL lays LeRobot data out: PNG pixels "
+        "exact, video frames those LeRobotDataset decodes.",
+        {"numpy"},
+        versions.LEROBOT_EPISODES,
+    ),
     group="lerobot_source",  # "lerobot" is the exports' group
     resource_key="lerobot_source",
     resource=LeRobotSource(),
+    resource_type=LeRobotSource,
     listing=lambda lerobot_source: lerobot_fingerprints(
         lerobot_source.store(), lerobot_source.watched_repos()
     ),

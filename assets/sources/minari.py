@@ -1,17 +1,73 @@
-"""Farama Minari datasets: mirrored files -> decoded episodes (TED and catalog from factories)."""
+"""Farama Minari datasets: mirrored files -> decoded episodes (TED and catalog from factories).
+
+Its resource, ``MinariSource``: ``MINARI_URL``, Minari's default remote on the hub
+(``hf://datasets/farama-minari``, an organization with a repo per namespace), or a local folder
+or ``gs://bucket/prefix`` in ``MINARI_DATASETS_PATH`` layout
+(``<namespace>/<env>/<name>-vN/data/``). On the hub, huggingface_hub's own settings apply
+(``HF_ENDPOINT``, ``HF_TOKEN``, ``HF_HUB_CACHE``); the sensor watches the dataset ids
+``MINARI_DATASETS`` names.
+"""
 
 import dagster as dg
 
-from assets import versions
 from assets.results import decoded_result, mirrored_result
-from assets.retries import RAW_RETRY_POLICY, only_transient_retries
-from assets.sources.spec import SourceAssets
+from assets.sources.spec import SourceAssets, Stage, StageRun
+from episode_warehouse.blobstore import BlobStore, open_blob_store
+from episode_warehouse.errors import ConfigError
+from episode_warehouse.gcs import EMULATOR_ENV
+from episode_warehouse.hub.url import is_repo_id
+from episode_warehouse.retry import RetryPolicy
 from episode_warehouse.sources.minari.dataset_id import check_dataset_id
 from episode_warehouse.sources.minari.fingerprints import minari_fingerprints
 from episode_warehouse.sources.minari.mirror import mirror_dataset
 from episode_warehouse.sources.minari.stage import decode_minari_stage
-from resources import WarehouseStorage
-from resources.minari_source import MinariSource
+from resources.settings import setting
+
+DEFAULT_URL = "hf://datasets/farama-minari"
+_HUB = "hf://datasets/"
+
+
+class MinariSource(dg.ConfigurableResource):
+    """``MINARI_URL`` (default ``hf://datasets/farama-minari``); requests bounded by
+    ``MINARI_TIMEOUT_S`` (60) and retried; ``STORAGE_EMULATOR_HOST`` points GCS at an emulator;
+    ``MINARI_DATASETS`` (comma-separated dataset ids) are the hub datasets the sensor watches."""
+
+    url: str | None = None
+    datasets: str | None = None
+    timeout_s: int | None = None
+    emulator_host: str | None = None
+    download_workers: int = 4
+    attempts: int = 6
+
+    def location(self) -> tuple[str, str]:
+        """(the store's URL, the hub organization or ``""``)."""
+        url = setting(self.url, "MINARI_URL", DEFAULT_URL).rstrip("/")
+        if not url.startswith("hf://"):
+            return url, ""
+        organization = url[len(_HUB) :] if url.startswith(_HUB) else ""
+        if not organization or "/" in organization or not is_repo_id(f"{organization}/x"):
+            raise ConfigError(
+                "a Minari remote on the hub is an organization",
+                subject=f"MINARI_URL={url}",
+                fix=f"write {DEFAULT_URL} (Minari's) or hf://datasets/<your organization>",
+            )
+        return "hf://datasets", organization
+
+    def watched_datasets(self) -> list[str]:
+        text = setting(self.datasets, "MINARI_DATASETS", "")
+        return [check_dataset_id(d.strip()) for d in text.split(",") if d.strip()]
+
+    def store(self) -> tuple[BlobStore, str]:
+        """The store and the organization the datasets are under (``""`` off the hub)."""
+        url, organization = self.location()
+        timeout = setting(self.timeout_s, "MINARI_TIMEOUT_S", 60, cast=int)
+        store = open_blob_store(
+            url,
+            RetryPolicy(attempts=self.attempts, timeout_s=timeout),
+            endpoint=setting(self.emulator_host, EMULATOR_ENV, "") or None,
+        )
+        return store, organization
+
 
 minari_datasets = dg.DynamicPartitionsDefinition(name="minari_datasets")  # dataset ids
 # this source's code versions (assets/versions.py's rule: bump when a byte of the output changes)
@@ -19,70 +75,57 @@ FILES_VERSION = "1"
 EPISODES_VERSION = "2"  # 2: truncations kept as recorded (#48)
 
 
-@dg.asset(
-    partitions_def=minari_datasets,
-    group_name="minari",
-    pool="download",  # bounded across runs and machines (docs/cluster.md)
-    kinds={"minari", "hdf5"},
-    code_version=FILES_VERSION,
-    retry_policy=RAW_RETRY_POLICY,
-    owners=["team:data-platform"],
-)
-def minari_files(
-    context: dg.AssetExecutionContext, minari_source: MinariSource, warehouse: WarehouseStorage
-) -> dg.MaterializeResult:
-    """The data/ files of one Minari dataset (namespace/env/name-vN), mirrored from MINARI_URL
-    and checksummed."""
+def mirror_files(stage: StageRun) -> dg.MaterializeResult:
+    dataset_id, minari_source, warehouse = stage.key, stage.source, stage.warehouse
     # Idempotent: files whose size and generation match the published record are linked.
-    with only_transient_retries(context):
-        dataset_id = check_dataset_id(context.partition_key)
-        layout = warehouse.layout()
-        target = layout.raw_dir("minari", dataset_id)
-        store, organization = minari_source.store()
-        built, report = mirror_dataset(
-            store, organization, dataset_id, target, root=layout.root,
-            code_version=versions.of(context), workers=minari_source.download_workers,
-        )  # fmt: skip
+    layout = warehouse.layout()
+    target = layout.raw_dir("minari", dataset_id)
+    store, organization = minari_source.store()
+    built, report = mirror_dataset(
+        store, organization, dataset_id, target, root=layout.root,
+        code_version=stage.code_version, workers=minari_source.download_workers,
+    )  # fmt: skip
     return mirrored_result(built, report, target)
 
 
-@dg.asset(
-    partitions_def=minari_datasets,
-    deps=[minari_files],
-    group_name="minari",
-    kinds={"numpy"},
-    code_version=EPISODES_VERSION,
-    automation_condition=dg.AutomationCondition.eager(),
-    owners=["team:data-platform"],
-)
-def minari_episodes(
-    context: dg.AssetExecutionContext, warehouse: WarehouseStorage
-) -> dg.MaterializeResult:
-    """Every step of one Minari dataset (any backend: hdf5, arrow, parquet), keys as TorchRL's
-    MinariExperienceReplay names them, each episode's final observation kept."""
+def decode_episodes(stage: StageRun) -> dg.MaterializeResult:
+    dataset_id, warehouse = stage.key, stage.warehouse
     # Idempotent: rebuilt only when the files or this code version changed.
-    with only_transient_retries(context):
-        dataset_id = check_dataset_id(context.partition_key)
-        layout = warehouse.layout()
-        built = decode_minari_stage(
-            layout, dataset_id, code_version=versions.of(context), limits=warehouse.input_limits()
-        )
-        return decoded_result(
-            built,
-            layout.decoded_dir("minari", dataset_id),
-            backend=built.meta.extra.get("minari", {}).get("data_format", ""),
-            keys=dg.MetadataValue.json(built.meta.arrays),
-        )
+    layout = warehouse.layout()
+    built = decode_minari_stage(
+        layout, dataset_id, code_version=stage.code_version, limits=stage.settings.input_limits()
+    )
+    return decoded_result(
+        built,
+        layout.decoded_dir("minari", dataset_id),
+        backend=built.meta.extra.get("minari", {}).get("data_format", ""),
+        keys=dg.MetadataValue.json(built.meta.arrays),
+    )
 
 
 ASSETS = SourceAssets(
     name="minari",
     partitions=minari_datasets,
-    raw=minari_files,
-    decoded=minari_episodes,
+    files=Stage(
+        "minari_files",
+        mirror_files,
+        "The data/ files of one Minari dataset (namespace/env/name-vN), mirrored from "
+        "MINARI_URL and checksummed.",
+        {"minari", "hdf5"},
+        FILES_VERSION,
+    ),
+    episodes=Stage(
+        "minari_episodes",
+        decode_episodes,
+        "Every step of one Minari dataset (any backend: hdf5, arrow, parquet), keys as TorchRL's "
+        "MinariExperienceReplay names them, each episode's final observation kept.",
+        {"numpy"},
+        EPISODES_VERSION,
+    ),
     group="minari",
     resource_key="minari_source",
     resource=MinariSource(),
+    resource_type=MinariSource,
     listing=lambda minari_source: minari_fingerprints(
         minari_source.store()[0], minari_source.location()[1], minari_source.watched_datasets()
     ),

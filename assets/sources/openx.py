@@ -1,41 +1,108 @@
 """Open X-Embodiment: RLDS shards or WebDataset tars -> decoded episodes (TED and catalog come
-from factories)."""
+from factories).
+
+Its resource, ``OpenXSource``: the official RLDS bucket, the hub repack, or a folder of either.
+"""
+
+from enum import Enum
 
 import dagster as dg
 
 from assets import versions
 from assets.results import decoded_result
-from assets.retries import RAW_RETRY_POLICY, only_transient_retries
-from assets.sources.spec import SourceAssets
-from episode_warehouse.sources.openx.datasets import check_dataset_id
+from assets.sources.spec import SourceAssets, Stage, StageRun
+from episode_warehouse.gcs import EMULATOR_ENV
+from episode_warehouse.incremental import Built
+from episode_warehouse.retry import RetryPolicy
 from episode_warehouse.sources.openx.fingerprints import openx_fingerprints
-from episode_warehouse.sources.openx.record import RldsRawRecord
+from episode_warehouse.sources.openx.mirror import MODES
+from episode_warehouse.sources.openx.raw import LAYOUTS, mirror_openx
+from episode_warehouse.sources.openx.record import RldsRawRecord, ShardsRawRecord
+from episode_warehouse.sources.openx.rlds.listing import parse_version_pins
 from episode_warehouse.sources.openx.stage import decode_openx
-from resources import OpenXSource, WarehouseStorage
+from episode_warehouse.storage import Root
+from resources.settings import setting
+
+DEFAULT_OPENX_URL = "gs://gresearch/robotics"
+
+
+class Mode(Enum):
+    """``download`` mirrors the shards first; ``streaming`` decodes from the source."""
+
+    download = "download"
+    streaming = "streaming"
+
+
+class Format(Enum):
+    """``auto`` tells the layouts apart per dataset from the listing."""
+
+    auto = "auto"
+    rlds = "rlds"
+    webdataset = "webdataset"
+
+
+class OpenXSource(dg.ConfigurableResource):
+    """``OPENX_URL``: ``gs://gresearch/robotics`` (the default: RLDS folders as published),
+    ``hf://datasets/OWNER/REPO[@rev]`` (the WebDataset repack) or a folder of either;
+    ``OPENX_FORMAT`` (auto, rlds, webdataset); ``OPENX_VERSIONS`` pins RLDS versions
+    (``bridge=0.1.0,...``; else the newest is read); ``OPENX_MODE``: ``download`` mirrors the
+    shards under the warehouse root first, ``streaming`` decodes straight from the source.
+    Requests are bounded by ``OPENX_TIMEOUT_S`` (60); ``STORAGE_EMULATOR_HOST`` points GCS at an
+    emulator."""
+
+    url: str | None = None
+    mode: Mode | None = None
+    format: Format | None = None
+    versions: str | None = None
+    timeout_s: int | None = None
+    emulator_host: str | None = None
+    attempts: int = 6
+
+    def source_url(self) -> str:
+        return setting(self.url, "OPENX_URL", DEFAULT_OPENX_URL)
+
+    def source_mode(self) -> str:
+        chosen = self.mode.value if self.mode is not None else None
+        return setting(chosen, "OPENX_MODE", "download", choices=MODES)
+
+    def layout(self) -> str:
+        chosen = self.format.value if self.format is not None else None
+        return setting(chosen, "OPENX_FORMAT", "auto", choices=LAYOUTS)
+
+    def version_pins(self) -> dict[str, str]:
+        return parse_version_pins(setting(self.versions, "OPENX_VERSIONS", ""))
+
+    def endpoint(self) -> str | None:
+        return setting(self.emulator_host, EMULATOR_ENV, "") or None
+
+    def mirror(
+        self, root: Root, dataset: str, target, code_version: str
+    ) -> Built[ShardsRawRecord] | Built[RldsRawRecord]:
+        """The raw stage of ``dataset``, in the layout the source holds it."""
+        timeout = setting(self.timeout_s, "OPENX_TIMEOUT_S", 60, cast=int)
+        return mirror_openx(
+            self.source_url(),
+            dataset,
+            target,
+            root=root,
+            code_version=code_version,
+            mode=self.source_mode(),
+            layout=self.layout(),
+            versions=self.version_pins(),
+            endpoint=self.endpoint(),
+            policy=RetryPolicy(attempts=self.attempts, timeout_s=timeout),
+        )
+
 
 openx_datasets = dg.DynamicPartitionsDefinition(name="openx_datasets")
 
 
-@dg.asset(
-    partitions_def=openx_datasets,
-    group_name="openx",
-    pool="download",  # bounded across runs and machines (docs/cluster.md)
-    kinds={"gcs", "tfrecord", "huggingface", "tar"},
-    code_version=versions.OPENX_SHARDS,
-    retry_policy=RAW_RETRY_POLICY,
-    owners=["team:data-platform"],
-)
-def openx_shards(
-    context: dg.AssetExecutionContext, openx_source: OpenXSource, warehouse: WarehouseStorage
-) -> dg.MaterializeResult:
-    """The shards of one OpenX dataset (an RLDS version folder, or WebDataset tars): mirrored
-    (download) or listed (streaming)."""
+def mirror_shards(stage: StageRun) -> dg.MaterializeResult:
+    dataset, openx_source, warehouse = stage.key, stage.source, stage.warehouse
     # Idempotent: shards whose version matches the published record are linked, not copied.
-    with only_transient_retries(context):
-        dataset = check_dataset_id(context.partition_key)
-        layout = warehouse.layout()
-        target = layout.raw_dir("openx", dataset)
-        built = openx_source.mirror(layout.root, dataset, target, versions.of(context))
+    layout = warehouse.layout()
+    target = layout.raw_dir("openx", dataset)
+    built = openx_source.mirror(layout.root, dataset, target, stage.code_version)
     return dg.MaterializeResult(
         metadata={
             "source_url": built.meta.source_url,
@@ -53,49 +120,50 @@ def openx_shards(
     )
 
 
-@dg.asset(
-    partitions_def=openx_datasets,
-    deps=[openx_shards],
-    group_name="openx",
-    kinds={"numpy"},
-    code_version=versions.OPENX_EPISODES,
-    automation_condition=dg.AutomationCondition.eager(),
-    owners=["team:data-platform"],
-)
-def openx_episodes(
-    context: dg.AssetExecutionContext, openx_source: OpenXSource, warehouse: WarehouseStorage
-) -> dg.MaterializeResult:
-    """Steps of every episode of one OpenX dataset: images decoded, records parsed from
-    features.json (RLDS) or pickles unpickled safely (WebDataset)."""
+def decode_episodes(stage: StageRun) -> dg.MaterializeResult:
+    dataset, openx_source, warehouse = stage.key, stage.source, stage.warehouse
     # Idempotent: rebuilt only when the shards or this code version changed.
-    with only_transient_retries(context):
-        dataset = check_dataset_id(context.partition_key)
-        layout = warehouse.layout()
-        built = decode_openx(
-            layout,
-            dataset,
-            code_version=versions.of(context),
-            limits=warehouse.input_limits(),
-            endpoint=openx_source.endpoint(),
-        )
-        return decoded_result(
-            built,
-            layout.decoded_dir("openx", dataset),
-            tasks=len(built.meta.tasks),
-            shards=len(built.meta.extra.get("shards", {})),
-            shards_copied=built.meta.extra.get("reused_shards", 0),  # unchanged since last build
-            keys=dg.MetadataValue.json(built.meta.arrays),
-        )
+    layout = warehouse.layout()
+    built = decode_openx(
+        layout,
+        dataset,
+        code_version=stage.code_version,
+        limits=stage.settings.input_limits(),
+        endpoint=openx_source.endpoint(),
+    )
+    return decoded_result(
+        built,
+        layout.decoded_dir("openx", dataset),
+        tasks=len(built.meta.tasks),
+        shards=len(built.meta.extra.get("shards", {})),
+        shards_copied=built.meta.extra.get("reused_shards", 0),  # unchanged since last build
+        keys=dg.MetadataValue.json(built.meta.arrays),
+    )
 
 
 ASSETS = SourceAssets(
     name="openx",
     partitions=openx_datasets,
-    raw=openx_shards,
-    decoded=openx_episodes,
+    files=Stage(
+        "openx_shards",
+        mirror_shards,
+        "The shards of one OpenX dataset (an RLDS version folder, or WebDataset tars): mirrored "
+        "(download) or listed (streaming).",
+        {"gcs", "tfrecord", "huggingface", "tar"},
+        versions.OPENX_SHARDS,
+    ),
+    episodes=Stage(
+        "openx_episodes",
+        decode_episodes,
+        "Steps of every episode of one OpenX dataset: images decoded, records parsed from "
+        "features.json (RLDS) or pickles unpickled safely (WebDataset).",
+        {"numpy"},
+        versions.OPENX_EPISODES,
+    ),
     group="openx",
     resource_key="openx_source",
     resource=OpenXSource(),
+    resource_type=OpenXSource,
     listing=lambda openx_source: openx_fingerprints(
         openx_source.source_url(), openx_source.endpoint()
     ),

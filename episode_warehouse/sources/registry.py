@@ -83,6 +83,11 @@ def check_partition(name: str, partition: str) -> str:
     return check_partition_key(name, partition)
 
 
+def dataset_name(source: str, partition: str) -> str:
+    """The name the partition's standardized data carries (``bridge``, ``lerobot:lab/arm``)."""
+    return get(source).dataset_name(partition)
+
+
 def fps(name: str, partition: str, recorded: float | None = None) -> float:
     """Steps per second of a partition: what its decoder recorded (``TedRecord.fps``, LeRobot's
     info.json; a control rate of 1/dt may be fractional), else the source's."""

@@ -27,6 +27,10 @@ class Source:
         extra: the package extra its readers need (``pip install 'episode-warehouse[NAME]'``),
             and ``modules``: the top-level modules of that extra, so a missing one is reported
             as the extra to install.
+        octo_datasets: its partitions are the OXE datasets Octo configures (standardized by
+            Octo's transforms); else a partition is standardized by a declared mapping.
+        named_by_partition: its partitions' data carry the bare partition key as their
+            dataset name (OXE's ``bridge``); else ``<source>:<partition>``.
     """
 
     name: str
@@ -36,3 +40,9 @@ class Source:
     describe: str = ""
     extra: str | None = None
     modules: tuple[str, ...] = ()
+    octo_datasets: bool = False
+    named_by_partition: bool = False
+
+    def dataset_name(self, partition: str) -> str:
+        """The name a partition's standardized data, statistics and batches carry."""
+        return partition if self.named_by_partition else f"{self.name}:{partition}"

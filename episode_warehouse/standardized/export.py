@@ -34,6 +34,7 @@ from episode_warehouse.export.record import ExportRecord
 from episode_warehouse.incremental import Built, build_if_changed
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.progress import progress
+from episode_warehouse.sources import registry
 from episode_warehouse.standardized.mixtures import Mix, resolve
 from episode_warehouse.standardized.reader import Opened, locate
 
@@ -191,7 +192,7 @@ def export_mixture(
     parts = []
     for source, partition, weight, _ in resolve(mix, layout.root):
         opened = locate(source, partition, layout.root)
-        label = partition if source == "openx" else f"{source}:{partition}"
+        label = registry.dataset_name(source, partition)
         parts.append((label, opened, weight, _episodes(opened, max_episodes)))
     rate = fps if fps is not None else parts[0][1].meta.fps
     if rate is None or rate != int(rate) or rate <= 0:

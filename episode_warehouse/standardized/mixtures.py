@@ -16,6 +16,7 @@ import re
 
 from episode_warehouse.errors import ConfigError, NotMaterializedError
 from episode_warehouse.guards.numbers import positive_weight
+from episode_warehouse.sources import registry
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +146,7 @@ def resolve(mix: Mix, root=None) -> list[tuple[str, str, float, dict]]:
         try:
             stats = dataset_statistics(source, partition, root)
         except NotMaterializedError:
-            missing.append(partition if source == "openx" else f"{source}:{partition}")
+            missing.append(registry.dataset_name(source, partition))
             continue
         found.append((source, partition, weight, stats))
     if missing:
@@ -181,7 +182,7 @@ def sampling_weights(entries: list[tuple[str, str, float, dict]], balance: bool)
     """
     top = max(w for _, _, w, _ in entries)  # scaled first: 1e308 x transitions stays finite
     raw = {
-        (p if s == "openx" else f"{s}:{p}"): w / top * (stats["num_transitions"] if balance else 1)
+        registry.dataset_name(s, p): w / top * (stats["num_transitions"] if balance else 1)
         for s, p, w, stats in entries
     }
     total = sum(raw.values())

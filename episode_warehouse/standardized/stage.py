@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from episode_warehouse.incremental import Built, build_if_changed
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.sources import registry
 from episode_warehouse.standardized.build import Plan, build_standardized
 from episode_warehouse.standardized.configs import CONFIGS
 from episode_warehouse.standardized.record import StandardizedRecord
@@ -18,7 +19,7 @@ def plan_for(layout: WarehouseLayout, source: str, partition: str, ted: TedReade
     Raises:
         ConfigError: an OXE dataset Octo has no transform for, or a partition without a mapping.
     """
-    if source == "openx":
+    if registry.get(source).octo_datasets:
         transform = transform_of(partition)
         return Plan(ted, source, partition, partition, transform, CONFIGS[partition])
     from episode_warehouse.standardized.mapping import (
@@ -37,7 +38,7 @@ def plan_for(layout: WarehouseLayout, source: str, partition: str, ted: TedReade
     }  # fmt: skip
     shapes = {k: tuple(v.shape[1:]) for k, v in leaves.items()}
     mapping = mapping_for(layout.root, source, partition, keys, shapes=shapes, cameras=cameras)
-    name = f"{source}:{partition}"
+    name = registry.dataset_name(source, partition)
     return Plan(ted, source, partition, name, mapped_transform(mapping),
                 mapped_config(mapping), mapping)  # fmt: skip
 

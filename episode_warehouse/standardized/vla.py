@@ -41,6 +41,7 @@ from tensordict import NonTensorData, TensorDict
 from torch.utils.data import IterableDataset, get_worker_info
 
 from episode_warehouse.errors import ConfigError
+from episode_warehouse.sources import registry
 from episode_warehouse.standardized.configs import VIEWS
 from episode_warehouse.standardized.mixtures import Mix, resolve, sampling_weights
 from episode_warehouse.standardized.normalize import NORMALIZATIONS, Normalizer
@@ -128,7 +129,7 @@ class VLADataset(IterableDataset):
         weights = sampling_weights(entries, balance)
         for source, partition, _, stats in entries:
             opened = locate(source, partition, root)
-            name = partition if source == "openx" else f"{source}:{partition}"
+            name = registry.dataset_name(source, partition)
             weight = weights[name]
             starts, ends = _episode_bounds(opened)
             self.parts.append(

@@ -9,11 +9,14 @@ import pytest
 
 from assets.graph import stage_asset
 from assets.retries import only_transient_retries
-from assets.sources.atari import atari_episodes, atari_replay_files
+from assets.sources.atari import ASSETS as ATARI
+from assets.sources.atari import AtariReplaySource
 from episode_warehouse.errors import SourceUnreachableError
 from episode_warehouse.incremental import published
-from resources import AtariReplaySource, WarehouseStorage
+from resources import RunSettings, WarehouseStorage
 from warehouse_fixtures.demo import DEMO_BUCKET
+
+atari_replay_files, atari_episodes = ATARI.raw, ATARI.decoded
 
 
 @pytest.fixture
@@ -23,6 +26,7 @@ def resources(tmp_path, gcs_endpoint):
             url=f"gs://{DEMO_BUCKET}/dqn", emulator_host=gcs_endpoint
         ),
         "warehouse": WarehouseStorage(root=str(tmp_path / "wh")),
+        "run_settings": RunSettings(),
     }
 
 
@@ -48,7 +52,10 @@ def test_raw_decoded_and_ted_assets_report_the_files_versions(resources, tmp_pat
         published(layout.root, layout.decoded_dir("atari", "Pong/5")).inputs["raw"]
         == record.version
     )
-    ted = _call(stage_asset("atari", "ted"), "Pong/5", warehouse=resources["warehouse"])
+    ted = _call(
+        stage_asset("atari", "ted"), "Pong/5", warehouse=resources["warehouse"],
+        run_settings=resources["run_settings"],
+    )  # fmt: skip
     ted_version = published(layout.root, layout.ted_dir("atari", "Pong/5")).version
     assert ted.data_version == dg.DataVersion(ted_version)
 

@@ -101,14 +101,14 @@ def test_ted_check_finds_nan_rewards_and_broken_boundaries(built, tmp_path):
 def test_headless_runs_link_to_the_viewer_too(tmp_path, monkeypatch):
     """#48: the demo's materializations carried no viewer link (only runs made while a viewer
     ran): the link now names the default viewer and the command that starts it."""
-    from resources.warehouse import WarehouseStorage
+    from resources import RunSettings, WarehouseStorage
 
     monkeypatch.delenv("EPISODE_WAREHOUSE_VIEWER_URL", raising=False)
     storage = WarehouseStorage(root=str(tmp_path / "my wh"))
-    link = storage.viewer_link("atari", "Pong/5")
+    link = RunSettings().viewer_link(storage.layout().url, "atari", "Pong/5")
     assert link["viewer"].value == (
         "http://127.0.0.1:8787/?view=partition&source=atari&partition=Pong%2F5"
     )
     assert link["viewer_start"] == f"./warehouse view --root '{tmp_path / 'my wh'}'"
-    running = WarehouseStorage(root=str(tmp_path), viewer_url="http://127.0.0.1:9000")
-    assert set(running.viewer_link("atari", "Pong/5")) == {"viewer"}
+    running = RunSettings(viewer_url="http://127.0.0.1:9000")
+    assert set(running.viewer_link(str(tmp_path), "atari", "Pong/5")) == {"viewer"}

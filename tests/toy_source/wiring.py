@@ -1,13 +1,13 @@
-"""The toy source's wiring: its partitions, its resource and its two assets, then ``ASSETS``."""
+"""The toy source's one Dagster module: its partitions, its resource, its two stages (the
+assets are generated from them), then ``ASSETS``."""
 
 from pathlib import Path
 
 import dagster as dg
 
 from assets.results import decoded_result
-from assets.sources.spec import SourceAssets
-from resources import WarehouseStorage
-from tests.toy_source.source import check_key, decode, mirror
+from assets.sources.spec import SourceAssets, Stage, StageRun
+from tests.toy_source.source import decode, mirror
 
 toy_partitions = dg.StaticPartitionsDefinition(["walk", "drift"])
 
@@ -25,39 +25,34 @@ class ToySource(dg.ConfigurableResource):
         }
 
 
-@dg.asset(partitions_def=toy_partitions, group_name="toy", code_version="1")
-def toy_files(
-    context: dg.AssetExecutionContext, toy_source: ToySource, warehouse: WarehouseStorage
-) -> dg.MaterializeResult:
-    key = check_key(context.partition_key)
+def mirror_files(stage: StageRun) -> dg.MaterializeResult:
+    key, toy_source, warehouse = stage.key, stage.source, stage.warehouse
     layout = warehouse.layout()
     built = mirror(
-        Path(toy_source.folder), key, layout.raw_dir("toy", key), root=layout.root, code_version="1"
-    )
+        Path(toy_source.folder), key, layout.raw_dir("toy", key), root=layout.root,
+        code_version=stage.code_version,
+    )  # fmt: skip
     return dg.MaterializeResult(
-        metadata={"files": len(built.meta.files)},
-        data_version=dg.DataVersion(built.version),
+        metadata={"files": len(built.meta.files)}, data_version=dg.DataVersion(built.version)
     )
 
 
-@dg.asset(partitions_def=toy_partitions, deps=[toy_files], group_name="toy", code_version="1")
-def toy_episodes(
-    context: dg.AssetExecutionContext, warehouse: WarehouseStorage
-) -> dg.MaterializeResult:
-    key = check_key(context.partition_key)
+def decode_episodes(stage: StageRun) -> dg.MaterializeResult:
+    key, warehouse = stage.key, stage.warehouse
     layout = warehouse.layout()
-    built = decode(layout, key, code_version="1")
+    built = decode(layout, key, code_version=stage.code_version)
     return decoded_result(built, layout.decoded_dir("toy", key))
 
 
 ASSETS = SourceAssets(
     name="toy",
     partitions=toy_partitions,
-    raw=toy_files,
-    decoded=toy_episodes,
+    files=Stage("toy_files", mirror_files, "The toy files of a partition.", {"npz"}, "1"),
+    episodes=Stage("toy_episodes", decode_episodes, "The toy episodes.", {"numpy"}, "1"),
     group="toy",
     resource_key="toy_source",
     resource=None,  # each test passes ToySource(folder=...) of its own
+    resource_type=ToySource,
     listing=lambda toy_source: toy_source.listing(),
     sensor_description="Lists the toy folder.",
 )

@@ -8,4 +8,6 @@ SOURCE = Source(
     check_partition=check_dataset_id,
     fps=lambda partition: CONTROL_HZ.get(partition, DEFAULT_HZ),
     describe="Open X-Embodiment datasets (WebDataset tar shards), one dataset id a partition",
+    octo_datasets=True,
+    named_by_partition=True,
 )

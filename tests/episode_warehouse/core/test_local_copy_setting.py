@@ -8,7 +8,7 @@ import pytest
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.storage.local import LocalArtifact
-from resources.warehouse import WarehouseStorage
+from resources import RunSettings, WarehouseStorage
 
 ROOT = "gs://some-bucket/wh"
 
@@ -31,7 +31,7 @@ def test_the_local_copy_and_the_png_scratch_are_two_settings(tmp_path, monkeypat
     layout = storage.layout()
     assert _under(layout.folder, tmp_path / "copies")
     assert layout.root.url == ROOT and layout.root.folder == layout.folder
-    assert storage.scratch_dir() == tmp_path / "frames"
+    assert RunSettings().scratch_dir() == tmp_path / "frames"
     assert not (tmp_path / "frames").exists() or not any((tmp_path / "frames").iterdir())
 
 

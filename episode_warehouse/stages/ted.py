@@ -1,31 +1,16 @@
-"""The generic stages after the decoded one (TED, catalog rows), each one call of the
-incremental rule; every source's raw and decoded stages live in its folder
-(``sources/<name>/mirror.py``, ``sources/<name>/stage.py``, the latter over
-:mod:`~episode_warehouse.decoded.stage`).
-
-Every function here reads its upstream artifact's record (a clear error when it is missing),
-states the stage's inputs (the upstream ``version`` and the code version), and calls
-:func:`~episode_warehouse.incremental.build_if_changed`. The Dagster assets call exactly one of
-these per materialization and return the result's ``version`` as their data version.
-
-    raw (sources/<name>) -> decoded (sources/<name>) -> ted -> catalog rows -> (LeRobot exports)
-"""
+"""The TED stage: a partition's decoded episodes as a TED, validated in staging, then published
+(one call of the incremental rule)."""
 
 from __future__ import annotations
 
-import logging
-from datetime import UTC, datetime
 from pathlib import Path
 
-from episode_warehouse.catalog.records import RowsRecord
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.incremental import Built, build_if_changed, require
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources import registry
 from episode_warehouse.ted.record import TedRecord
-
-log = logging.getLogger(__name__)
 
 
 def build_ted_stage(
@@ -66,30 +51,3 @@ def build_ted_stage(
         build,
         record_type=TedRecord,
     )
-
-
-def publish_catalog_rows(
-    layout: WarehouseLayout, source: str, key: str, *, code_version: str, run_id: str
-) -> Built[RowsRecord]:
-    """The catalog rows of one partition (episodes and partitions tables) from its TED.
-
-    Rows that describe the same TED are kept, with the lineage (run id, time) of the run that
-    wrote them.
-    """
-    from episode_warehouse.catalog import CatalogStore
-    from episode_warehouse.catalog.rows import catalog_rows
-    from episode_warehouse.catalog.schema import ROWS_FORMAT
-
-    ted_dir = layout.ted_dir(source, key)
-    ted = require(layout.root, ted_dir, f"{source}_ted", key, TedRecord)
-    episodes, partition_row = catalog_rows(
-        ted_dir,
-        source,
-        key,
-        code_version=code_version,
-        run_id=run_id,
-        data_version=ted.version,
-        materialized_at=datetime.now(UTC),
-    )
-    inputs = {"ted": ted.version, "code_version": code_version, "format": ROWS_FORMAT}
-    return CatalogStore(layout.root).publish_partition(source, key, episodes, partition_row, inputs)
