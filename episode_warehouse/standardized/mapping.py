@@ -85,10 +85,10 @@ def mapping_for(
     root = parse_root(root)
     file = root.location(MAPPINGS_FILE.as_posix())
     name = f"{source}:{partition}"
-    text = root.read_text(MAPPINGS_FILE.as_posix())
+    data = root.read_bytes(MAPPINGS_FILE.as_posix())
     declared = (
-        load_json(text.encode(), subject=file, fix="write it as JSON (see docs/standardized.md)")
-        if text is not None
+        load_json(data, subject=file, fix="write it as JSON (see docs/standardized.md)")
+        if data is not None
         else {}
     )
     if not isinstance(declared, dict) or name not in declared:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from episode_warehouse.errors import ConfigError
+from episode_warehouse.errors import ConfigError, CorruptInputError
 from episode_warehouse.records import RECORD
 
 # files a root keeps beside an artifact's files in its working folder, not part of the artifact
@@ -158,8 +158,26 @@ class Root(ABC):
         """Whether anything was ever written under one of ``prefixes``."""
 
     @abstractmethod
-    def read_text(self, rel: str) -> str | None:
+    def read_bytes(self, rel: str) -> bytes | None:
         """A small document of the root (a mapping, a selection's SQL), or None."""
+
+    def read_text(self, rel: str) -> str | None:
+        """:meth:`read_bytes` as UTF-8 text.
+
+        Raises:
+            CorruptInputError: the document is not UTF-8.
+        """
+        data = self.read_bytes(rel)
+        if data is None:
+            return None
+        try:
+            return data.decode()
+        except UnicodeDecodeError as exc:
+            raise CorruptInputError(
+                f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                subject=self.location(rel),
+                fix="write the file as UTF-8",
+            ) from None
 
     @abstractmethod
     def write_text(self, rel: str, text: str | None, *, expected: str | None) -> None:

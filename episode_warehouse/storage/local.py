@@ -27,10 +27,11 @@ class LocalArtifact(Artifact):
     root: LocalRoot
     rel: str
     record_name: str = RECORD
+    at: Path | None = None  # a folder outside the root (a plain export target): its own
 
     @property
     def folder(self) -> Path:
-        return self.root.folder / self.rel
+        return self.at if self.at is not None else self.root.folder / self.rel
 
     @property
     def url(self) -> str:
@@ -94,6 +95,14 @@ class LocalRoot(Root):
     def artifact(self, rel: str, record: str = RECORD) -> LocalArtifact:
         return LocalArtifact(self, rel.strip("/"), record)
 
+    def artifact_at(self, target: Path, record: str = RECORD) -> LocalArtifact:
+        """The artifact in the folder ``target``: under the root, or anywhere else (a folder is
+        its own record's home, so a plain export target needs no root around it)."""
+        target = Path(target).absolute()
+        if target.is_relative_to(self.root_folder):
+            return self.artifact(target.relative_to(self.root_folder).as_posix(), record)
+        return LocalArtifact(self, target.as_posix(), record, at=target)
+
     def published(self, prefix: str, depth: int) -> dict[str, dict]:
         base = self.root_folder / prefix
         found = {}
@@ -115,9 +124,9 @@ class LocalRoot(Root):
     def has_any(self, prefixes: Iterable[str]) -> bool:
         return any((self.root_folder / p).is_dir() for p in prefixes)
 
-    def read_text(self, rel: str) -> str | None:
+    def read_bytes(self, rel: str) -> bytes | None:
         try:
-            return (self.root_folder / rel).read_text()
+            return (self.root_folder / rel).read_bytes()
         except FileNotFoundError:
             return None
 

@@ -110,10 +110,10 @@ class BucketRoot(Root):
     def _document(self, rel: str):
         return self.bucket.store(), checked_name(rel, subject=self.url, what="document name")
 
-    def read_text(self, rel: str) -> str | None:
+    def read_bytes(self, rel: str) -> bytes | None:
         store, name = self._document(rel)
         info = store.stat(name)
-        return None if info is None else store.read_bytes(name, info.generation).decode()
+        return None if info is None else store.read_bytes(name, info.generation)
 
     def write_text(self, rel: str, text: str | None, *, expected: str | None) -> None:
         """Replaced with a generation precondition: the version read, or none."""

@@ -103,7 +103,7 @@ def test_the_child_cannot_write_the_catalog_even_past_the_check(catalog):
     folder = catalog.folder / "catalog"
     before = _snapshot(folder)
     _, true_rows = run_query(catalog, 'SELECT count(*), sum("return") FROM episodes')
-    views, allowed_dir, bucket = _request_parts(catalog)
+    views, allowed_dir = _request_parts(catalog)
     kinds = {}
     for template in WRITES:
         for wrap in ("{}", "EXPLAIN ANALYZE {}"):
@@ -113,7 +113,7 @@ def test_the_child_cannot_write_the_catalog_even_past_the_check(catalog):
                 [],
                 views=views,
                 allowed_dir=allowed_dir,
-                bucket=bucket,
+                files=catalog.duckdb_files(),
                 memory_limit="1GB",
                 memory_bytes=parse_size("1GB"),
                 max_rows=10,
