@@ -200,19 +200,20 @@ def _views_key(path: Path) -> str | None:
     return None if row is None else str(row[0])
 
 
-def open_local(value: str, *, writer: bool) -> LocalRoot:
-    """The folder ``value`` as a root (absolute; ``~`` expanded).
+def open_local(folder: str, *, writer: bool) -> LocalRoot:
+    """The folder ``folder`` (absolute, as :func:`~episode_warehouse.storage.root_setting`
+    gives it) as a root.
 
     Raises:
         ConfigError: it is a file.
     """
     from episode_warehouse.errors import ConfigError
 
-    path = Path(value).expanduser()
+    path = Path(folder)
     if path.exists() and not path.is_dir():
         raise ConfigError(
             "the warehouse root is a file, not a folder",
             subject=str(path),
             fix=f"set {ROOT_ENV} to a folder",
         )
-    return LocalRoot(path.resolve(), writer=writer)
+    return LocalRoot(path, writer=writer)

@@ -50,12 +50,14 @@ def parse_root(
     """
     if isinstance(value, Root):
         return value if writer or not value.writer else value.reader()
-    settings = settings or Settings.from_env(root=value)
-    text = root_setting(value if value is not None else settings.root)
+    if value is None:
+        settings = settings or Settings.from_env()
+        value = settings.root
+    text = root_setting(value)
     if text.startswith(_BUCKET_SCHEME):
         from episode_warehouse.storage.bucket.bucket_root import BucketRoot
 
-        return BucketRoot.open(text, settings, writer=writer)
+        return BucketRoot.open(text, settings or Settings.from_env(root=text), writer=writer)
     from episode_warehouse.storage.local import open_local
 
     return open_local(text, writer=writer)

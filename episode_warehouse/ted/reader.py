@@ -168,6 +168,10 @@ class MappedRows:
         """Every row of ``file``, memory-mapped (indexing reads the rows it picks)."""
         return self._mapped(file).numpy()
 
+    def whole(self, next_obs: str = "view") -> TensorDictBase:
+        """Every step (see :func:`open_ted` for the keys and ``next_obs``)."""
+        return assemble(self.ted, self._mapped, self.ted.rows, next_obs)
+
     def read(self, start: int, length: int) -> TensorDictBase:
         """Steps ``[start, start + length)``, assembled as :class:`RangeRows` assembles them."""
 
@@ -201,13 +205,21 @@ class TedReader:
             )
         self.artifact, self.record = artifact, record
         self.meta = checked_record(record, f"{artifact.url}/{RECORD}")
-        folder = artifact.mapped(record)
-        if folder is not None:
-            self._rows: MappedRows | RangeRows = MappedRows(folder, self.meta)
-        else:
-            from episode_warehouse.ted.ranges import RangeRows
+        self._strategy: MappedRows | RangeRows | None = None
 
-            self._rows = RangeRows(artifact, record, self.meta)
+    @property
+    def _rows(self) -> MappedRows | RangeRows:
+        """How rows are read: memory-mapped where the files are on this machine, else by
+        byte ranges (chosen at the first read)."""
+        if self._strategy is None:
+            folder = self.artifact.mapped(self.record)
+            if folder is not None:
+                self._strategy = MappedRows(folder, self.meta)
+            else:
+                from episode_warehouse.ted.ranges import RangeRows
+
+                self._strategy = RangeRows(self.artifact, self.record, self.meta)
+        return self._strategy
 
     @classmethod
     def of(cls, root: Root, source: str, partition: str) -> TedReader:
@@ -263,8 +275,8 @@ class TedReader:
         return self._rows.file_rows(file)
 
     def whole(self, next_obs: str = "view") -> TensorDictBase:
-        """Every step, memory-mapped from :meth:`folder`."""
-        return open_ted_folder(self.folder(), next_obs)
+        """Every step, memory-mapped from :meth:`folder` (the TED's record as read once)."""
+        return MappedRows(self.folder(), self.meta).whole(next_obs)
 
     def folder(self) -> Path:
         """The folder of the TED's files on this machine: where they are, or fetched into the
