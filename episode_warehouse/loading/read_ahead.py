@@ -5,7 +5,9 @@ trainer consumes one, :class:`ReadAhead` fetches the next ``depth`` ones (byte r
 :mod:`episode_warehouse.ted.ranges`), ``threads`` at a time, so that network latency
 overlaps training and several requests are in flight. Episodes are handed over in order; at
 most ``depth`` fetched or in-flight episodes wait in memory; a failed fetch (after its
-retries) is raised in the consuming thread, at the episode it concerns.
+retries) is raised in the consuming thread, at the episode it concerns. With ``depth`` 0 (rows
+memory-mapped from a folder: a read is a view, nothing to wait for) each episode is read when
+it is taken, on the consuming thread, and no thread is started.
 """
 
 from __future__ import annotations
@@ -21,11 +23,17 @@ class ReadAhead[T]:
     def __init__(
         self, fetch: Callable[[int], T], keys: Sequence[int], depth: int = 4, threads: int = 4
     ) -> None:
-        if depth < 1 or threads < 1:
-            raise ValueError(f"read-ahead needs depth and threads >= 1, not {depth}, {threads}")
+        if depth < 0 or threads < 1:
+            raise ValueError(
+                f"read-ahead needs depth >= 0 and threads >= 1, not {depth}, {threads}"
+            )
         self._fetch, self._keys, self._depth = fetch, iter(keys), depth
         self._pending: deque[tuple[int, Future]] = deque()
-        self._pool = ThreadPoolExecutor(min(threads, depth), thread_name_prefix="read-ahead")
+        self._pool = (
+            ThreadPoolExecutor(min(threads, depth), thread_name_prefix="read-ahead")
+            if depth
+            else None
+        )
 
     def __enter__(self) -> ReadAhead[T]:
         self._fill()
@@ -35,11 +43,12 @@ class ReadAhead[T]:
         for _, future in self._pending:
             future.cancel()
         self._pending.clear()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _fill(self) -> None:
         keys: Iterator[int] = self._keys
-        while len(self._pending) < self._depth:
+        while self._pool is not None and len(self._pending) < self._depth:
             key = next(keys, None)
             if key is None:
                 return
@@ -47,6 +56,8 @@ class ReadAhead[T]:
 
     def take(self, key: int) -> T:
         """The next fetched value, which must be ``key``'s (keys are taken in order)."""
+        if self._pool is None:
+            return self._fetch(key)
         if not self._pending:
             raise RuntimeError(f"read-ahead has nothing left; {key} was not scheduled")
         got, future = self._pending.popleft()

@@ -71,7 +71,6 @@ def no_collate(item: TensorDictBase) -> TensorDictBase:
 
 
 EPISODE_BUFFER = 8  # episodes' rows kept per process (fetched ones, from a bucket root)
-READ_AHEAD = 4  # episodes an EpisodeStream reads ahead of the one it yields
 
 
 class _TedCache:
@@ -84,12 +83,13 @@ class _TedCache:
         self._open: dict[tuple[str, str], TensorDictBase] = {}
         self._readers: dict[tuple[str, str], TedReader] = {}
         self._episodes: OrderedDict[int, TensorDictBase] = OrderedDict()
-        self._fetched_earlier = 0  # bytes fetched by the readers of earlier epochs
+        self._fetched_earlier = 0  # bytes fetched by readers of versions since replaced
+        self._recheck: set[tuple[str, str]] = set()  # readers whose record a new epoch rechecks
         self._lock = threading.Lock()  # read-ahead threads open readers concurrently
 
     def __getstate__(self):
         return {**self.__dict__, "_open": {}, "_readers": {}, "_episodes": OrderedDict(),
-                "_lock": None}  # fmt: skip
+                "_recheck": set(), "_lock": None}  # fmt: skip
 
     def __setstate__(self, state):
         self.__dict__.update(state, _lock=threading.Lock())
@@ -103,26 +103,40 @@ class _TedCache:
         return self._open[key]
 
     def reader(self, source: str, partition: str) -> TedReader:
+        """The partition's reader; after :meth:`new_epoch`, the same one if its record is
+        still the published one (its maps and cached blocks stay), else a new one."""
         key = (source, partition)
         with self._lock:
-            if key not in self._readers:
-                root = self.selection.reader_root()
-                self._readers[key] = TedReader.of(root, source, partition)
-            return self._readers[key]
+            known = self._readers.get(key)
+            if known is not None and key in self._recheck:
+                self._recheck.discard(key)
+                if known.artifact.read()[0] != known.record:  # republished since
+                    self._fetched_earlier += known.bytes_fetched
+                    known = None
+            if known is None:
+                known = TedReader.of(self.selection.reader_root(), source, partition)
+                self._readers[key] = known
+            return known
 
     def new_epoch(self) -> None:
-        """Forget the readers' versions (and their episodes): the next epoch opens each
-        partition's current record. Within an epoch a partition is read from the version
-        first opened, even if it is republished meanwhile."""
+        """Recheck each partition's record at its next read (and forget the episodes held):
+        a republished partition is read from its new version from the next epoch on. Within an
+        epoch a partition is read from the version first opened, even if it is republished
+        meanwhile."""
         with self._lock:
-            self._fetched_earlier += sum(t.bytes_fetched for t in self._readers.values())
-            self._readers.clear()
+            self._recheck = set(self._readers)
             self._episodes.clear()
 
     @property
     def bytes_fetched(self) -> int:
         """Bytes this process fetched from object storage (0 for a local root)."""
         return self._fetched_earlier + sum(t.bytes_fetched for t in self._readers.values())
+
+    def read_ahead(self) -> int:
+        """Episodes a stream reads ahead: what its slowest partition's reader asks for (0 when
+        every partition is memory-mapped)."""
+        s = self.selection
+        return max((self.reader(*p).read_ahead for p in s.partitions), default=0)
 
     def fetch_episode(self, i: int) -> TensorDictBase:
         """All steps of selected episode ``i`` (one range per file from a bucket)."""
@@ -369,7 +383,8 @@ class EpisodeStream(IterableDataset):
         items = self.shard_items()[self._position :]
         rows = items[:, 0]
         runs = rows[np.r_[True, rows[1:] != rows[:-1]]] if len(rows) else rows  # fetch order
-        with ReadAhead(self.cache.fetch_episode, runs.tolist(), READ_AHEAD) as ahead:
+        depth = self.cache.read_ahead()
+        with ReadAhead(self.cache.fetch_episode, runs.tolist(), depth) as ahead:
             previous = -1
             for row, offset, length in items:
                 self._position += 1

@@ -40,11 +40,14 @@ _HEADER_BYTES = 4096  # one read holds an .npy header (a decoded array's is one 
 SMALL_ROW_BYTES = 64
 BLOCK_ROWS = 16384  # a block of a 17-byte-a-row TED's small files: ~280 KB in all
 _BLOCKS_KEPT = 64
+READ_AHEAD = 4  # episodes a stream fetches ahead of the one it yields (their requests overlap)
 
 
 class RangeRows:
     """The TED version ``record`` of ``artifact`` read by ranges; ``bytes_fetched`` counts the
     bytes."""
+
+    read_ahead = READ_AHEAD
 
     def __init__(self, artifact: Artifact, record: dict, ted: TedRecord) -> None:
         self.artifact, self.record, self.ted = artifact, record, ted

@@ -7,7 +7,9 @@ import difflib
 import json
 import logging
 import os
+import threading
 import warnings
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -144,17 +146,24 @@ def assemble(meta: TedRecord, tensor_of, rows: int, next_obs: str = "view") -> T
 
 class MappedRows:
     """The rows of a TED whose files are on this machine: memory-mapped, sliced without a
-    copy (``bytes_fetched`` stays 0)."""
+    copy (``bytes_fetched`` stays 0; nothing is worth reading ahead)."""
 
     bytes_fetched = 0
+    read_ahead = 0
+    KEPT = 1024  # episodes' assembled views kept (a few KB each: no frame is copied)
 
     def __init__(self, folder: Path, ted: TedRecord) -> None:
         self.folder, self.ted = folder, ted
         self._finals = set(final_files_of(ted))
         self._maps: dict[str, torch.Tensor] = {}
+        self._views: OrderedDict[tuple[int, int], TensorDictBase] = OrderedDict()
+        self._lock = threading.Lock()
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_maps": {}}
+        return {**self.__dict__, "_maps": {}, "_views": OrderedDict(), "_lock": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
 
     def _mapped(self, file: str) -> torch.Tensor:
         if file not in self._maps:
@@ -173,8 +182,22 @@ class MappedRows:
         return assemble(self.ted, self._mapped, self.ted.rows, next_obs)
 
     def read(self, start: int, length: int) -> TensorDictBase:
-        """Steps ``[start, start + length)``, assembled as :class:`RangeRows` assembles them."""
+        """Steps ``[start, start + length)``, assembled as :class:`RangeRows` assembles them
+        (views of the maps, kept for the next epoch's read of the same episode)."""
+        key = (start, length)
+        with self._lock:
+            kept = self._views.get(key)
+            if kept is not None:
+                self._views.move_to_end(key)
+                return kept
+        view = self._assemble(start, length)
+        with self._lock:
+            self._views[key] = view
+            while len(self._views) > self.KEPT:
+                self._views.popitem(last=False)
+        return view
 
+    def _assemble(self, start: int, length: int) -> TensorDictBase:
         def tensor_of(file: str) -> torch.Tensor:
             full = self._mapped(file)
             if file in self._finals:
@@ -259,6 +282,12 @@ class TedReader:
     def bytes_fetched(self) -> int:
         """Bytes read from object storage so far (0 where the files are memory-mapped)."""
         return self._rows.bytes_fetched
+
+    @property
+    def read_ahead(self) -> int:
+        """Episodes a stream should read ahead of the one it yields: 0 where rows are
+        memory-mapped (a read is a view), a few where each read is a request."""
+        return self._rows.read_ahead
 
     def episodes(self) -> pa.Table:
         """The TED's episodes table (episode, start, length, ...)."""

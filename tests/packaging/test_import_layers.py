@@ -48,3 +48,30 @@ def test_an_import_inside_a_function_breaks_a_contract(tmp_path):
     done = _lint(tmp_path, "--config", str(tmp_path / ".importlinter"))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "toy_domain.stage -> toy_wiring.assets" in done.stdout, done.stdout
+
+
+def _imported(path: Path) -> set[str]:
+    """The top-level packages ``path`` imports, at any depth of its code."""
+    import ast
+
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_the_code_location_sits_between_the_command_line_and_the_sensors():
+    """``definitions.py`` is a module, which import-linter cannot layer: it imports no command
+    line code, and no sensor, asset, resource or domain code imports it."""
+    assert "warehouse_cli" not in _imported(PROJECT / "definitions.py")
+    below = ("sensors", "assets", "resources", "episode_warehouse")
+    found = [
+        str(path.relative_to(PROJECT))
+        for package in below
+        for path in sorted((PROJECT / package).rglob("*.py"))
+        if "definitions" in _imported(path)
+    ]
+    assert found == []
