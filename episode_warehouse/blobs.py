@@ -5,12 +5,17 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import google_crc32c
 
 _CHUNK = 8 << 20
+# how a versioned store (the hub) picks the revision of a dataset where none was asked for:
+# (the store's client, the dataset's repo) -> revision
+ChooseRevision = Callable[[Any, str], str]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,13 @@ from typing import BinaryIO, Protocol
 
 import google_crc32c
 
-from episode_warehouse.blobs import BlobInfo, DownloadStats, crc32c_b64, file_crc32c
+from episode_warehouse.blobs import (
+    BlobInfo,
+    ChooseRevision,
+    DownloadStats,
+    crc32c_b64,
+    file_crc32c,
+)
 from episode_warehouse.errors import (
     ConfigError,
     CorruptInputError,
@@ -54,6 +60,27 @@ class BlobStore(Protocol):
 
     def open(self, blob: BlobInfo) -> BinaryIO: ...
 
+    def revision(self, repo: str, choose: ChooseRevision | None = None) -> str | None:
+        """The version this store reads of the dataset ``repo`` as a whole (a versioned store's
+        commit; ``choose(client, repo)`` picks the revision where none was asked for), or None
+        where each object carries its own generation (a bucket, a folder)."""
+        ...
+
+    def card_license(self, repo: str, revision: str | None) -> str | None:
+        """The license the dataset's card declares at ``revision`` (a hub repo's), or None."""
+        ...
+
+
+class Unversioned:
+    """What a store whose objects carry their own generations says of a dataset's version:
+    nothing (a bucket, a folder)."""
+
+    def revision(self, repo: str, choose: ChooseRevision | None = None) -> None:
+        return None
+
+    def card_license(self, repo: str, revision: str | None) -> None:
+        return None
+
 
 def _verify(part: Path, blob: BlobInfo, stats: DownloadStats) -> str | None:
     """The crc32c of a complete ``.part`` file if it matches ``blob``; else delete it, None."""
@@ -74,7 +101,7 @@ def _verify(part: Path, blob: BlobInfo, stats: DownloadStats) -> str | None:
     return None
 
 
-class LocalBlobStore:
+class LocalBlobStore(Unversioned):
     """A local folder laid out like the bucket (``<Game>/<run>/replay_logs/...``)."""
 
     def __init__(self, root: Path) -> None:
@@ -170,7 +197,7 @@ class LocalBlobStore:
         return open(inside(self.root, blob.name, subject=self.url), "rb")  # noqa: SIM115
 
 
-class GcsBlobStore:
+class GcsBlobStore(Unversioned):
     """A ``gs://bucket/prefix`` read with google-cloud-storage."""
 
     def __init__(

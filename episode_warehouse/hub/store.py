@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from episode_warehouse.atomic import link_or_copy
-from episode_warehouse.blobs import BlobInfo, DownloadStats, file_crc32c
+from episode_warehouse.blobs import BlobInfo, ChooseRevision, DownloadStats, file_crc32c
 from episode_warehouse.errors import SourceMissingError
 from episode_warehouse.guards.names import checked_name
 from episode_warehouse.hub.client import HubClient, HubFile
@@ -70,6 +70,16 @@ class HubBlobStore:
             )
         return self._shas[repo_id]
 
+    def revision(self, repo: str, choose: ChooseRevision | None = None) -> str:
+        """The commit this store reads of ``repo``; where the store was asked for no revision of
+        it, ``choose(client, repo)`` picks one first (LeRobot's codebase tag)."""
+        if choose is not None and repo not in self._revisions:
+            self.pin(repo, choose(self.client, repo))
+        return self.commit(repo)
+
+    def card_license(self, repo: str, revision: str | None) -> str | None:
+        return self.client.card_license(repo, revision or self.commit(repo))
+
     def repo_files(self, repo_id: str) -> dict[str, HubFile]:
         if repo_id not in self._files:
             self._files[repo_id] = self.client.files(repo_id, self.commit(repo_id))
@@ -83,6 +93,10 @@ class HubBlobStore:
         return f"{url}/{path}" if path else url
 
     def list(self, prefix: str) -> list[BlobInfo]:
+        """The files under ``prefix``; nothing for the whole hub, which cannot be listed (its
+        datasets are named: ``revision`` of each)."""
+        if not prefix.strip("/") and not self.hub.repo_id:
+            return []
         repo_id, path = self._split(prefix)
         inside = f"{path.rstrip('/')}/" if path else ""
         out = []

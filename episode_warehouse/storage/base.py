@@ -20,13 +20,22 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from episode_warehouse.errors import ConfigError, CorruptInputError
+from episode_warehouse.errors import ConfigError, CorruptInputError, ReadOnlyRootError
 from episode_warehouse.records import RECORD
 
 # files a root keeps beside an artifact's files in its working folder, not part of the artifact
 # (a bucket root's note of which files of its local copy were verified, and when)
 VERIFIED = ".verified.json"
 WORKING_NOTES = (VERIFIED,)
+
+
+def read_only(url: str, what: str = "to build or publish here") -> ReadOnlyRootError:
+    """The error of a write (or a writer's local folder) asked of a root opened for reading."""
+    return ReadOnlyRootError(
+        "this root was opened for reading: it has no local copy and writes nothing",
+        subject=url,
+        fix=f"open the root as a writer (the stages do: parse_root(..., writer=True)) {what}",
+    )
 
 
 class Artifact(ABC):

@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from episode_warehouse.atomic import read_json, staging_path, unpublish
-from episode_warehouse.errors import ConcurrentWriteError, ReadOnlyRootError
+from episode_warehouse.errors import ConcurrentWriteError
 from episode_warehouse.records import RECORD
 from episode_warehouse.settings import ROOT_ENV
-from episode_warehouse.storage.base import Artifact, Root
+from episode_warehouse.storage.base import Artifact, Root, read_only
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +88,7 @@ class LocalRoot(Root):
 
     def check_writer(self) -> None:
         if not self.writer:
-            raise ReadOnlyRootError(
-                "this root was opened for reading", subject=self.url, fix="open it as a writer"
-            )
+            raise read_only(self.url)
 
     def artifact(self, rel: str, record: str = RECORD) -> LocalArtifact:
         return LocalArtifact(self, rel.strip("/"), record)

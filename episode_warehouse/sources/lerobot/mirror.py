@@ -18,7 +18,6 @@ from __future__ import annotations
 from episode_warehouse.blobstore import BlobInfo, BlobStore
 from episode_warehouse.errors import CorruptInputError, FormatVersionError, SourceMissingError
 from episode_warehouse.guards.json_input import load_json
-from episode_warehouse.hub.store import HubBlobStore
 from episode_warehouse.incremental import Built
 from episode_warehouse.records import RawRecord
 from episode_warehouse.sources.lerobot.dataset import CODEBASE_VERSION
@@ -81,15 +80,11 @@ def mirror_dataset(
 ) -> tuple[Built[RawRecord], MirrorReport]:
     """Bring the raw folder ``target`` in line with the dataset's files in ``store``."""
     check_repo_id(repo_id)
-    if isinstance(store, HubBlobStore) and store.hub.repo_id is None:
-        store.pin(repo_id, lerobot_revision(store.client, repo_id))
+    revision = store.revision(repo_id, lerobot_revision)  # the hub's: pinned before listing
     wanted = list_dataset(store, repo_id)
     check_info(store, repo_id, wanted["meta/info.json"])
-    revision = license = None
-    if isinstance(store, HubBlobStore):
-        revision = store.commit(repo_id)
-        # the card's license, carried to what is published from this dataset (docs/hub.md)
-        license = store.client.card_license(repo_id, revision)
+    # the card's license, carried to what is published from this dataset (docs/hub.md)
+    license = store.card_license(repo_id, revision)
     return mirror_listed(
         store, repo_id, wanted, target, root=root, code_version=code_version,
         record_format="lerobot-raw", workers=workers, revision=revision, license=license,

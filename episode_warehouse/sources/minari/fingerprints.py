@@ -5,7 +5,6 @@ cannot be listed whole), each fingerprinted by its repo's commit."""
 from __future__ import annotations
 
 from episode_warehouse.blobstore import BlobStore
-from episode_warehouse.hub.store import HubBlobStore
 from episode_warehouse.sources.fingerprints import partition_fingerprints
 from episode_warehouse.sources.minari.dataset_id import check_dataset_id
 from episode_warehouse.sources.minari.mirror import DATA, METADATA_FILE, dataset_prefix
@@ -15,12 +14,12 @@ def minari_fingerprints(
     store: BlobStore, organization: str = "", datasets: list[str] | None = None
 ) -> dict[str, str]:
     """``{dataset id: fingerprint}`` of the datasets the store holds now."""
-    if isinstance(store, HubBlobStore):
-        found = {}
-        for dataset_id in datasets or []:
-            prefix = dataset_prefix(organization, dataset_id)
-            found[dataset_id] = [store.commit("/".join(prefix.split("/")[:2]))]
-        return partition_fingerprints(found, check_dataset_id, "Minari source")
+    found: dict[str, list] = {}
+    for dataset_id in datasets or []:  # a versioned store (the hub): its repo's commit
+        prefix = dataset_prefix(organization, dataset_id)
+        revision = store.revision("/".join(prefix.split("/")[:2]))
+        if revision is not None:
+            found[dataset_id] = [revision]
     groups: dict[str, list] = {}
     ids = set()
     for blob in store.list(""):
@@ -30,5 +29,5 @@ def minari_fingerprints(
         groups.setdefault(head, []).append([rest, blob.generation, blob.crc32c, blob.size])
         if f"{DATA}{rest}" == METADATA_FILE:
             ids.add(head)
-    found = {k: v for k, v in groups.items() if k in ids}
+    found.update((k, v) for k, v in groups.items() if k in ids)
     return partition_fingerprints(found, check_dataset_id, "Minari source")

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from episode_warehouse.blobstore import BlobInfo, BlobStore
 from episode_warehouse.errors import SourceMissingError
-from episode_warehouse.hub.store import HubBlobStore
 from episode_warehouse.incremental import Built
 from episode_warehouse.records import RawRecord
 from episode_warehouse.sources.minari.dataset_id import check_dataset_id
@@ -70,9 +69,7 @@ def mirror_dataset(
     """Bring the raw folder ``target`` in line with the dataset's files in ``store``."""
     prefix = dataset_prefix(organization, dataset_id)
     wanted = list_dataset(store, prefix)
-    revision = None
-    if isinstance(store, HubBlobStore):
-        revision = store.commit("/".join(prefix.split("/")[:2]))  # <organization>/<namespace>
+    revision = store.revision("/".join(prefix.split("/")[:2]))  # the hub's commit of its repo
     return mirror_listed(
         store,
         prefix,

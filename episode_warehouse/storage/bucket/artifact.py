@@ -33,14 +33,13 @@ from episode_warehouse.blobstore import BlobInfo, DownloadStats, GcsBlobStore, f
 from episode_warehouse.errors import (
     ConcurrentWriteError,
     CorruptInputError,
-    ReadOnlyRootError,
     SourceMissingError,
     StaleSelectionError,
 )
 from episode_warehouse.guards.json_input import load_json
 from episode_warehouse.guards.names import checked_name, checked_segment, inside
 from episode_warehouse.records import RECORD
-from episode_warehouse.storage.base import VERIFIED, Artifact  # file -> [size, mtime_ns]
+from episode_warehouse.storage.base import VERIFIED, Artifact, read_only  # file -> [size, mtime_ns]
 from episode_warehouse.storage.bucket.objects import Bucket
 from episode_warehouse.threads import TRANSFER_THREADS
 
@@ -148,10 +147,7 @@ class RemoteArtifact(Artifact):
 
     def _check_writable(self) -> None:
         if not self.writable:
-            raise ReadOnlyRootError(
-                "this bucket root was opened for reading", subject=self.url,
-                fix="open the root as a writer (the stages do) to publish or delete",
-            )  # fmt: skip
+            raise read_only(self.url, "to publish or delete")
 
     @property
     def url(self) -> str:
@@ -160,11 +156,7 @@ class RemoteArtifact(Artifact):
     @property
     def folder(self) -> Path:
         if self.local is None:
-            raise ReadOnlyRootError(
-                "this bucket root was opened for reading: it has no local copy",
-                subject=self.url,
-                fix="open the root as a writer (the stages do) to build here",
-            )
+            raise read_only(self.url)
         return self.local
 
     # -- the Artifact interface -------------------------------------------------------------

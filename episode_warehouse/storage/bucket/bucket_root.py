@@ -17,11 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from episode_warehouse.errors import ConcurrentWriteError, ConfigError, ReadOnlyRootError
+from episode_warehouse.errors import ConcurrentWriteError, ConfigError
 from episode_warehouse.guards.names import checked_name, no_links_below
 from episode_warehouse.records import RECORD
 from episode_warehouse.settings import LOCAL_COPY_ENV, Settings
-from episode_warehouse.storage.base import Root
+from episode_warehouse.storage.base import Root, read_only
 from episode_warehouse.storage.bucket.artifact import PUBLISHED, RemoteArtifact
 from episode_warehouse.storage.bucket.objects import Bucket
 from episode_warehouse.threads import TRANSFER_THREADS
@@ -64,11 +64,7 @@ class BucketRoot(Root):
     @property
     def folder(self) -> Path:
         if self.copy is None:
-            raise ReadOnlyRootError(
-                "this bucket root was opened for reading: it has no local copy",
-                subject=self.url,
-                fix="open the root as a writer (the stages do) to build here",
-            )
+            raise read_only(self.url)
         return self.copy
 
     def artifact(self, rel: str, record: str = RECORD) -> RemoteArtifact:
@@ -120,7 +116,7 @@ class BucketRoot(Root):
         from google.api_core.exceptions import PreconditionFailed
 
         if not self.writer:
-            self.folder  # noqa: B018 (raises ReadOnlyRootError)
+            raise read_only(self.url, "to write its documents")
         store, name = self._document(rel)
         info = store.stat(name)
         now = None if info is None else store.read_bytes(name, info.generation).decode()
