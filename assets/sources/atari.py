@@ -10,10 +10,8 @@ import dagster as dg
 from assets import versions
 from assets.checks import recorded_returns_check
 from assets.results import decoded_result
-from assets.sources.spec import SourceAssets, Stage, StageRun
+from assets.sources.spec import SourceAssets, SourceMode, SourceResource, Stage, StageRun
 from episode_warehouse.blobstore import BlobStore, open_blob_store
-from episode_warehouse.gcs import EMULATOR_ENV
-from episode_warehouse.retry import RetryPolicy
 from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.sources.atari.fingerprints import atari_fingerprints
 from episode_warehouse.sources.atari.games import PARTITION_KEYS, parse_partition_key
@@ -32,14 +30,7 @@ class AtariFormat(Enum):
     rlu = "rlu"
 
 
-class AtariMode(Enum):
-    """``download`` mirrors the files first; ``streaming`` decodes from the bucket (RLU)."""
-
-    download = "download"
-    streaming = "streaming"
-
-
-class AtariReplaySource(dg.ConfigurableResource):
+class AtariReplaySource(SourceResource):
     """``ATARI_REPLAY_URL`` (default: the RL Unplugged copy in episode order), its layout
     (``ATARI_FORMAT``: auto, dopamine, rlu), ``ATARI_MODE`` (download, or streaming for RL
     Unplugged), and the checkpoint subset (``ATARI_CHECKPOINTS``: all, first:K, last:K, or
@@ -50,20 +41,12 @@ class AtariReplaySource(dg.ConfigurableResource):
     url: str | None = None
     checkpoints: str | None = None
     format: AtariFormat | None = None
-    mode: AtariMode | None = None
-    timeout_s: int | None = None
-    emulator_host: str | None = None
-    download_workers: int = 4
-    attempts: int = 6
-
-    def endpoint(self) -> str | None:
-        return setting(self.emulator_host, EMULATOR_ENV, "") or None
+    mode: SourceMode | None = None
 
     def store(self) -> BlobStore:
-        timeout = setting(self.timeout_s, "ATARI_TIMEOUT_S", 60, cast=int)
         return open_blob_store(
             setting(self.url, "ATARI_REPLAY_URL", DEFAULT_ATARI_URL),
-            RetryPolicy(attempts=self.attempts, timeout_s=timeout),
+            self.policy("ATARI_TIMEOUT_S"),
             endpoint=self.endpoint(),
         )
 

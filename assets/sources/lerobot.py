@@ -11,12 +11,10 @@ import dagster as dg
 
 from assets import versions
 from assets.results import decoded_result, mirrored_result
-from assets.sources.spec import SourceAssets, Stage, StageRun
+from assets.sources.spec import SourceAssets, SourceResource, Stage, StageRun
 from episode_warehouse.blobstore import BlobStore, open_blob_store
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.gcs import EMULATOR_ENV
 from episode_warehouse.hub.url import parse_hub_url
-from episode_warehouse.retry import RetryPolicy
 from episode_warehouse.sources.lerobot.fingerprints import lerobot_fingerprints
 from episode_warehouse.sources.lerobot.mirror import mirror_dataset
 from episode_warehouse.sources.lerobot.repo_id import check_repo_id
@@ -26,17 +24,13 @@ from resources.settings import setting
 DEFAULT_URL = "hf://datasets"
 
 
-class LeRobotSource(dg.ConfigurableResource):
+class LeRobotSource(SourceResource):
     """``LEROBOT_URL`` (default ``hf://datasets``); requests bounded by ``LEROBOT_TIMEOUT_S`` (60)
     and retried; ``STORAGE_EMULATOR_HOST`` points GCS at an emulator; ``LEROBOT_REPOS``
     (comma-separated repo ids) are the hub datasets the sensor watches."""
 
     url: str | None = None
     repos: str | None = None
-    timeout_s: int | None = None
-    emulator_host: str | None = None
-    download_workers: int = 4
-    attempts: int = 6
 
     def source_url(self) -> str:
         url = setting(self.url, "LEROBOT_URL", DEFAULT_URL)
@@ -61,11 +55,10 @@ class LeRobotSource(dg.ConfigurableResource):
         return [check_repo_id(r.strip()) for r in text.split(",") if r.strip()]
 
     def store(self) -> BlobStore:
-        timeout = setting(self.timeout_s, "LEROBOT_TIMEOUT_S", 60, cast=int)
         return open_blob_store(
             self.source_url(),
-            RetryPolicy(attempts=self.attempts, timeout_s=timeout),
-            endpoint=setting(self.emulator_host, EMULATOR_ENV, "") or None,
+            self.policy("LEROBOT_TIMEOUT_S"),
+            endpoint=self.endpoint(),
         )
 
 

@@ -11,12 +11,10 @@ or ``gs://bucket/prefix`` in ``MINARI_DATASETS_PATH`` layout
 import dagster as dg
 
 from assets.results import decoded_result, mirrored_result
-from assets.sources.spec import SourceAssets, Stage, StageRun
+from assets.sources.spec import SourceAssets, SourceResource, Stage, StageRun
 from episode_warehouse.blobstore import BlobStore, open_blob_store
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.gcs import EMULATOR_ENV
 from episode_warehouse.hub.url import is_repo_id
-from episode_warehouse.retry import RetryPolicy
 from episode_warehouse.sources.minari.dataset_id import check_dataset_id
 from episode_warehouse.sources.minari.fingerprints import minari_fingerprints
 from episode_warehouse.sources.minari.mirror import mirror_dataset
@@ -27,17 +25,13 @@ DEFAULT_URL = "hf://datasets/farama-minari"
 _HUB = "hf://datasets/"
 
 
-class MinariSource(dg.ConfigurableResource):
+class MinariSource(SourceResource):
     """``MINARI_URL`` (default ``hf://datasets/farama-minari``); requests bounded by
     ``MINARI_TIMEOUT_S`` (60) and retried; ``STORAGE_EMULATOR_HOST`` points GCS at an emulator;
     ``MINARI_DATASETS`` (comma-separated dataset ids) are the hub datasets the sensor watches."""
 
     url: str | None = None
     datasets: str | None = None
-    timeout_s: int | None = None
-    emulator_host: str | None = None
-    download_workers: int = 4
-    attempts: int = 6
 
     def location(self) -> tuple[str, str]:
         """(the store's URL, the hub organization or ``""``)."""
@@ -60,11 +54,10 @@ class MinariSource(dg.ConfigurableResource):
     def store(self) -> tuple[BlobStore, str]:
         """The store and the organization the datasets are under (``""`` off the hub)."""
         url, organization = self.location()
-        timeout = setting(self.timeout_s, "MINARI_TIMEOUT_S", 60, cast=int)
         store = open_blob_store(
             url,
-            RetryPolicy(attempts=self.attempts, timeout_s=timeout),
-            endpoint=setting(self.emulator_host, EMULATOR_ENV, "") or None,
+            self.policy("MINARI_TIMEOUT_S"),
+            endpoint=self.endpoint(),
         )
         return store, organization
 

@@ -10,10 +10,8 @@ import dagster as dg
 
 from assets import versions
 from assets.results import decoded_result
-from assets.sources.spec import SourceAssets, Stage, StageRun
-from episode_warehouse.gcs import EMULATOR_ENV
+from assets.sources.spec import SourceAssets, SourceMode, SourceResource, Stage, StageRun
 from episode_warehouse.incremental import Built
-from episode_warehouse.retry import RetryPolicy
 from episode_warehouse.sources.openx.fingerprints import openx_fingerprints
 from episode_warehouse.sources.openx.mirror import MODES
 from episode_warehouse.sources.openx.raw import LAYOUTS, mirror_openx
@@ -26,13 +24,6 @@ from resources.settings import setting
 DEFAULT_OPENX_URL = "gs://gresearch/robotics"
 
 
-class Mode(Enum):
-    """``download`` mirrors the shards first; ``streaming`` decodes from the source."""
-
-    download = "download"
-    streaming = "streaming"
-
-
 class Format(Enum):
     """``auto`` tells the layouts apart per dataset from the listing."""
 
@@ -41,7 +32,7 @@ class Format(Enum):
     webdataset = "webdataset"
 
 
-class OpenXSource(dg.ConfigurableResource):
+class OpenXSource(SourceResource):
     """``OPENX_URL``: ``gs://gresearch/robotics`` (the default: RLDS folders as published),
     ``hf://datasets/OWNER/REPO[@rev]`` (the WebDataset repack) or a folder of either;
     ``OPENX_FORMAT`` (auto, rlds, webdataset); ``OPENX_VERSIONS`` pins RLDS versions
@@ -51,12 +42,9 @@ class OpenXSource(dg.ConfigurableResource):
     emulator."""
 
     url: str | None = None
-    mode: Mode | None = None
+    mode: SourceMode | None = None
     format: Format | None = None
     versions: str | None = None
-    timeout_s: int | None = None
-    emulator_host: str | None = None
-    attempts: int = 6
 
     def source_url(self) -> str:
         return setting(self.url, "OPENX_URL", DEFAULT_OPENX_URL)
@@ -72,14 +60,10 @@ class OpenXSource(dg.ConfigurableResource):
     def version_pins(self) -> dict[str, str]:
         return parse_version_pins(setting(self.versions, "OPENX_VERSIONS", ""))
 
-    def endpoint(self) -> str | None:
-        return setting(self.emulator_host, EMULATOR_ENV, "") or None
-
     def mirror(
         self, root: Root, dataset: str, target, code_version: str
     ) -> Built[ShardsRawRecord] | Built[RldsRawRecord]:
         """The raw stage of ``dataset``, in the layout the source holds it."""
-        timeout = setting(self.timeout_s, "OPENX_TIMEOUT_S", 60, cast=int)
         return mirror_openx(
             self.source_url(),
             dataset,
@@ -90,7 +74,7 @@ class OpenXSource(dg.ConfigurableResource):
             layout=self.layout(),
             versions=self.version_pins(),
             endpoint=self.endpoint(),
-            policy=RetryPolicy(attempts=self.attempts, timeout_s=timeout),
+            policy=self.policy("OPENX_TIMEOUT_S"),
         )
 
 

@@ -14,18 +14,50 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 import dagster as dg
 
 from assets import versions
 from assets.retries import RAW_RETRY_POLICY, only_transient_retries
+from episode_warehouse.gcs import EMULATOR_ENV
+from episode_warehouse.retry import RetryPolicy
 from episode_warehouse.sources import registry
 from resources import RunSettings, WarehouseStorage
+from resources.settings import setting
 
 # one partition's run, where a source says nothing else
 DEFAULT_POD = {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "16Gi"}}
 OWNERS = ["team:data-platform"]
+
+
+class SourceMode(Enum):
+    """``download`` mirrors a partition's files under the root first; ``streaming`` decodes
+    straight from the source (the sources whose reader can: RL Unplugged, OpenX)."""
+
+    download = "download"
+    streaming = "streaming"
+
+
+class SourceResource(dg.ConfigurableResource):
+    """What every source's resource has: the requests' bound and retries, the GCS emulator,
+    the raw stage's parallel downloads. A source's own resource adds its URL and choices;
+    ``timeout_env`` names its timeout variable (``ATARI_TIMEOUT_S``; default 60 s)."""
+
+    timeout_s: int | None = None
+    emulator_host: str | None = None
+    download_workers: int = 4
+    attempts: int = 6
+
+    def endpoint(self) -> str | None:
+        """The GCS API's endpoint: ``STORAGE_EMULATOR_HOST``, else GCS itself (None)."""
+        return setting(self.emulator_host, EMULATOR_ENV, "") or None
+
+    def policy(self, timeout_env: str) -> RetryPolicy:
+        """Requests bounded by ``timeout_env`` (default 60 s), retried ``attempts`` times."""
+        timeout = setting(self.timeout_s, timeout_env, 60, cast=int)
+        return RetryPolicy(attempts=self.attempts, timeout_s=timeout)
 
 
 @dataclass(frozen=True)
