@@ -101,36 +101,3 @@ def export_check(export: dg.AssetsDefinition, name_of) -> dg.AssetChecksDefiniti
         )
 
     return _check
-
-
-def recorded_returns_check(rows_asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
-    @dg.asset_check(
-        asset=rows_asset,
-        name="returns_match_recorded",
-        description="RL Unplugged episodes: the return summed from the TED's rewards equals the "
-        "episode_return the source recorded (Dopamine partitions record none).",
-    )
-    def _check(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseStorage
-    ) -> dg.AssetCheckResult:
-        key = context.op_execution_context.partition_key
-        _, rows = run_query(
-            warehouse.layout().root,
-            'SELECT count(recorded_return), count(*) FILTER (WHERE abs("return" - '
-            "recorded_return) > 1e-3 * greatest(1, abs(recorded_return))), "
-            'list(episode) FILTER (WHERE abs("return" - recorded_return) > 1e-3 * '
-            "greatest(1, abs(recorded_return))) FROM episodes WHERE source = 'atari' "
-            "AND partition = ?",
-            [key],
-        )
-        recorded, mismatched, episodes = rows[0]
-        return dg.AssetCheckResult(
-            passed=mismatched == 0,
-            metadata={
-                "episodes_with_a_recorded_return": recorded,
-                "mismatched": mismatched,
-                "mismatched_episodes": dg.MetadataValue.json((episodes or [])[:50]),
-            },
-        )
-
-    return _check

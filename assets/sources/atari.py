@@ -8,15 +8,16 @@ from enum import Enum
 import dagster as dg
 
 from assets import versions
-from assets.checks import recorded_returns_check
 from assets.results import decoded_result
 from assets.sources.spec import SourceAssets, SourceMode, SourceResource, Stage, StageRun
 from episode_warehouse.blobstore import BlobStore, open_blob_store
+from episode_warehouse.catalog import run_query
 from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
 from episode_warehouse.sources.atari.fingerprints import atari_fingerprints
 from episode_warehouse.sources.atari.games import PARTITION_KEYS, parse_partition_key
 from episode_warehouse.sources.atari.mirror import LAYOUTS, MODES, mirror_run
 from episode_warehouse.sources.atari.stage import decode_atari
+from resources import WarehouseStorage
 from resources.settings import setting
 
 DEFAULT_ATARI_URL = "gs://rl_unplugged/atari_episodes_ordered"
@@ -60,6 +61,39 @@ class AtariReplaySource(SourceResource):
     def source_mode(self) -> str:
         chosen = self.mode.value if self.mode is not None else None
         return setting(chosen, "ATARI_MODE", "download", choices=MODES)
+
+
+def recorded_returns_check(rows_asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset=rows_asset,
+        name="returns_match_recorded",
+        description="RL Unplugged episodes: the return summed from the TED's rewards equals the "
+        "episode_return the source recorded (Dopamine partitions record none).",
+    )
+    def _check(
+        context: dg.AssetCheckExecutionContext, warehouse: WarehouseStorage
+    ) -> dg.AssetCheckResult:
+        key = context.op_execution_context.partition_key
+        _, rows = run_query(
+            warehouse.layout().root,
+            'SELECT count(recorded_return), count(*) FILTER (WHERE abs("return" - '
+            "recorded_return) > 1e-3 * greatest(1, abs(recorded_return))), "
+            'list(episode) FILTER (WHERE abs("return" - recorded_return) > 1e-3 * '
+            "greatest(1, abs(recorded_return))) FROM episodes WHERE source = 'atari' "
+            "AND partition = ?",
+            [key],
+        )
+        recorded, mismatched, episodes = rows[0]
+        return dg.AssetCheckResult(
+            passed=mismatched == 0,
+            metadata={
+                "episodes_with_a_recorded_return": recorded,
+                "mismatched": mismatched,
+                "mismatched_episodes": dg.MetadataValue.json((episodes or [])[:50]),
+            },
+        )
+
+    return _check
 
 
 atari_runs = dg.StaticPartitionsDefinition(list(PARTITION_KEYS))  # the 300 keys of the dataset
