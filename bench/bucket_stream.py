@@ -87,7 +87,7 @@ def bucket_figures(work: Path, threaded: bool, report: dict) -> None:
     from episode_warehouse.catalog import run_query
     from episode_warehouse.gcs import gcs_client
     from episode_warehouse.loading import EpisodeStream, select_episodes
-    from episode_warehouse.paths import WarehouseLayout
+    from episode_warehouse.storage import parse_root
     from warehouse_fixtures.gcs_emulator import emulator_process
 
     tag = "threaded_emulator" if threaded else "emulator"
@@ -102,7 +102,7 @@ def bucket_figures(work: Path, threaded: bool, report: dict) -> None:
         started = time.perf_counter()
         build(url)
         report[f"{tag}_build_into_bucket_s"] = round(time.perf_counter() - started, 1)
-        catalog = WarehouseLayout.from_root(url).root
+        catalog = parse_root(url)
         report[f"{tag}_catalog_query_s"] = _median_s(lambda: run_query(catalog, COUNT))
         selection = select_episodes(SQL, root=url)
 
@@ -113,10 +113,10 @@ def bucket_figures(work: Path, threaded: bool, report: dict) -> None:
         rate, _ = _frames_per_s(plain.read(i, 0, int(n)) for i, n in enumerate(selection.length))
         report[f"{tag}_no_read_ahead_frames_per_s"] = round(rate)
         # the ceiling: each episode's observation rows as one bare range request, in turn
-        ted = plain.reader("atari", PARTITION)
+        frames = plain.reader("atari", PARTITION).file_rows("observation.npy")
         started = time.perf_counter()
         for start, n in zip(selection.start, selection.length, strict=True):
-            ted._range("observation.npy", int(start), int(start + n + 1))
+            frames[int(start) : int(start + n + 1)]  # one range request
         report[f"{tag}_bare_observation_ranges_frames_per_s"] = round(
             int(selection.length.sum()) / (time.perf_counter() - started)
         )
