@@ -31,7 +31,7 @@ from episode_warehouse.errors import (
     SourceMissingError,
     SourceUnreachableError,
 )
-from episode_warehouse.gcs import gcs_client, refuse_near_url, split_gs_url
+from episode_warehouse.gcs import gcs_client, refuse_near_url, split_gs_url, url_scheme
 from episode_warehouse.guards.names import checked_name, inside
 from episode_warehouse.retry import RetryPolicy, call_with_retries
 
@@ -483,17 +483,18 @@ def open_blob_store(
         ConfigError: the URL is malformed or of an unsupported scheme.
         SourceMissingError: a local folder that does not exist.
     """
-    if url.startswith("gs://"):
+    scheme = url_scheme(url)
+    if scheme == "gs":
         bucket, prefix = split_gs_url(url, setting="the source URL")
         return GcsBlobStore(bucket, prefix, retry, endpoint)
-    if url.startswith("hf://"):
+    if scheme == "hf":
         from episode_warehouse.hub.client import HubClient
         from episode_warehouse.hub.store import HubBlobStore
         from episode_warehouse.hub.url import parse_hub_url
 
         hub = parse_hub_url(url, setting="the source URL")
         return HubBlobStore(hub, HubClient(repo_type=hub.repo_type, policy=retry))
-    if url.startswith("file://"):
+    if scheme == "file":
         return LocalBlobStore(Path(url[7:]))
     if not url:
         raise ConfigError("empty source URL", fix="set it to gs://BUCKET/PREFIX or a folder")

@@ -41,6 +41,16 @@ _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 
+def url_scheme(value: str) -> str | None:
+    """The scheme of a URL setting (``"gs"`` of ``gs://b/p``, ``"hf"``, ``"file"``), or None
+    for anything without ``scheme://`` (a local path): the one place a setting's scheme is
+    read, so that every store, source and root tells URLs apart alike."""
+    match = _SCHEME_RE.match(value)
+    if match is None or len(match.group(1)) == 1 or not value[match.end() :].startswith("//"):
+        return None
+    return match.group(1)
+
+
 def split_gs_url(url: str, *, setting: str, kind: str = "source") -> tuple[str, str]:
     """``gs://BUCKET[/PREFIX]`` -> (bucket, prefix without outer slashes).
 
@@ -49,10 +59,10 @@ def split_gs_url(url: str, *, setting: str, kind: str = "source") -> tuple[str, 
             empty, ``.`` or ``..`` segment, a backslash or a control character (the prefix's
             names become local folders of the scratch copy and the mirrors).
     """
-    bucket, _, prefix = url.removeprefix("gs://").partition("/")
+    bucket, _, prefix = url.partition("://")[2].partition("/")
     prefix = prefix.strip("/")
     fix = f"write {setting} as gs://BUCKET/PREFIX (lowercase bucket name, no '..' in the prefix)"
-    if not url.startswith("gs://") or not _BUCKET_RE.match(bucket):
+    if url_scheme(url) != "gs" or not _BUCKET_RE.match(bucket):
         raise ConfigError(
             f"malformed {kind} URL, not a gs:// URL GCS accepts", subject=repr(url), fix=fix
         )

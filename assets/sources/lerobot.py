@@ -14,6 +14,7 @@ from assets.results import decoded_result, mirrored_result
 from assets.sources.spec import SourceAssets, SourceResource, Stage, StageRun
 from episode_warehouse.blobstore import BlobStore, open_blob_store
 from episode_warehouse.errors import ConfigError
+from episode_warehouse.gcs import url_scheme
 from episode_warehouse.hub.url import parse_hub_url
 from episode_warehouse.sources.lerobot.fingerprints import lerobot_fingerprints
 from episode_warehouse.sources.lerobot.mirror import mirror_dataset
@@ -41,7 +42,7 @@ class LeRobotSource(SourceResource):
                 fix=f"set LEROBOT_URL to {DEFAULT_URL}, a folder or gs://bucket/prefix holding "
                 "<owner>/<name>/meta/",
             )
-        if url.startswith("hf://") and parse_hub_url(url, setting="LEROBOT_URL").repo_id:
+        if url_scheme(url) == "hf" and parse_hub_url(url, setting="LEROBOT_URL").repo_id:
             raise ConfigError(
                 "LEROBOT_URL names one repo; a LeRobot partition is the repo id",
                 subject=f"LEROBOT_URL={url}",

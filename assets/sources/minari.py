@@ -14,6 +14,7 @@ from assets.results import decoded_result, mirrored_result
 from assets.sources.spec import SourceAssets, SourceResource, Stage, StageRun
 from episode_warehouse.blobstore import BlobStore, open_blob_store
 from episode_warehouse.errors import ConfigError
+from episode_warehouse.gcs import url_scheme
 from episode_warehouse.hub.url import is_repo_id
 from episode_warehouse.sources.minari.dataset_id import check_dataset_id
 from episode_warehouse.sources.minari.fingerprints import minari_fingerprints
@@ -36,7 +37,7 @@ class MinariSource(SourceResource):
     def location(self) -> tuple[str, str]:
         """(the store's URL, the hub organization or ``""``)."""
         url = setting(self.url, "MINARI_URL", DEFAULT_URL).rstrip("/")
-        if not url.startswith("hf://"):
+        if url_scheme(url) != "hf":
             return url, ""
         organization = url[len(_HUB) :] if url.startswith(_HUB) else ""
         if not organization or "/" in organization or not is_repo_id(f"{organization}/x"):

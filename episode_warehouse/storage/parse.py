@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from episode_warehouse.gcs import refuse_near_url, split_gs_url
+from episode_warehouse.gcs import refuse_near_url, split_gs_url, url_scheme
 from episode_warehouse.settings import ROOT_ENV, Settings
 from episode_warehouse.storage.base import Root
 
-_BUCKET_SCHEME = "gs://"
+_BUCKET_SCHEME = "gs"
 
 
 def root_setting(value: str | os.PathLike) -> str:
@@ -24,7 +24,7 @@ def root_setting(value: str | os.PathLike) -> str:
         ConfigError: a malformed bucket URL, or something URL-like that is not one.
     """
     text = str(value)
-    if text.startswith(_BUCKET_SCHEME):
+    if url_scheme(text) == _BUCKET_SCHEME:
         bucket, prefix = split_gs_url(text, setting=ROOT_ENV, kind="warehouse root")
         return f"gs://{bucket}/{prefix}".rstrip("/")
     refuse_near_url(text, setting=ROOT_ENV, kind="warehouse root")
@@ -54,7 +54,7 @@ def parse_root(
         settings = settings or Settings.from_env()
         value = settings.root
     text = root_setting(value)
-    if text.startswith(_BUCKET_SCHEME):
+    if url_scheme(text) == _BUCKET_SCHEME:
         from episode_warehouse.storage.bucket.bucket_root import BucketRoot
 
         return BucketRoot.open(text, settings or Settings.from_env(root=text), writer=writer)

@@ -12,6 +12,7 @@ PACKAGES = ("episode_warehouse", "warehouse_cli", "assets", "resources", "sensor
 # the ways the kind of a warehouse root was asked before the storage package did the work
 QUESTIONS = {
     "is_bucket_root": re.compile(r"\bis_bucket_root\b"),
+    'startswith("gs://")': re.compile(r"""startswith\(\s*["']gs://"""),
     ".bucket is (not) None": re.compile(r"\.bucket\s+is\s+(not\s+)?None"),
     "if ....bucket": re.compile(r"\bif\s+(not\s+)?[\w.]*\.bucket\b(?!\()"),
     ".remote(...) is None": re.compile(r"\.remote\([^)]*\)\s+is\s+(not\s+)?None"),
@@ -45,6 +46,19 @@ def test_the_questions_are_recognised():
         ".remote(...) is None"
     ]
     assert _asked("saved if is_bucket_root(saved) else Path(saved)") == ["is_bucket_root"]
+    assert _asked('    if url.startswith("gs://"):') == ['startswith("gs://")']
     assert _asked("if isinstance(root, BucketRoot):") == [
         "isinstance(..., a root or artifact class)"
     ]
+
+
+def test_a_settings_scheme_is_read_in_one_place():
+    """``gcs.url_scheme``: what every store, source and root asks instead of ``startswith``."""
+    from episode_warehouse.gcs import url_scheme
+
+    assert [url_scheme(v) for v in ("gs://b/p", "hf://datasets/o/r@v", "file:///x", "s3://b")] == [
+        "gs", "hf", "file", "s3"
+    ]  # fmt: skip
+    assert [url_scheme(v) for v in ("warehouse-data", "/abs/gs://x", "gs:/b", "C:/data")] == [
+        None, None, None, None
+    ]  # fmt: skip

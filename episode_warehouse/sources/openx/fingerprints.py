@@ -4,6 +4,7 @@ sensor."""
 from __future__ import annotations
 
 from episode_warehouse.blobstore import open_blob_store
+from episode_warehouse.gcs import url_scheme
 from episode_warehouse.hub.client import HubClient
 from episode_warehouse.sources.fingerprints import partition_fingerprints
 from episode_warehouse.sources.openx.datasets import check_dataset_id
@@ -17,7 +18,7 @@ def openx_fingerprints(url: str, endpoint: str | None = None) -> dict[str, str]:
 
     ``endpoint`` points a ``gs://`` URL at an emulator."""
     groups: dict[str, list] = {}
-    if url.startswith("hf://"):
+    if url_scheme(url) == "hf":
         match = HF_URL_RE.match(url)
         if not match:
             return {}

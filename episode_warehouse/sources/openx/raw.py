@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.errors import ConfigError, SourceMissingError
+from episode_warehouse.gcs import url_scheme
 from episode_warehouse.incremental import Built
 from episode_warehouse.retry import RetryPolicy
 from episode_warehouse.sources.openx.datasets import did_you_mean
@@ -41,7 +42,7 @@ def detect_layout(
             subject="OPENX_FORMAT",
             fix="use auto, rlds or webdataset",
         )
-    hub = url.startswith("hf://")
+    hub = url_scheme(url) == "hf"
     if hub and layout == "rlds":
         raise ConfigError(
             "RLDS folders are read from gs:// or a local folder, not from the hub",
@@ -93,12 +94,6 @@ def mirror_openx(
     """
     chosen = detect_layout(url, dataset, layout, endpoint=endpoint)
     if chosen == "webdataset":
-        if url.startswith("gs://"):
-            raise ConfigError(
-                "the WebDataset layout is read from the hub or a folder, not from gs://",
-                subject="OPENX_URL",
-                fix="use hf://datasets/OWNER/REPO or a folder, or OPENX_FORMAT=rlds",
-            )
         listing = list_shards(url, dataset, policy)
         return mirror_shards(listing, target, url, root=root, mode=mode, code_version=code_version)
     store = open_blob_store(url, policy, endpoint=endpoint)

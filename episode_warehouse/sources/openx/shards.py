@@ -17,7 +17,7 @@ from episode_warehouse.errors import (
     CorruptInputError,
     SourceMissingError,
 )
-from episode_warehouse.gcs import refuse_near_url
+from episode_warehouse.gcs import refuse_near_url, url_scheme
 from episode_warehouse.guards.names import checked_segment
 from episode_warehouse.retry import RetryPolicy, call_with_retries
 
@@ -56,7 +56,7 @@ def open_shard(location: str, policy: RetryPolicy | None = None):
     ranges through huggingface_hub with ``HF_ENDPOINT`` and ``HF_TOKEN`` as set now), retrying
     transient failures."""
     policy = policy or RetryPolicy()
-    if location.startswith("hf://"):
+    if url_scheme(location) == "hf":
         from episode_warehouse.hub.client import HubClient
 
         match = _HF_FILE_RE.match(location)
@@ -74,13 +74,14 @@ def list_shards(url: str, dataset: str, policy: RetryPolicy | None = None) -> Sh
         ConfigError: a malformed URL.
         SourceUnavailableError: the folder or repo cannot be read, or holds no shard.
     """
-    if url.startswith("hf://"):
+    scheme = url_scheme(url)
+    if scheme == "hf":
         listing = _list_hub(url, dataset, policy or RetryPolicy())
-    elif "://" in url and not url.startswith("file://"):
+    elif scheme not in (None, "file"):
         raise ConfigError(
-            "unsupported OPENX_URL scheme",
-            subject=repr(url),
-            fix="use hf://datasets/OWNER/REPO or a local folder",
+            f"the WebDataset layout is read from the hub or a folder, not from {scheme}://",
+            subject=f"OPENX_URL={url}",
+            fix="use hf://datasets/OWNER/REPO or a folder (or OPENX_FORMAT=rlds for gs://)",
         )
     else:
         refuse_near_url(url, setting="OPENX_URL")
