@@ -29,6 +29,7 @@ from episode_warehouse.incremental import fingerprint
 from episode_warehouse.loading.read_ahead import ReadAhead
 from episode_warehouse.loading.schedule import Plan, epoch_items, remaining_items, shard_items
 from episode_warehouse.loading.selection import Selection
+from episode_warehouse.storage import Root
 from episode_warehouse.ted.reader import TedReader
 
 
@@ -85,6 +86,7 @@ class _TedCache:
         self._episodes: OrderedDict[int, TensorDictBase] = OrderedDict()
         self._fetched_earlier = 0  # bytes fetched by readers of versions since replaced
         self._recheck: set[tuple[str, str]] = set()  # readers whose record a new epoch rechecks
+        self._root: Root | None = None
         self._lock = threading.Lock()  # read-ahead threads open readers concurrently
 
     def __getstate__(self):
@@ -114,7 +116,9 @@ class _TedCache:
                     self._fetched_earlier += known.bytes_fetched
                     known = None
             if known is None:
-                known = TedReader.of(self.selection.reader_root(), source, partition)
+                if self._root is None:  # parsed once per process
+                    self._root = self.selection.reader_root()
+                known = TedReader.of(self._root, source, partition)
                 self._readers[key] = known
             return known
 
@@ -132,11 +136,14 @@ class _TedCache:
         """Bytes this process fetched from object storage (0 for a local root)."""
         return self._fetched_earlier + sum(t.bytes_fetched for t in self._readers.values())
 
-    def read_ahead(self) -> int:
-        """Episodes a stream reads ahead: what its slowest partition's reader asks for (0 when
-        every partition is memory-mapped)."""
+    def read_ahead(self, first: int | None) -> int:
+        """Episodes a stream reads ahead, as the reader of its first episode's partition asks
+        (0 where rows are memory-mapped; one root's partitions are read alike): one record
+        read, not one per partition of the selection."""
+        if first is None:
+            return 0
         s = self.selection
-        return max((self.reader(*p).read_ahead for p in s.partitions), default=0)
+        return self.reader(s.source[first], s.partition[first]).read_ahead
 
     def fetch_episode(self, i: int) -> TensorDictBase:
         """All steps of selected episode ``i`` (one range per file from a bucket)."""
@@ -383,7 +390,7 @@ class EpisodeStream(IterableDataset):
         items = self.shard_items()[self._position :]
         rows = items[:, 0]
         runs = rows[np.r_[True, rows[1:] != rows[:-1]]] if len(rows) else rows  # fetch order
-        depth = self.cache.read_ahead()
+        depth = self.cache.read_ahead(int(runs[0]) if len(runs) else None)
         with ReadAhead(self.cache.fetch_episode, runs.tolist(), depth) as ahead:
             previous = -1
             for row, offset, length in items:
