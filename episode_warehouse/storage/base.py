@@ -20,13 +20,34 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from episode_warehouse.errors import ConfigError, CorruptInputError, ReadOnlyRootError
+from episode_warehouse.errors import (
+    ConfigError,
+    CorruptInputError,
+    LimitExceededError,
+    ReadOnlyRootError,
+)
 from episode_warehouse.records import RECORD
 
 # files a root keeps beside an artifact's files in its working folder, not part of the artifact
 # (a bucket root's note of which files of its local copy were verified, and when)
+MAX_DOCUMENT_BYTES = 16 << 20  # a root's documents are a mapping, a selection's SQL: small
 VERIFIED = ".verified.json"
 WORKING_NOTES = (VERIFIED,)
+
+
+def check_document_size(size: int, location: str) -> None:
+    """Refuse a document of the root larger than :data:`MAX_DOCUMENT_BYTES` before it is read
+    (anyone who can write the root can plant one).
+
+    Raises:
+        LimitExceededError: naming the document and its size.
+    """
+    if size > MAX_DOCUMENT_BYTES:
+        raise LimitExceededError(
+            f"the document has {size:,} bytes, over the {MAX_DOCUMENT_BYTES:,} a document may have",
+            subject=location,
+            fix="a mapping or a selection's SQL is small: replace the file",
+        )
 
 
 def read_only(url: str, what: str = "to build or publish here") -> ReadOnlyRootError:

@@ -15,7 +15,7 @@ from episode_warehouse.atomic import read_json, staging_path, unpublish
 from episode_warehouse.errors import ConcurrentWriteError
 from episode_warehouse.records import RECORD
 from episode_warehouse.settings import ROOT_ENV
-from episode_warehouse.storage.base import Artifact, Root, read_only
+from episode_warehouse.storage.base import Artifact, Root, check_document_size, read_only
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +123,10 @@ class LocalRoot(Root):
         return any((self.root_folder / p).is_dir() for p in prefixes)
 
     def read_bytes(self, rel: str) -> bytes | None:
+        path = self.root_folder / rel
         try:
-            return (self.root_folder / rel).read_bytes()
+            check_document_size(path.stat().st_size, str(path))
+            return path.read_bytes()
         except FileNotFoundError:
             return None
 

@@ -88,3 +88,17 @@ def test_documents_are_replaced_only_from_what_was_read(bucket_url, tmp_path):
             root.write_text(rel, "SELECT 2", expected=None)
         root.write_text(rel, None, expected="SELECT 1")
         assert root.read_text(rel) is None
+
+
+def test_a_planted_document_is_refused_by_its_size_before_it_is_read(bucket_url, tmp_path):
+    """Anyone who can write a root can plant a document: one over the bound is refused by its
+    declared size (the listing's, the file's), naming it, before a byte of it is read."""
+    from episode_warehouse.errors import LimitExceededError
+    from episode_warehouse.storage.base import MAX_DOCUMENT_BYTES
+
+    big = "x" * (MAX_DOCUMENT_BYTES + 1)
+    for root in (layout_of(bucket_url).root, WarehouseLayout.local(tmp_path / "wh").root):
+        root.write_text("config/standardized_mappings.json", big, expected=None)
+        with pytest.raises(LimitExceededError, match="over the") as err:
+            parse_root(root).read_text("config/standardized_mappings.json")
+        assert "standardized_mappings.json" in str(err.value)

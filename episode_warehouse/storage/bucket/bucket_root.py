@@ -21,7 +21,7 @@ from episode_warehouse.errors import ConcurrentWriteError, ConfigError
 from episode_warehouse.guards.names import checked_name, no_links_below
 from episode_warehouse.records import RECORD
 from episode_warehouse.settings import LOCAL_COPY_ENV, Settings
-from episode_warehouse.storage.base import Root, read_only
+from episode_warehouse.storage.base import Root, check_document_size, read_only
 from episode_warehouse.storage.bucket.artifact import PUBLISHED, RemoteArtifact
 from episode_warehouse.storage.bucket.objects import Bucket
 from episode_warehouse.threads import TRANSFER_THREADS
@@ -109,7 +109,10 @@ class BucketRoot(Root):
     def read_bytes(self, rel: str) -> bytes | None:
         store, name = self._document(rel)
         info = store.stat(name)
-        return None if info is None else store.read_bytes(name, info.generation)
+        if info is None:
+            return None
+        check_document_size(info.size, f"{self.url}/{name}")
+        return store.read_bytes(name, info.generation)
 
     def write_text(self, rel: str, text: str | None, *, expected: str | None) -> None:
         """Replaced with a generation precondition: the version read, or none."""
