@@ -15,6 +15,10 @@ resolved with, so one object decides where a run reads and writes.
 - ``allow_nonfinite``: ``EPISODE_WAREHOUSE_ALLOW_NONFINITE``, the decoded keys (other than
   actions, states and rewards, which are always refused) whose NaN or infinite values are
   published and counted instead of refused; ``*`` for every such key. Default: none.
+- ``frames``: ``EPISODE_WAREHOUSE_FRAMES``, how camera frames are stored: ``encoded`` (the
+  default: as the source encoded them, decoded where they are read; docs/frames.md) or
+  ``decoded`` (raw uint8 rows: a plain TorchRL memmap, 8x-38x the bytes). An input of the
+  decoded stage: changing it rebuilds the partitions it is changed for.
 
 The export's PNG scratch (``EPISODE_WAREHOUSE_SCRATCH``), the worker counts and the input limits
 are the Dagster resource's (``resources/warehouse.py``): no domain function reads them.
@@ -30,6 +34,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from episode_warehouse.errors import ConfigError
+
 ROOT_ENV = "EPISODE_WAREHOUSE_ROOT"
 DEFAULT_ROOT = "warehouse-data"
 LOCAL_COPY_ENV = "EPISODE_WAREHOUSE_LOCAL_COPY"
@@ -41,6 +47,9 @@ EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 HUB_ENDPOINT_ENV = "HF_ENDPOINT"
 DEFAULT_HUB_ENDPOINT = "https://huggingface.co"
 ALLOW_NONFINITE_ENV = "EPISODE_WAREHOUSE_ALLOW_NONFINITE"
+FRAMES_ENV = "EPISODE_WAREHOUSE_FRAMES"
+ENCODED, DECODED = "encoded", "decoded"
+FRAME_LAYOUTS = (ENCODED, DECODED)
 # a cluster worker's name (`warehouse cluster up` sets it for each Celery worker) and the run tag
 # that records it (resources/worker.py): names the cluster commands and the resources share,
 # here so that the command line of a bare install (no wiring) imports them too
@@ -60,6 +69,7 @@ class Settings:
     hub_endpoint: str
     hub_cache: str | None
     allow_nonfinite: frozenset[str] = frozenset()
+    frames: str = ENCODED
 
     @classmethod
     def from_env(
@@ -87,7 +97,18 @@ class Settings:
             allow_nonfinite=frozenset(
                 k.strip() for k in env.get(ALLOW_NONFINITE_ENV, "").split(",") if k.strip()
             ),
+            frames=_frames(env.get(FRAMES_ENV, "").strip() or ENCODED),
         )
+
+
+def _frames(value: str) -> str:
+    if value not in FRAME_LAYOUTS:
+        raise ConfigError(
+            f"{FRAMES_ENV}={value!r} is not one of {', '.join(FRAME_LAYOUTS)}",
+            subject=FRAMES_ENV,
+            fix=f"set {FRAMES_ENV}=encoded (frames as the source encoded them) or decoded",
+        )
+    return value
 
 
 def _folder(value: str | os.PathLike) -> Path:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from episode_warehouse.decoded.episode_table import EPISODE_DATA
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import FormatVersionError, NotMaterializedError
+from episode_warehouse.frames.rows import FRAMES_SUFFIX, OFFSETS_SUFFIX, FrameRows, open_frames
 from episode_warehouse.records import RECORD
 
 FORMAT_ID = DecodedRecord.format_id()  # an input of the decode stage: a new version rebuilds it
@@ -35,6 +36,7 @@ GRAY = "gray"
 # the viewer, exported as float32 values (never squeezed into 8 bits); a non-finite pixel is a
 # missing reading, kept and counted (the record's ``nonfinite``), not refused
 DEPTH = "depth"
+FRAMES = "frames"  # an ArraySpec's encoding: a camera's frames stored encoded
 _REBUILD = "re-materialize the decoded stage with this version of the warehouse"
 
 # the per-episode columns every decoder writes: the catalog's, less partition and lineage
@@ -54,26 +56,39 @@ def episode_table(columns: dict) -> pa.Table:
 
 @dataclass(frozen=True)
 class ArraySpec:
-    """One per-step array: ``key`` uses ``/`` for nesting (``observation/image``)."""
+    """One per-step array: ``key`` uses ``/`` for nesting (``observation/image``).
+
+    ``encoding`` is how the writer stored it, not what a decoder declares (so it takes no part
+    in comparing layouts): ``""``, an ``.npy`` array; ``FRAMES``, a camera's frames encoded
+    (``<key>.frames`` and ``<key>.offsets.npy``, :mod:`episode_warehouse.frames.rows`)."""
 
     key: str
     row_shape: tuple[int, ...]
     dtype: str
     role: str
+    encoding: str = field(default="", compare=False)
 
     def path(self, folder: Path) -> Path:
         if self.role == FINAL:
             return folder / ARRAYS / FINAL / f"{self.key}.npy"
-        return folder / ARRAYS / f"{self.key}.npy"
+        return folder / ARRAYS / f"{self.key}{FRAMES_SUFFIX if self.encoding else '.npy'}"
+
+    def offsets_path(self, folder: Path) -> Path:
+        """The offsets of an encoded camera's frames."""
+        return folder / ARRAYS / f"{self.key}{OFFSETS_SUFFIX}"
+
+    def encoded(self) -> ArraySpec:
+        return replace(self, encoding=FRAMES)
 
     def to_json(self) -> dict:
-        return {"shape": list(self.row_shape), "dtype": self.dtype, "role": self.role}
+        encoding = {"encoding": self.encoding} if self.encoding else {}
+        return {"shape": list(self.row_shape), "dtype": self.dtype, "role": self.role, **encoding}
 
     @classmethod
     def from_json(cls, name: str, obj: dict) -> ArraySpec:
         """The spec of ``meta.json`` ``arrays[name]`` (a final row's name is ``final/<key>``)."""
         key = name.removeprefix(f"{FINAL}/") if obj["role"] == FINAL else name
-        return cls(key, tuple(obj["shape"]), obj["dtype"], obj["role"])
+        return cls(key, tuple(obj["shape"]), obj["dtype"], obj["role"], obj.get("encoding", ""))
 
 
 @dataclass(frozen=True)
@@ -91,9 +106,13 @@ class DecodedEpisodes:
     def arrays(self) -> dict[str, ArraySpec]:
         return {k: ArraySpec.from_json(k, v) for k, v in self.meta.arrays.items()}
 
-    def array(self, key: str) -> np.ndarray:
-        """The memory-mapped array of ``key`` (rows+1 rows for observations)."""
-        return np.load(self.arrays[key].path(self.folder), mmap_mode="r")
+    def array(self, key: str) -> np.ndarray | FrameRows:
+        """The memory-mapped array of ``key`` (rows+1 rows for observations); an encoded
+        camera's rows, decoded when indexed."""
+        spec = self.arrays[key]
+        if spec.encoding:
+            return open_frames(spec.path(self.folder), spec.row_shape, spec.dtype)
+        return np.load(spec.path(self.folder), mmap_mode="r")
 
     def rows_at(self, key: str, row: int) -> tuple[Path, int]:
         """The file of ``key`` and the byte offset of its row ``row`` in it."""

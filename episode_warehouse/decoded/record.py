@@ -16,7 +16,9 @@ class DecodedRecord(FormatRecord):
     ``extra``)."""
 
     FORMAT: ClassVar[str] = "episode-warehouse-decoded"
-    FORMAT_VERSION: ClassVar[int] = 3  # 3: RL Unplugged rows are all steps, no "final" role
+    # 3: RL Unplugged rows are all steps, no "final" role. 4: cameras may be stored encoded
+    # (an array's "encoding": "frames")
+    FORMAT_VERSION: ClassVar[int] = 4
     rows: int
     episodes: int
     arrays: dict[str, dict]  # key -> ArraySpec.to_json() (shape, dtype, role)

@@ -13,6 +13,14 @@ from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.incremental import Built, build_if_changed, checkout, require
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.records import RawRecord
+from episode_warehouse.settings import Settings
+
+
+def decoded_layout() -> str:
+    """What decoded rows are laid out by: the format's version and how frames are stored
+    (``EPISODE_WAREHOUSE_FRAMES``). An input of every decode stage (and of OpenX's per-shard
+    fingerprints): changing either rebuilds."""
+    return f"{FORMAT_ID}+frames={Settings.from_env().frames}"
 
 
 def lineage(source: str, key: str, raw: RawRecord) -> dict:
@@ -44,7 +52,7 @@ def decode_from_raw[Raw: RawRecord](
         return build_if_changed(
             layout.root,
             layout.decoded_dir(source, key),
-            {"raw": raw.version, "code_version": code_version, "format": FORMAT_ID},
+            {"raw": raw.version, "code_version": code_version, "format": decoded_layout()},
             make_build(raw_dir, raw, lineage(source, key, raw)),
             record_type=DecodedRecord,
         )

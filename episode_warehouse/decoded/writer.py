@@ -19,12 +19,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from episode_warehouse.decoded.format import ARRAYS, DEPTH, EPISODES, FINAL, ROLES, ArraySpec
+from episode_warehouse.decoded.format import (
+    ARRAYS,
+    DEPTH,
+    EPISODES,
+    FINAL,
+    ROLES,
+    ArraySpec,
+    DecodedEpisodes,
+)
+from episode_warehouse.decoded.frame_writer import FrameAppender, encode_allocated
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.frames.camera_rows import CameraRows
 from episode_warehouse.guards.numbers import check_finite, nonfinite_rows
 from episode_warehouse.records import RECORD
-from episode_warehouse.settings import ALLOW_NONFINITE_ENV, Settings
+from episode_warehouse.settings import ALLOW_NONFINITE_ENV, ENCODED, Settings
 
 _PREAMBLE = 4096  # bytes reserved for the .npy header of appended arrays: one page, so rows of a
 # whole number of pages (a 256x320 RGB frame is 60) stay page-aligned and copy_file_range can
@@ -50,7 +60,7 @@ def _npy_header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
     )
 
 
-def _copy_range(src: int, dst: int, offset: int, nbytes: int) -> None:
+def copy_range(src: int, dst: int, offset: int, nbytes: int) -> None:
     """Copy ``nbytes`` from ``offset`` of ``src`` to the current position of ``dst``."""
     done = 0
     try:
@@ -97,7 +107,7 @@ class _Appender:
         nbytes = rows * int(np.prod(self.spec.row_shape)) * self.dtype.itemsize
         self.fh.flush()
         with open(src, "rb") as source:
-            _copy_range(source.fileno(), self.fh.fileno(), offset, nbytes)
+            copy_range(source.fileno(), self.fh.fileno(), offset, nbytes)
         self.fh.seek(0, os.SEEK_END)
         self.rows += rows
 
@@ -118,14 +128,21 @@ class DecodedWriter:
     Arrays are either preallocated with a known row count (:meth:`allocate`, for writers that
     fill rows out of order or from several workers) or appended (:meth:`append`, for streams of
     unknown length).
+
+    Cameras: a decoder hands a camera's rows over as :class:`~episode_warehouse.frames.
+    camera_rows.CameraRows` (or allocates it with ``camera=True``). With ``frames="encoded"``
+    (the default, ``EPISODE_WAREHOUSE_FRAMES``) they are stored encoded: the source's bytes
+    where it gave them, else compressed once; with ``"decoded"`` as ``.npy`` pixels.
     """
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, frames: str | None = None) -> None:
         self.folder = Path(folder)
         (self.folder / ARRAYS).mkdir(parents=True, exist_ok=True)
         self.specs: dict[str, ArraySpec] = {}
         self.rows: int | None = None
-        self._appenders: dict[str, _Appender] = {}
+        self.frames = frames or Settings.from_env().frames
+        self._appenders: dict[str, _Appender | FrameAppender] = {}
+        self._to_encode: list[str] = []  # allocated cameras, encoded when finished
 
     def _register(self, spec: ArraySpec) -> Path:
         if spec.role not in ROLES:
@@ -138,9 +155,12 @@ class DecodedWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
-    def allocate(self, spec: ArraySpec, rows: int) -> Path:
-        """Create a zero-filled (sparse) array of ``rows`` rows (+1 for observations)."""
+    def allocate(self, spec: ArraySpec, rows: int, *, camera: bool = False) -> Path:
+        """Create a zero-filled (sparse) array of ``rows`` rows (+1 for observations); a
+        ``camera`` is encoded when the folder is finished (frames stored encoded)."""
         path = self._register(spec)
+        if camera and self.frames == ENCODED:
+            self._to_encode.append(_name(spec))
         total = rows + (1 if spec.role == "observation" else 0)
         arr = np.lib.format.open_memmap(
             path, mode="w+", dtype=np.dtype(spec.dtype), shape=(total, *spec.row_shape)
@@ -161,19 +181,50 @@ class DecodedWriter:
         with open(path, "wb") as fh:
             np.lib.format.write_array(fh, values, allow_pickle=False)
 
-    def append(self, spec: ArraySpec, values: np.ndarray) -> None:
+    def append(self, spec: ArraySpec, values: np.ndarray | CameraRows) -> None:
         """Append rows to ``spec.key``; all keys must end with the same row count (a ``final``
-        array: one row per episode)."""
-        self._appender(spec).append(values)
+        array: one row per episode). A camera's rows come as ``CameraRows``."""
+        if isinstance(values, CameraRows):
+            if self.frames == ENCODED and spec.role != FINAL:
+                self._frame_appender(spec).append(values)
+                return
+            values = values.pixels
+        appender = self._appender(spec)
+        if not isinstance(appender, _Appender):
+            raise ValueError(f"{spec.key}: a camera's rows come as CameraRows")
+        appender.append(values)
 
-    def append_range(self, spec: ArraySpec, src: Path, offset: int, rows: int) -> None:
-        """Append ``rows`` rows of ``spec.key`` copied from byte ``offset`` of file ``src``."""
-        self._appender(spec).append_range(src, offset, rows)
+    def append_from(
+        self, spec: ArraySpec, previous: DecodedEpisodes, start: int, rows: int
+    ) -> None:
+        """Append ``rows`` rows of ``spec.key`` from row ``start`` of the ``previous`` build,
+        copied by the kernel (an encoded camera's bytes are copied as they are: nothing is
+        decoded or encoded again)."""
+        old = previous.arrays[_name(spec)]
+        if old.encoding:
+            offsets = np.load(old.offsets_path(previous.folder), mmap_mode="r")
+            appender = self._frame_appender(spec)
+            if not isinstance(appender, FrameAppender):
+                raise ValueError(f"{spec.key}: stored encoded before, not now")
+            appender.append_from(old.path(previous.folder), offsets[start : start + rows + 1])
+            return
+        plain = self._appender(spec)
+        if not isinstance(plain, _Appender):
+            raise ValueError(f"{spec.key}: stored decoded before, encoded now")
+        plain.append_range(*previous.rows_at(_name(spec), start), rows)
 
-    def _appender(self, spec: ArraySpec) -> _Appender:
+    def _appender(self, spec: ArraySpec) -> _Appender | FrameAppender:
         name = _name(spec)
         if name not in self._appenders:
             self._appenders[name] = _Appender(self._register(spec), spec)
+        return self._appenders[name]
+
+    def _frame_appender(self, spec: ArraySpec) -> _Appender | FrameAppender:
+        name = _name(spec)
+        if name not in self._appenders:
+            encoded = spec.encoded()
+            self._register(encoded)
+            self._appenders[name] = FrameAppender(self.folder, encoded)
         return self._appenders[name]
 
     def _set_rows(self, rows: int) -> None:
@@ -200,7 +251,11 @@ class DecodedWriter:
         self.close_arrays()
         if self.rows is None:
             self.rows = 0
+        for name in self._to_encode:
+            self.specs[name] = encode_allocated(self.folder, self.specs[name])
         for spec in self.specs.values():
+            if spec.encoding:
+                continue  # cameras: the appender counted their rows
             rows = np.load(spec.path(self.folder), mmap_mode="r").shape[0]
             if spec.role == FINAL and rows != episodes.num_rows:
                 raise ValueError(f"{spec.key}: {rows} final rows for {episodes.num_rows} episodes")
@@ -242,7 +297,7 @@ class DecodedWriter:
         depth = {k for k, v in images.items() if v == DEPTH} if isinstance(images, dict) else set()
         counted: dict[str, int] = {}
         for key, spec in sorted(self.specs.items()):
-            if np.dtype(spec.dtype).kind not in "fc":
+            if np.dtype(spec.dtype).kind not in "fc" or spec.encoding:
                 continue
             values = np.load(spec.path(self.folder), mmap_mode="r")
             if key in depth:  # a depth camera's NaN or infinity is a missing reading: counted

@@ -20,6 +20,8 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
+
+from episode_warehouse.frames.rows import open_frames
 import PIL.Image
 
 # GRAY: (N, H, W) frames, written as RGB with the grey value in all three channels; CHW:
@@ -50,7 +52,12 @@ def write_pngs(job: dict) -> None:
     Row ``start + i`` is frame ``job["first_frame"] + i`` of its episode, named by
     ``job["pattern"].format(frame_index=...)``.
     """
-    frames = np.load(job["file"], mmap_mode="r")
+    encoded = job.get("frames")  # a camera stored encoded: its rows decoded here
+    frames = (
+        open_frames(Path(job["file"]), tuple(encoded["shape"]), encoded["dtype"])
+        if encoded
+        else np.load(job["file"], mmap_mode="r")
+    )
     rows = to_hwc(np.asarray(frames[job["start"] : job["start"] + job["length"]]), job["layout"])
     out = Path(job["dir"])
     out.mkdir(parents=True, exist_ok=True)

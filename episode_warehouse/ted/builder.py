@@ -13,6 +13,7 @@ from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.decoded import DecodedEpisodes
 from episode_warehouse.decoded.format import FINAL
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.frames.rows import FRAMES_SUFFIX, offsets_file
 from episode_warehouse.records import RECORD
 from episode_warehouse.ted.layout import ARRAY, EPISODES, NEXT_OF, UNSQUEEZE, ZEROS
 from episode_warehouse.ted.record import TedRecord
@@ -75,7 +76,20 @@ def build_ted(decoded: DecodedEpisodes, staging: Path, *, fps: float | None = No
     keys: dict[str, dict] = {}
     for key, spec in decoded.arrays.items():
         src = spec.path(decoded.folder)
-        if spec.role == "observation":
+        if spec.encoding:  # a camera's frames, encoded: linked as they are, never decoded here
+            frames = f"{key}{FRAMES_SUFFIX}"
+            link_or_copy(src, staging / frames)
+            link_or_copy(spec.offsets_path(decoded.folder), staging / offsets_file(frames))
+            if spec.role != "observation":
+                raise CorruptInputError(
+                    f"{key}: encoded frames of role {spec.role!r} (cameras are observations)",
+                    subject=str(decoded.folder / RECORD),
+                    fix="re-materialize the decoded stage of this partition",
+                )
+            rows_of = {"shape": list(spec.row_shape), "dtype": spec.dtype}
+            keys[key] = {"file": frames, "kind": ARRAY, "rows_plus_one": True, "frames": rows_of}
+            keys[f"next/{key}"] = {"file": frames, "kind": NEXT_OF, "frames": rows_of}
+        elif spec.role == "observation":
             link_or_copy(src, staging / f"{key}.npy")
             entry = {"file": f"{key}.npy", "kind": ARRAY, "rows_plus_one": True}
             keys[key] = entry

@@ -24,18 +24,12 @@ from __future__ import annotations
 
 import torch
 
-_PASS_THROUGH_ATTRS = {
-    "shape", "dtype", "device", "ndim", "is_nested", "is_sparse", "layout", "names",
-    "requires_grad", "is_cuda", "is_meta", "is_quantized", "grad", "grad_fn", "is_leaf",
-    "is_mps", "is_xpu", "is_mkldnn",
-}  # fmt: skip
-_PASS_THROUGH_FUNCS = {
-    torch.Tensor.size, torch.Tensor.dim, torch.Tensor.numel, torch.Tensor.__len__,
-    torch.Tensor.is_shared, torch.Tensor.stride, torch.Tensor.data_ptr,
-    torch.Tensor.is_floating_point, torch.Tensor.is_complex, torch.Tensor.storage_offset,
-    torch.Tensor.is_contiguous, torch.Tensor.element_size, torch.Tensor.untyped_storage,
-    torch.Tensor.get_device, torch.Tensor.is_pinned,
-}  # fmt: skip
+from episode_warehouse.frames.tensor import (
+    PASS_THROUGH_ATTRS,
+    PASS_THROUGH_FUNCS,
+    FrameTensor,
+    is_noop_move,
+)
 
 
 class NextObservation(torch.Tensor):
@@ -56,7 +50,10 @@ class NextObservation(torch.Tensor):
         final: torch.Tensor | None = None,
         episode: torch.Tensor | None = None,
     ) -> NextObservation:
-        out = shifted.as_subclass(cls)
+        # a camera stored encoded (FrameTensor) decodes when indexed: the view is made over
+        # its placeholder, so nothing is decoded here
+        plain = shifted._plain if isinstance(shifted, FrameTensor) else shifted
+        out = plain.as_subclass(cls)
         out._base_rows = shifted
         out._last_step = last_step
         out._final = final
@@ -110,12 +107,12 @@ class NextObservation(torch.Tensor):
             return this.corrected(args[1])
         if func is torch.Tensor.cpu and this is not None and this.device.type == "cpu":
             return this
-        if func is torch.Tensor.to and this is not None and _is_noop_move(this, args[1:], kwargs):
+        if func is torch.Tensor.to and this is not None and is_noop_move(this, args[1:], kwargs):
             return this
         name = getattr(func, "__name__", "")
         owner = getattr(func, "__self__", None)
-        if func in _PASS_THROUGH_FUNCS or (
-            name == "__get__" and getattr(owner, "__name__", "") in _PASS_THROUGH_ATTRS
+        if func in PASS_THROUGH_FUNCS or (
+            name == "__get__" and getattr(owner, "__name__", "") in PASS_THROUGH_ATTRS
         ):
             return func(*_plain(args, corrected=False), **kwargs)
         return func(*_plain(args, corrected=True), **_plain_kwargs(kwargs))
@@ -145,15 +142,6 @@ def _plain(args, *, corrected: bool) -> tuple:
 
 def _plain_kwargs(kwargs: dict) -> dict:
     return {k: v.corrected() if isinstance(v, NextObservation) else v for k, v in kwargs.items()}
-
-
-def _is_noop_move(this: NextObservation, args: tuple, kwargs: dict) -> bool:
-    """Whether ``this.to(*args, **kwargs)`` keeps device and dtype (and asks for no copy)."""
-    if kwargs.get("copy") or kwargs.get("memory_format") is not None:
-        return False
-    probe = torch.empty(0, dtype=this.dtype, device=this.device)
-    moved = probe.to(*args, **kwargs)
-    return moved.dtype == this.dtype and moved.device == this.device
 
 
 def _rebuild(tensor: torch.Tensor) -> torch.Tensor:

@@ -6,7 +6,10 @@ so the steps ``[start, start + length)`` of one episode are one contiguous byte 
 file (one more row of the observation files, for ``("next", "observation")``). Files with small
 rows (actions, rewards, flags: at most ``SMALL_ROW_BYTES`` a row) are read in aligned blocks of
 ``BLOCK_ROWS`` rows kept in memory, so an episode costs one request per observation file, not
-one per key; headers are read once per file. The fetched rows are
+one per key; headers are read once per file. An encoded camera's frames of an episode are one
+range of its frame file too (its offsets are read whole, once: 8 bytes a frame), decoded when
+indexed; a single frame picked by :meth:`RangeRows.file_rows` is one range of its own bytes.
+The fetched rows are
 assembled by the same code that opens a memory-mapped TED (:func:`~episode_warehouse.ted.
 reader.assemble`), so an episode read here equals the same rows of the downloaded TED.
 
@@ -30,9 +33,10 @@ import torch
 from tensordict import TensorDictBase
 
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.frames.rows import FrameRows, offsets_file
 from episode_warehouse.storage import Artifact
 from episode_warehouse.ted.layout import EPISODES
-from episode_warehouse.ted.reader import assemble, files_of, final_files_of
+from episode_warehouse.ted.reader import assemble, files_of, final_files_of, frame_files
 from episode_warehouse.ted.record import TedRecord
 from episode_warehouse.threads import TRANSFER_THREADS
 
@@ -54,6 +58,8 @@ class RangeRows:
         self.rows = self.ted.rows
         self.step_files = files_of(self.ted)
         self.final_files = final_files_of(self.ted)  # one row per episode: read whole, once
+        self.frames = frame_files(self.ted)  # encoded cameras: file -> (row shape, dtype)
+        self._offsets: dict[str, np.ndarray] = {}
         self._finals: dict[str, torch.Tensor] = {}
         self.bytes_fetched = 0
         self._lock = threading.Lock()
@@ -114,6 +120,42 @@ class RangeRows:
             self._headers[file] = (head.tell(), dtype, tuple(shape))
         return self._headers[file]
 
+    def _frame_offsets(self, file: str) -> np.ndarray:
+        """The offsets of an encoded camera's frames, read whole once."""
+        if file not in self._offsets:
+            name = offsets_file(file)
+            offsets = self._range(name, 0, self._header(name)[2][0]).numpy()
+            if offsets.dtype != np.int64 or offsets.ndim != 1 or (np.diff(offsets) < 0).any():
+                raise CorruptInputError(
+                    "the frame offsets are not ascending int64",
+                    subject=f"{self.artifact.url} {name}",
+                    fix="re-materialize the ted stage of this partition",
+                )
+            self._offsets[file] = offsets
+        return self._offsets[file]
+
+    def _frame_rows(self, file: str) -> FrameRows:
+        """Every frame of ``file``; indexing reads the ranges of the frames it picks."""
+        shape, dtype = self.frames[file]
+        return FrameRows(
+            self._frame_offsets(file),
+            lambda start, stop: self._read(file, start, stop),
+            shape,
+            dtype,
+            f"{self.artifact.url} {file}",
+        )
+
+    def _frame_window(self, file: str, start: int, stop: int) -> FrameRows:
+        """Frames ``[start, stop)`` fetched as one range, decoded when indexed."""
+        rows = self._frame_rows(file)
+        stop = min(stop, len(rows))
+        offsets = rows.offsets[start : stop + 1]
+        base = int(offsets[0])
+        data = self._read(file, base, int(offsets[-1])) if stop > start else b""
+        window = FrameRows(offsets, lambda a, b: data[a - base : b - base], rows.row_shape,
+                           rows.dtype, rows.where)  # fmt: skip
+        return window
+
     def _rows(self, file: str, start: int, stop: int) -> torch.Tensor:
         offset, dtype, shape = self._header(file)
         row = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
@@ -125,7 +167,7 @@ class RangeRows:
     def _cached(self, file: str, start: int, stop: int) -> bool:
         """Whether rows ``[start, stop)`` of ``file`` are in memory (no request needed)."""
         header = self._headers.get(file)
-        if header is None:
+        if header is None or file in self.frames:
             return False
         _, dtype, shape = header
         if int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize > SMALL_ROW_BYTES:
@@ -164,20 +206,22 @@ class RangeRows:
         array = np.frombuffer(bytearray(data), dtype=dtype).reshape(stop - start, *shape[1:])
         return torch.from_numpy(array)
 
-    def file_rows(self, file: str) -> FileRows:
-        return FileRows(self, file)
+    def file_rows(self, file: str) -> FileRows | FrameRows:
+        return self._frame_rows(file) if file in self.frames else FileRows(self, file)
 
     def read(self, start: int, length: int) -> TensorDictBase:
         """Steps ``[start, start + length)`` as the TED's TensorDict (``("next",
         "observation")`` zeros on the last step, as in the memory-mapped TED)."""
 
-        def fetch(file: str) -> tuple[str, torch.Tensor]:
+        def fetch(file: str) -> tuple[str, torch.Tensor | FrameRows]:
+            if file in self.frames:  # observations: one frame more
+                return file, self._frame_window(file, start, start + length + 1)
             _, _, shape = self._header(file)
             extra = 1 if shape[0] == self.rows + 1 else 0  # observation files: one row more
             return file, self._rows(file, start, start + length + extra)
 
         remote = [f for f in self.step_files if not self._cached(f, start, start + length + 1)]
-        tensors: dict[str, torch.Tensor] = {}
+        tensors: dict[str, torch.Tensor | FrameRows] = {}
         if len(remote) > 1:  # requests in parallel; rows of cached blocks need no thread
             with self._lock:
                 if self._pool is None:

@@ -25,6 +25,8 @@ from episode_warehouse.errors import (
     SourceMissingError,
     StaleSelectionError,
 )
+from episode_warehouse.frames.rows import FrameRows, open_frames
+from episode_warehouse.frames.tensor import FrameTensor
 from episode_warehouse.paths import artifact_name
 from episode_warehouse.records import RECORD
 from episode_warehouse.storage import Artifact, Root, parse_root
@@ -87,7 +89,8 @@ def final_files_of(meta: TedRecord) -> list[str]:
 
 
 def files_of(meta: TedRecord) -> list[str]:
-    """The per-step files a TED's keys read."""
+    """The per-step files a TED's keys read (an encoded camera's frame file; its offsets are
+    :func:`frame_files`' business)."""
     steps = {"next/done.npy"}
     for entry in meta.keys.values():
         if entry["kind"] != ZEROS:
@@ -95,25 +98,26 @@ def files_of(meta: TedRecord) -> list[str]:
     return sorted(steps)
 
 
+def frame_files(meta: TedRecord) -> dict[str, tuple[tuple[int, ...], str]]:
+    """The TED's cameras stored encoded: frame file -> (row shape, dtype)."""
+    return {
+        e["file"]: (tuple(e["frames"]["shape"]), e["frames"]["dtype"])
+        for e in meta.keys.values()
+        if "frames" in e
+    }
+
+
 def open_ted_folder(folder: Path, next_obs: str = "view") -> TensorDictBase:
     """Open the TED at ``folder`` (see :func:`open_ted` for the keys and ``next_obs``)."""
-    folder = Path(folder)
-    meta = read_meta(folder)
-    mapped: dict[str, torch.Tensor] = {}
-
-    def tensor_of(file: str) -> torch.Tensor:
-        if file not in mapped:
-            mapped[file] = _map(folder / file)
-        return mapped[file]
-
-    return assemble(meta, tensor_of, meta.rows, next_obs)
+    return MappedRows(Path(folder), read_meta(folder)).whole(next_obs)
 
 
 def assemble(meta: TedRecord, tensor_of, rows: int, next_obs: str = "view") -> TensorDictBase:
     """The TensorDict of ``rows`` steps of a TED from its record and ``tensor_of(file)``: the
-    rows of each per-step file (one more row for observation files). A memory-mapped folder
-    and the rows of one episode fetched from a bucket are assembled by this same code, so both
-    give the same values."""
+    rows of each per-step file (one more row for observation files; an encoded camera's as
+    :class:`~episode_warehouse.frames.rows.FrameRows`, which become tensors that decode when
+    indexed). A memory-mapped folder and the rows of one episode fetched from a bucket are
+    assembled by this same code, so both give the same values."""
     if next_obs not in NEXT_OBS:
         raise ValueError(f"next_obs must be one of {NEXT_OBS}, not {next_obs!r}")
     leaves: dict[tuple[str, ...], torch.Tensor] = {}
@@ -128,13 +132,21 @@ def assemble(meta: TedRecord, tensor_of, rows: int, next_obs: str = "view") -> T
             continue
         tensor = tensor_of(entry["file"])
         if kind == ARRAY:
-            leaves[key] = tensor[:rows] if entry.get("rows_plus_one") else tensor
+            if isinstance(tensor, FrameRows):  # an encoded camera: decoded when indexed
+                leaves[key] = FrameTensor(tensor.window(0, rows))
+            else:
+                leaves[key] = tensor[:rows] if entry.get("rows_plus_one") else tensor
         elif kind == UNSQUEEZE:
             leaves[key] = tensor.unsqueeze(-1)
         elif kind == NEXT_OF:
             final = tensor_of(entry["final"]) if "final" in entry else None
             episode = tensor_of("episode.npy") if final is not None else None
-            view = NextObservation(tensor[1 : rows + 1], done, final, episode)
+            shifted = (
+                FrameTensor(tensor.window(1, rows + 1))
+                if isinstance(tensor, FrameRows)
+                else tensor[1 : rows + 1]
+            )
+            view = NextObservation(shifted, done, final, episode)
             leaves[key] = view if next_obs == "view" else view.corrected()
         else:
             raise NotMaterializedError(f"unknown key kind {kind!r}", subject="TED meta.json")
@@ -155,7 +167,8 @@ class MappedRows:
     def __init__(self, folder: Path, ted: TedRecord) -> None:
         self.folder, self.ted = folder, ted
         self._finals = set(final_files_of(ted))
-        self._maps: dict[str, torch.Tensor] = {}
+        self._frames = frame_files(ted)
+        self._maps: dict[str, torch.Tensor | FrameRows] = {}
         self._views: OrderedDict[tuple[int, int], TensorDictBase] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -165,17 +178,22 @@ class MappedRows:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state, _lock=threading.Lock())
 
-    def _mapped(self, file: str) -> torch.Tensor:
+    def _mapped(self, file: str) -> torch.Tensor | FrameRows:
         if file not in self._maps:
-            self._maps[file] = _map(self.folder / file)
+            if file in self._frames:
+                self._maps[file] = open_frames(self.folder / file, *self._frames[file])
+            else:
+                self._maps[file] = _map(self.folder / file)
         return self._maps[file]
 
     def episodes(self) -> pa.Table:
         return pq.read_table(self.folder / EPISODES)
 
-    def file_rows(self, file: str) -> np.ndarray:
-        """Every row of ``file``, memory-mapped (indexing reads the rows it picks)."""
-        return self._mapped(file).numpy()
+    def file_rows(self, file: str) -> np.ndarray | FrameRows:
+        """Every row of ``file``, memory-mapped (indexing reads the rows it picks; an encoded
+        camera's decodes them)."""
+        rows = self._mapped(file)
+        return rows if isinstance(rows, FrameRows) else rows.numpy()
 
     def whole(self, next_obs: str = "view") -> TensorDictBase:
         """Every step (see :func:`open_ted` for the keys and ``next_obs``)."""
@@ -198,11 +216,13 @@ class MappedRows:
         return view
 
     def _assemble(self, start: int, length: int) -> TensorDictBase:
-        def tensor_of(file: str) -> torch.Tensor:
+        def tensor_of(file: str) -> torch.Tensor | FrameRows:
             full = self._mapped(file)
             if file in self._finals:
                 return full
-            extra = 1 if full.shape[0] == self.ted.rows + 1 else 0  # observation files
+            extra = 1 if len(full) == self.ted.rows + 1 else 0  # observation files
+            if isinstance(full, FrameRows):
+                return full.window(start, start + length + extra)
             return full[start : start + length + extra]
 
         return assemble(self.ted, tensor_of, length)

@@ -17,8 +17,9 @@ class TedRecord(FormatRecord):
 
     FORMAT: ClassVar[str] = "episode-warehouse-ted"
     # 3: RL Unplugged rows are all steps; one Atari schema. 4: a source's final observations
-    # (final/<key>.npy, one row per episode) are what ("next", key) reads on last steps
-    FORMAT_VERSION: ClassVar[int] = 4
+    # (final/<key>.npy, one row per episode) are what ("next", key) reads on last steps.
+    # 5: cameras may be stored encoded (a key's "frames": <key>.frames + <key>.offsets.npy)
+    FORMAT_VERSION: ClassVar[int] = 5
     rows: int
     episodes: int
     keys: dict[str, dict]

@@ -70,7 +70,7 @@ def decode_run(
     plan = plan_stream(metas, _read_frames)
     writer = DecodedWriter(staging)
     obs_spec = ArraySpec("observation", tuple(metas[0].frame_shape), "uint8", "observation")
-    frames = writer.allocate(obs_spec, plan.rows)
+    frames = writer.allocate(obs_spec, plan.rows, camera=True)
     writer.put(ArraySpec("action", (), "int32", "step"), plan.action)
     writer.put(ArraySpec("reward", (), "float32", "reward"), plan.reward)
     terminated = plan.fragment_ends_terminal & ~_time_limited(plan)

@@ -76,7 +76,7 @@ def decode_rlu_run(
             )
         writer = DecodedWriter(staging)
         frames = writer.allocate(
-            ArraySpec("observation", FRAME_SHAPE, "uint8", "observation"), rows
+            ArraySpec("observation", FRAME_SHAPE, "uint8", "observation"), rows, camera=True
         )
         terminated = _terminated(scans)
         _put_steps(writer, scans, terminated)

@@ -33,6 +33,8 @@ from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import CHW, episode_table
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.frames.camera_rows import CameraRows
+from episode_warehouse.frames.codec import plain_png
 from episode_warehouse.guards.numbers import check_finite
 from episode_warehouse.image_header import image_size
 from episode_warehouse.progress import progress
@@ -71,9 +73,10 @@ def _spec(feature: Feature) -> ArraySpec:
     return ArraySpec(key, shape, np.dtype(feature.dtype).str, role)
 
 
-def _decode_images(column: pa.ChunkedArray, feature: Feature, file: Path) -> np.ndarray:
+def _decode_images(column: pa.ChunkedArray, feature: Feature, file: Path) -> CameraRows:
     """Every PNG of ``column`` as uint8 CHW, each checked against info.json's shape before it
-    is decoded; rows are decoded on one thread per core (OpenCV releases the GIL)."""
+    is decoded; rows are decoded on one thread per core (OpenCV releases the GIL). The PNG
+    bytes come along where they stand for the pixels as they are (8-bit grey or RGB)."""
     import cv2
 
     h, w, c = feature.shape
@@ -112,7 +115,7 @@ def _decode_images(column: pa.ChunkedArray, feature: Feature, file: Path) -> np.
                 decode, [range(a, min(a + step, len(data))) for a in range(0, len(data), step)]
             )
         )
-    return out
+    return CameraRows(out, [png if plain_png(png) else None for png in data])
 
 
 def _frame(table: pa.Table, flat_index: int, per_row: int) -> int:
@@ -160,7 +163,9 @@ def _check_finite(values: np.ndarray, feature: Feature, table, file) -> None:
     )
 
 
-def _values(table: pa.Table, feature: Feature, spec: ArraySpec, file: Path) -> np.ndarray:
+def _values(
+    table: pa.Table, feature: Feature, spec: ArraySpec, file: Path
+) -> np.ndarray | CameraRows:
     column = table.column(feature.name)
     if feature.dtype == "image":
         return _decode_images(column, feature, file)
@@ -256,8 +261,8 @@ def decode_lerobot(
                     fix="download the dataset again (a data file is missing or out of order)",
                 )
             for name, spec in specs.items():
-                if name in videos:
-                    values = _video_values(table, dataset, videos[name])
+                if name in videos:  # decoded frames, compressed once (MP4 references: not yet)
+                    values = CameraRows(_video_values(table, dataset, videos[name]))
                 else:
                     values = _values(table, dataset.features[name], spec, file)
                 writer.append(spec, values)

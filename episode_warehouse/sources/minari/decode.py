@@ -31,6 +31,7 @@ from episode_warehouse.decoded.format import CHW, FINAL, ArraySpec, episode_tabl
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.decoded.writer import DecodedWriter
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
+from episode_warehouse.frames.camera_rows import CameraRows
 from episode_warehouse.limits import LIMITS_FIX, InputLimits, check_text
 from episode_warehouse.progress import progress
 from episode_warehouse.sources.minari.arrow_reader import arrow_episodes
@@ -255,7 +256,8 @@ def _write_leaves(
         values = np.asarray(values)
         shape, dtype = values.shape[1:], values.dtype.str
         if final:
-            writer.append(ArraySpec(key, shape, dtype, "observation"), values[:-1])
+            steps = CameraRows(values[:-1]) if leaf.image else values[:-1]  # compressed once
+            writer.append(ArraySpec(key, shape, dtype, "observation"), steps)
             writer.append(ArraySpec(key, shape, dtype, FINAL), values[-1:])
         else:
             writer.append(ArraySpec(key, shape, dtype, "step"), values)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
+from episode_warehouse.frames.camera_rows import CameraRows
 from episode_warehouse.limits import LIMITS_FIX as _LIMITS_FIX
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.sources.openx.images import checked_image_size, decode_image_bytes
@@ -34,7 +35,7 @@ _KIND_NAMES = {"O": "object", "U": "unicode", "S": "bytes", "V": "void", "c": "c
 class DecodedEpisode:
     """Step arrays by key (``observation/image`` ...), the instruction, and the length."""
 
-    arrays: dict[str, np.ndarray]
+    arrays: dict[str, np.ndarray | CameraRows]  # cameras: their frames' bytes too
     instruction: str | None
     length: int
 
@@ -225,8 +226,14 @@ def decode_episode(
                 fix="the episode is malformed; remove it from the shard",
             )
         columns[key][t] = arr
+    blobs: dict[str, list[bytes | None]] = {}
+    for key, t, data, _ in images:  # what each camera's frames were published as
+        blobs.setdefault(key, [None] * len(columns[key]))[t] = data
     try:
-        arrays = {key: np.stack(col) for key, col in columns.items()}
+        arrays = {
+            key: CameraRows(np.stack(col), blobs[key]) if key in blobs else np.stack(col)
+            for key, col in columns.items()
+        }
     except MemoryError:
         raise LimitExceededError(
             "the episode does not fit in memory", subject=subject, fix=_LIMITS_FIX

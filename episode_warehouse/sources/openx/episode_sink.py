@@ -165,7 +165,7 @@ class EpisodeSink:
         start, rows = old["start"], old["rows"]
         self._wait()
         self._pending = [
-            self._writes.submit(self.writer.append_range, spec, *previous.rows_at(key, start), rows)
+            self._writes.submit(self.writer.append_from, spec, previous, start, rows)
             for key, spec in specs.items()
         ]
         if self._previous_episodes is None:

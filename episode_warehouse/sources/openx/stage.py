@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from episode_warehouse.decoded import open_previous
-from episode_warehouse.decoded.format import FORMAT_ID
 from episode_warehouse.decoded.record import DecodedRecord
-from episode_warehouse.decoded.stage import decode_from_raw
+from episode_warehouse.decoded.stage import decode_from_raw, decoded_layout
 from episode_warehouse.incremental import Built, fingerprint
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.paths import WarehouseLayout
@@ -28,7 +27,7 @@ def decode_openx(
     unchanged since the published build are copied from it, not decoded again."""
 
     target = layout.decoded_dir("openx", key)
-    salt = fingerprint(code_version, FORMAT_ID)  # what else decoded rows depend on
+    salt = fingerprint(code_version, decoded_layout())  # what else decoded rows depend on
 
     def make_build(raw_dir: Path, common: RawRecord, lineage: dict):
         # the previous build is opened when the build runs (under the stage's writer lock)

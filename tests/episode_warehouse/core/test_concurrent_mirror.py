@@ -7,6 +7,7 @@ import numpy as np
 
 from episode_warehouse.atomic import reading
 from episode_warehouse.blobstore import open_blob_store
+from episode_warehouse.decoded import open_decoded
 from episode_warehouse.incremental import published
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
@@ -71,8 +72,8 @@ def _clean_decode(tmp_path, seed):
 
 
 def _arrays(layout):
-    folder = layout.decoded_dir("atari", "Pong/1") / "arrays"
-    return {k: np.load(folder / f"{k}.npy") for k in ("observation", "action", "reward")}
+    decoded = open_decoded(layout.decoded_dir("atari", "Pong/1"))
+    return {k: np.asarray(decoded.array(k)[:]) for k in ("observation", "action", "reward")}
 
 
 def test_decoding_while_the_source_changes_decodes_one_whole_version(tmp_path):

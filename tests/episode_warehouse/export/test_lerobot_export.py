@@ -191,12 +191,12 @@ def test_a_broken_ted_leaves_nothing(root, tmp_path):
     """A TED frame file cut short: the error names it, and nothing is left behind."""
     broken = tmp_path / "wh"
     shutil.copytree(root, broken)
-    frames = broken / "ted" / "atari" / "Pong" / "3" / "observation.npy"
+    frames = broken / "ted" / "atari" / "Pong" / "3" / "observation.frames"
     os.truncate(frames, frames.stat().st_size // 2)
     sel = select_episodes(ROWS + " WHERE source = 'atari' ORDER BY episode", root=broken)
     rows = _rows(sel)
     before = _scratch_dirs()
-    with pytest.raises(CorruptInputError, match="observation.npy"):
+    with pytest.raises(CorruptInputError, match="observation.frames"):
         export_lerobot(ExportRequest("broken", str(broken), rows), tmp_path / "out", workers=2)
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".lock-")] == ["wh"]
@@ -219,11 +219,12 @@ def test_png_writers_report_a_failed_job_and_keep_working(root, tmp_path):
         "pattern": "frame-{frame_index:06d}.png",
         "compress_level": 6,
     }
-    frames = root / "ted" / "atari" / "Pong" / "3" / "observation.npy"
+    frames = root / "ted" / "atari" / "Pong" / "3" / "observation.frames"
     with PngWriters(1) as writers:
         with pytest.raises(ExportError, match="missing.npy.*FileNotFoundError"):
             writers.submit(job).result()
-        good = {**job, "file": str(frames), "start": 5}
+        encoded = {"shape": [84, 84], "dtype": "uint8"}
+        good = {**job, "file": str(frames), "frames": encoded, "start": 5}
         writers.submit(good).result()
         # finish: whichever side writes a job (worker, or this process for one not yet
         # started), a failure is the same error

@@ -266,9 +266,9 @@ def test_views_are_the_teds_frames_never_copied(oxe):
     assert (td["observation", "image", "wrist"] == ted["observation", "rgb_gripper"]).all()
     folder = layout.standardized_dir("openx", "taco_play")  # the record names the TED's file
     meta = json.loads((folder / "meta.json").read_text())
-    assert meta["views"] == {"primary": "observation/rgb_static.npy", "secondary": None,
-                             "wrist": "observation/rgb_gripper.npy"}  # fmt: skip
-    assert not any(p.name.endswith("rgb_static.npy") for p in folder.rglob("*"))
+    assert meta["views"] == {"primary": "observation/rgb_static.frames", "secondary": None,
+                             "wrist": "observation/rgb_gripper.frames"}  # fmt: skip
+    assert not any(p.name.startswith("rgb_static") for p in folder.rglob("*"))
 
 
 def test_gripper_rules_against_their_definitions():

@@ -26,6 +26,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
+from episode_warehouse.frames.camera_rows import CameraRows
 from episode_warehouse.limits import LIMITS_FIX as _LIMITS_FIX
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.sources.openx.images import checked_image_size, decode_image_bytes
@@ -270,7 +271,10 @@ class EpisodeRecord:
 
     # -- images -----------------------------------------------------------------------------
 
-    def _images(self, leaf: Leaf) -> np.ndarray:
+    def _images(self, leaf: Leaf) -> CameraRows | np.ndarray:
+        """The camera's frames decoded and checked, with each frame's bytes where they decode
+        to its row as they are (not converted): what is stored when frames are kept encoded.
+        A float32 image (TFDS's bitcast depth) comes as pixels only."""
         key = self._key(leaf)
         blobs = [bytes(b) for b in self._values(leaf, key, "bytes")]
         where = [f"{key} step {t}" for t in range(len(blobs))]
@@ -284,10 +288,14 @@ class EpisodeRecord:
         # to finish (torchvision's JPEG rows are channels-last views: stacking them would keep
         # that order and cost a second copy when written)
         made: list[np.ndarray] = []
+        kept: list[bytes | None] = [None] * self.length
         lock = threading.Lock()
 
         def decode_into(t: int) -> None:
-            img = self._checked_image(leaf, decode_image_bytes(blobs[t], where[t]), where[t])
+            decoded = decode_image_bytes(blobs[t], where[t])
+            img = self._checked_image(leaf, decoded, where[t])
+            if img is decoded:  # no conversion: the bytes decode to this row
+                kept[t] = blobs[t]
             with lock:
                 if not made:
                     made.append(np.empty((self.length, *img.shape), dtype=img.dtype))
@@ -299,7 +307,7 @@ class EpisodeRecord:
         run = self.pool.map if self.pool is not None else map
         for _ in run(decode_into, range(self.length)):
             pass
-        return made[0]
+        return made[0] if leaf.dtype == "float32" else CameraRows(made[0], kept)
 
     def _float_image(self, img: np.ndarray, where: str) -> np.ndarray:
         """A float32 image as TFDS decodes it: the PNG's 4 uint8 channels are the bytes of one

@@ -20,6 +20,7 @@ from episode_warehouse.errors import (
     LimitExceededError,
     SourceMissingError,
 )
+from episode_warehouse.image_header import PNG_SIGNATURE
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources.openx.raw import detect_layout, mirror_openx
 from episode_warehouse.sources.openx.rlds.listing import parse_version_pins
@@ -343,9 +344,15 @@ def test_a_changed_shard_is_the_only_one_decoded_again_and_the_result_equals_a_f
     for key in ("tasks", "texts", "shards", "rows", "episodes", "arrays"):
         assert meta[key] == fmeta[key], key
     assert [e["length"] for e in episodes] == [4, 8, 6, 3, 3]
-    # rows start on a page: a file system with reflinks shares copied shards, not copies them
-    image = open_decoded(layout.decoded_dir("openx", "toy_robot")).array("observation/image")
-    assert image.offset == 4096
+    # the camera's frames are the PNGs as published, the copied shards' bytes included
+    ours, theirs = (
+        open_decoded(lay.decoded_dir("openx", "toy_robot")) for lay in (layout, fresh_layout)
+    )
+    spec = ours.arrays["observation/image"]
+    assert spec.encoding == "frames"
+    stored = spec.path(ours.folder).read_bytes()
+    assert stored == spec.path(theirs.folder).read_bytes()
+    assert stored.count(PNG_SIGNATURE) == meta["rows"]
     assert meta["tasks"] == [TASKS[1], TASKS[0]] and meta["texts"] == {
         "language_instruction_2": ["variant 1", "variant 0"]
     }

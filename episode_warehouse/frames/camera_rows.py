@@ -1,0 +1,36 @@
+"""What a decoder hands the decoded writer for one camera: the decoded pixels (checked: they
+decode, and to the camera's shape) and, where the source published them, each frame's encoded
+bytes, kept as they are when frames are stored encoded."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CameraRows:
+    """``pixels``: (rows, ...) as the decoded layout keeps them. ``blobs``: per row, the
+    source's JPEG or PNG bytes that :func:`~episode_warehouse.frames.codec.decode_frame` turns
+    into exactly that row, or None where the row has none (a raw frame, or one the decoder
+    converted, such as grey repeated to RGB): those rows are compressed losslessly. Without
+    ``blobs`` every row is."""
+
+    pixels: np.ndarray
+    blobs: Sequence[bytes | None] | None = None
+
+    def __len__(self) -> int:
+        return len(self.pixels)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.pixels.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.pixels.dtype
+
+    def blob(self, row: int) -> bytes | None:
+        return None if self.blobs is None else self.blobs[row]

@@ -1,0 +1,140 @@
+"""One frame's bytes as stored, and the pixels they decode to.
+
+A stored frame is one of:
+
+- the source's own JPEG or PNG bytes, as published (RLDS, the WebDataset repack, LeRobot image
+  datasets): decoded with torchvision's ``decode_image`` (libjpeg's accurate integer IDCT, the
+  PNG's own bit depth), the call the decoders themselves use, so the pixels equal the decoded
+  layout's;
+- a raw frame compressed once with Zstandard (level 3), for sources whose frames come as
+  pixels (Dopamine checkpoints, RL Unplugged after its workers decode, Minari, LeRobot image
+  arrays): the codec was chosen by measurement (``bench.frame_codecs``: 0.084x the raw bytes on
+  real Atari frames and 4 us to decode, against PNG's 0.125x and 36 us);
+- empty: a row of zeros (the observation files' extra last row).
+
+The kind is told by the bytes' own signature, so one file may mix them (a frame the source
+converted, say grey to RGB, is stored as its converted pixels). Before anything is decoded the
+header's declared size must be the row's: a frame cannot make the decoder allocate more than
+one row (decompression bombs stop at the header).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.image_header import PNG_SIGNATURE, image_size
+
+JPEG_SIGNATURE = b"\xff\xd8\xff"
+ZSTD_SIGNATURE = b"\x28\xb5\x2f\xfd"
+ZSTD_LEVEL = 3
+_FIX = "re-materialize the decoded stage of this partition (the stored frame is damaged)"
+_local = threading.local()
+
+
+def _zstd():
+    """This thread's Zstandard contexts (a compressor and a decompressor, a few hundred KB:
+    the only decoder state a frame reader keeps)."""
+    contexts = getattr(_local, "zstd", None)
+    if contexts is None:
+        import zstandard
+
+        contexts = (zstandard.ZstdCompressor(level=ZSTD_LEVEL), zstandard.ZstdDecompressor())
+        _local.zstd = contexts
+    return contexts
+
+
+def kind(blob: bytes | memoryview) -> str:
+    """``jpeg``, ``png``, ``zstd`` or ``empty``; anything else is ``unknown``."""
+    head = bytes(blob[:8])
+    if not head:
+        return "empty"
+    if head.startswith(JPEG_SIGNATURE):
+        return "jpeg"
+    if head.startswith(PNG_SIGNATURE):
+        return "png"
+    if head.startswith(ZSTD_SIGNATURE):
+        return "zstd"
+    return "unknown"
+
+
+def plain_png(blob: bytes) -> bool:
+    """Whether ``blob`` is an 8-bit grey or RGB PNG: one whose pixels are what any decoder
+    gives (no palette, alpha or 16-bit samples a reader may convert), so its bytes can stand
+    for the pixels a decoder made of it."""
+    return (
+        len(blob) > 25 and blob.startswith(PNG_SIGNATURE) and blob[24] == 8 and blob[25] in (0, 2)
+    )
+
+
+def encode_pixels(row: np.ndarray) -> bytes:
+    """A raw frame (any shape and dtype) compressed losslessly; :func:`decode_frame` with the
+    same shape and dtype gives it back bit for bit."""
+    return _zstd()[0].compress(np.ascontiguousarray(row).data)
+
+
+def decode_frame(
+    blob: bytes | memoryview, shape: tuple[int, ...], dtype: np.dtype, where: str
+) -> np.ndarray:
+    """The pixels of one stored frame, of exactly ``shape`` and ``dtype`` (a ``(H, W)`` row: a
+    one-channel image squeezed, as the decoded layout keeps grey frames).
+
+    Raises:
+        CorruptInputError: bytes of no known kind, a header that declares another size, bytes
+            that do not decode (naming ``where``).
+    """
+    what = kind(blob)
+    dtype = np.dtype(dtype)
+    if what == "empty":
+        return np.zeros(shape, dtype)
+    if what == "zstd":
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        import zstandard
+
+        try:
+            raw = _zstd()[1].decompress(blob, max_output_size=nbytes)
+        except zstandard.ZstdError as exc:
+            raise CorruptInputError(
+                f"a frame does not decode ({exc})", subject=where, fix=_FIX
+            ) from exc
+        if len(raw) != nbytes:
+            raise _other_size(where, f"{len(raw)} bytes", shape, dtype)
+        return np.frombuffer(raw, dtype).reshape(shape)
+    if what == "unknown":
+        raise CorruptInputError(
+            "a frame is neither JPEG, PNG nor Zstandard bytes", subject=where, fix=_FIX
+        )
+    data = bytes(blob)
+    declared = image_size(data)
+    if declared is None or declared[1:] != tuple(shape[-2:]):  # height, width
+        raise _other_size(where, f"a header of {declared}", shape, dtype)
+    return _decode_image(data, shape, dtype, where)
+
+
+def _decode_image(data: bytes, shape: tuple[int, ...], dtype: np.dtype, where: str) -> np.ndarray:
+    import torch
+    from torchvision.io import ImageReadMode, decode_image
+
+    try:
+        pixels = decode_image(
+            torch.frombuffer(bytearray(data), dtype=torch.uint8), mode=ImageReadMode.UNCHANGED
+        ).numpy()
+    except RuntimeError as exc:
+        raise CorruptInputError(
+            f"a frame does not decode ({exc})", subject=where, fix=_FIX
+        ) from exc
+    if len(shape) == 2 and pixels.shape[0] == 1:
+        pixels = pixels[0]
+    if pixels.shape != tuple(shape) or pixels.dtype != dtype:
+        raise _other_size(where, f"{pixels.shape} {pixels.dtype}", shape, dtype)
+    return pixels
+
+
+def _other_size(where: str, got: str, shape: tuple[int, ...], dtype: np.dtype):
+    return CorruptInputError(
+        f"a frame decodes to {got}, its camera's rows are {tuple(shape)} {np.dtype(dtype)}",
+        subject=where,
+        fix=_FIX,
+    )

@@ -1,0 +1,185 @@
+"""The rows of one camera stored encoded: ``<key>.frames`` (every frame's bytes, back to back)
+and ``<key>.offsets.npy`` (int64: frame ``i`` is bytes ``[offsets[i], offsets[i + 1])``), read
+as an array of decoded frames.
+
+``FrameRows`` is indexed like the decoded layout's array (``rows[i]``, ``rows[a:b]``,
+``rows[ids]``) and returns the decoded pixels of the rows it picks, and only of those: each run
+of consecutive rows is one read of its bytes (one byte range from a bucket), then each frame is
+decoded (:func:`~episode_warehouse.frames.codec.decode_frame`). A folder's frames are
+memory-mapped; a bucket's are read through the reader that fetched the offsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.frames.codec import decode_frame
+
+_FIX = "re-materialize the partition (its TED, or its decoded stage)"
+
+FRAMES_SUFFIX = ".frames"
+OFFSETS_SUFFIX = ".offsets.npy"
+ReadBytes = Callable[[int, int], bytes | memoryview | np.ndarray]
+
+
+def is_frames_file(file: str) -> bool:
+    """Whether a TED or decoded file holds encoded frames (``<key>.frames``)."""
+    return file.endswith(FRAMES_SUFFIX)
+
+
+def offsets_file(frames_file: str) -> str:
+    """The offsets file beside an encoded frame file."""
+    return frames_file.removesuffix(FRAMES_SUFFIX) + OFFSETS_SUFFIX
+
+
+class FrameRows:
+    """Decoded rows of encoded frames.
+
+    Args:
+        offsets: int64, one more than the rows (``offsets[-1]`` is the end of the last frame);
+            they may start past 0 (a window of a larger file: ``read`` takes file offsets).
+        read: ``read(start, stop)``: the file's bytes ``[start, stop)``.
+        row_shape, dtype: what each frame decodes to.
+        where: the file, for errors.
+    """
+
+    def __init__(
+        self,
+        offsets: np.ndarray,
+        read: ReadBytes,
+        row_shape: tuple[int, ...],
+        dtype: np.dtype | str,
+        where: str,
+    ) -> None:
+        self.offsets = offsets
+        self.read = read
+        self.row_shape = tuple(row_shape)
+        self.dtype = np.dtype(dtype)
+        self.where = where
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self), *self.row_shape)
+
+    @property
+    def ndim(self) -> int:
+        return 1 + len(self.row_shape)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """Every row decoded (``np.asarray(rows)``): rows x frame bytes of memory."""
+        return self[:] if dtype is None else self[:].astype(dtype)
+
+    def window(self, start: int, stop: int) -> FrameRows:
+        """Rows ``[start, stop)`` as rows of their own (nothing is read)."""
+        return FrameRows(
+            self.offsets[start : stop + 1], self.read, self.row_shape, self.dtype, self.where
+        )
+
+    def encoded_size(self, rows: np.ndarray | None = None) -> int:
+        """The stored bytes of ``rows`` (default: all)."""
+        sizes = np.diff(np.asarray(self.offsets, dtype=np.int64))
+        return int(sizes.sum() if rows is None else sizes[rows].sum())
+
+    def blob(self, row: int) -> bytes:
+        """Row ``row``'s bytes as stored (a JPEG or PNG the source published: what a viewer
+        serves as it is)."""
+        row = self._row(row)
+        return bytes(self.read(int(self.offsets[row]), int(self.offsets[row + 1])))
+
+    def _row(self, row: int) -> int:
+        n = len(self)
+        if not -n <= row < n:
+            raise IndexError(f"row {row} of {n}")
+        return row + n if row < 0 else row
+
+    def __getitem__(self, index) -> np.ndarray:
+        if isinstance(index, tuple):
+            first, rest = (index[0], index[1:]) if index else (slice(None), ())
+            rows = self[first]
+            return (
+                rows[rest]
+                if np.ndim(first) == 0 and not isinstance(first, slice)
+                else (rows[(slice(None), *rest)])
+            )
+        if isinstance(index, int | np.integer):
+            return self._decode(np.array([self._row(int(index))]))[0]
+        if isinstance(index, slice):
+            return self._decode(np.arange(*index.indices(len(self))))
+        ids = np.asarray(index)
+        if ids.dtype == bool:
+            ids = np.flatnonzero(ids)
+        if ids.ndim == 0:
+            return self[int(ids)]
+        ids = ids.astype(np.int64, copy=False)
+        flat = np.where(ids.reshape(-1) < 0, ids.reshape(-1) + len(self), ids.reshape(-1))
+        if len(flat) and (flat.min() < 0 or flat.max() >= len(self)):
+            raise IndexError(f"rows {int(flat.min())}..{int(flat.max())} of {len(self)}")
+        return self._decode(flat).reshape(*ids.shape, *self.row_shape)
+
+    def _decode(self, rows: np.ndarray) -> np.ndarray:
+        """The decoded frames of ``rows`` (in range), one read per run of consecutive rows."""
+        out = np.empty((len(rows), *self.row_shape), self.dtype)
+        if not len(rows):
+            return out
+        order = np.argsort(rows, kind="stable")
+        ordered = rows[order]
+        breaks = np.flatnonzero(np.diff(ordered) != 1) + 1
+        at = 0
+        for run in np.split(ordered, breaks):
+            first, last = int(run[0]), int(run[-1])
+            base = int(self.offsets[first])
+            data = memoryview(self.read(base, int(self.offsets[last + 1])))
+            for k, row in enumerate(range(first, last + 1)):
+                lo, hi = int(self.offsets[row]) - base, int(self.offsets[row + 1]) - base
+                where = f"{self.where} row {row}"
+                out[order[at + k]] = decode_frame(data[lo:hi], self.row_shape, self.dtype, where)
+            at += len(run)
+        return out
+
+
+class MappedFrames:
+    """``read`` of a frame file on this machine: memory-mapped once, read-only, reopened after
+    pickling (DataLoader workers map it themselves)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._map: np.ndarray | None = None
+
+    def __getstate__(self) -> dict:
+        return {"path": self.path, "_map": None}
+
+    def __call__(self, start: int, stop: int) -> np.ndarray:
+        if self._map is None:
+            size = self.path.stat().st_size
+            self._map = (
+                np.memmap(self.path, dtype=np.uint8, mode="r") if size else np.zeros(0, np.uint8)
+            )
+        return self._map[start:stop]
+
+
+def open_frames(frames_file: Path, row_shape: tuple[int, ...], dtype: np.dtype | str) -> FrameRows:
+    """The rows of an encoded frame file in a folder (its offsets read once, memory-mapped)."""
+    frames_file = Path(frames_file)
+    where = offsets_file(frames_file.name)
+    try:
+        offsets = np.load(frames_file.parent / where, mmap_mode="r")
+        size = frames_file.stat().st_size
+    except (OSError, ValueError) as exc:
+        raise CorruptInputError(
+            f"the camera's frames cannot be read ({exc})", subject=str(frames_file), fix=_FIX
+        ) from exc
+    if offsets.dtype != np.int64 or offsets.ndim != 1 or not len(offsets) or offsets[-1] != size:
+        raise CorruptInputError(
+            f"the frame file holds {size} bytes, its offsets ({where}) say "
+            f"{int(offsets[-1]) if offsets.ndim == 1 and len(offsets) else 'nothing'}",
+            subject=str(frames_file),
+            fix=_FIX,
+        )
+    return FrameRows(offsets, MappedFrames(frames_file), row_shape, dtype, str(frames_file))
