@@ -1,0 +1,96 @@
+"""One stored frame's bytes: decoded exactly, refused when they are not what the camera's rows
+are (naming the frame), never decoded past a header that declares another size."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from tensordict import TensorDict
+
+from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.frames import FrameRows, FrameTensor, decode_frame, encode_pixels
+from episode_warehouse.frames.codec import kind
+
+
+def _png(pixels: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="PNG")
+    return out.getvalue()
+
+
+def _jpeg(pixels: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="JPEG", quality=90)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "float32"])
+def test_pixels_compressed_once_come_back_bit_for_bit(dtype):
+    rng = np.random.default_rng(0)
+    row = (rng.standard_normal((3, 5, 7)) * 1000).astype(dtype)
+    blob = encode_pixels(row)
+    assert kind(blob) == "zstd"
+    back = decode_frame(blob, row.shape, row.dtype, "frame 0")
+    assert back.dtype == row.dtype and back.tobytes() == row.tobytes()
+
+
+def test_jpeg_and_png_decode_as_pil_decodes_them():
+    rng = np.random.default_rng(1)
+    rgb = rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)
+    grey = rng.integers(0, 256, (24, 32), dtype=np.uint8)
+    np.testing.assert_array_equal(decode_frame(_png(rgb), (3, 24, 32), "uint8", "f"),
+                                  rgb.transpose(2, 0, 1))  # fmt: skip
+    np.testing.assert_array_equal(decode_frame(_png(grey), (24, 32), "uint8", "f"), grey)
+    jpeg = _jpeg(rgb)  # libjpeg's accurate integer IDCT on both sides
+    pil = np.asarray(Image.open(io.BytesIO(jpeg))).transpose(2, 0, 1)
+    np.testing.assert_array_equal(decode_frame(jpeg, (3, 24, 32), "uint8", "f"), pil)
+    assert not decode_frame(b"", (3, 24, 32), "uint8", "f").any()
+
+
+def test_a_frame_declaring_another_size_is_refused_before_it_is_decoded():
+    big = _png(np.zeros((2048, 2048), np.uint8))  # a 4-megapixel frame for a 24x32 camera
+    with pytest.raises(CorruptInputError, match=r"ted/x/obs.frames row 3.*\(24, 32\)"):
+        decode_frame(big, (24, 32), "uint8", "ted/x/obs.frames row 3")
+    bomb = encode_pixels(np.zeros((4096, 4096), np.uint8))  # zstd: 16 MB from a few KB
+    with pytest.raises(CorruptInputError, match="row 4"):
+        decode_frame(bomb, (24, 32), "uint8", "row 4")
+
+
+@pytest.mark.parametrize(
+    "blob", [b"not an image", b"\xff\xd8\xff\xe0" + b"\0" * 40, encode_pixels(np.ones(8))[:-3]]
+)
+def test_bytes_that_do_not_decode_are_refused_naming_the_frame(blob):
+    with pytest.raises(CorruptInputError, match="cam.frames row 9"):
+        decode_frame(blob, (2, 4), "float64" if blob.startswith(b"\x28") else "uint8",
+                     "cam.frames row 9")  # fmt: skip
+
+
+def test_a_frame_tensor_decodes_what_it_is_indexed_with_inside_a_tensordict():
+    rng = np.random.default_rng(2)
+    pixels = rng.integers(0, 256, (12, 3, 6, 8), dtype=np.uint8)
+    blobs = [
+        _png(p.transpose(1, 2, 0)) if i % 2 else encode_pixels(p) for i, p in enumerate(pixels)
+    ]
+    offsets = np.concatenate([[0], np.cumsum([len(b) for b in blobs])]).astype(np.int64)
+    data = b"".join(blobs)
+    reads = []
+
+    def read(a, b):
+        reads.append((a, b))
+        return data[a:b]
+
+    camera = FrameTensor(FrameRows(offsets, read, (3, 6, 8), "uint8", "cam"))
+    td = TensorDict({"pixels": camera, "step": torch.arange(12)}, batch_size=[12])
+    assert td["pixels"].shape == (12, 3, 6, 8) and not reads  # opening decodes nothing
+    index = torch.tensor([7, 2, 3, 11])
+    np.testing.assert_array_equal(td[index]["pixels"].numpy(), pixels[[7, 2, 3, 11]])
+    assert len(reads) == 3  # 2..3 are one run of rows: one read
+    np.testing.assert_array_equal(td[4:6]["pixels"].numpy(), pixels[4:6])
+    np.testing.assert_array_equal(camera[-1].numpy(), pixels[-1])
+    assert camera.float().mean().item() == pytest.approx(pixels.mean())  # whole: decoded first
+    stacked = torch.stack([td[0:2], td[5:7]])
+    np.testing.assert_array_equal(stacked["pixels"][1].numpy(), pixels[5:7])

@@ -1,0 +1,114 @@
+"""Frames stored encoded, on files others wrote (../shared/samples): the real RLDS samples (PNG
+bridge, JPEG mt_opt) and the real RL Unplugged Asterix files, each built twice, with frames
+stored encoded and decoded (``EPISODE_WAREHOUSE_FRAMES``), and compared pixel for pixel, with
+the stored bytes compared to the bytes the source published."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from episode_warehouse.blobstore import open_blob_store
+from episode_warehouse.frames.rows import offsets_file
+from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.settings import FRAMES_ENV
+from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
+from episode_warehouse.sources.atari.mirror import mirror_run
+from episode_warehouse.sources.atari.stage import decode_atari
+from episode_warehouse.sources.openx.raw import mirror_openx
+from episode_warehouse.sources.openx.stage import decode_openx
+from episode_warehouse.stages import build_ted_stage
+from episode_warehouse.ted.reader import open_ted_folder
+from episode_warehouse.tfrecord.example import parse_example
+from episode_warehouse.tfrecord.records import iter_records
+from tests.episode_warehouse.sources.openx.test_rlds_samples import mt_opt  # noqa: F401
+
+
+def _openx(monkeypatch, src, name, folder, frames):
+    monkeypatch.setenv(FRAMES_ENV, frames)
+    layout = WarehouseLayout.local(folder)
+    mirror_openx(str(src), name, layout.raw_dir("openx", name), root=layout.root, code_version="t")
+    decode_openx(layout, name, code_version="t")
+    build_ted_stage(layout, "openx", name, code_version="t")
+    return layout.ted_dir("openx", name)
+
+
+def _published(shard, key="steps/observation/image") -> list[bytes]:
+    with open(shard, "rb") as fh:
+        records = [parse_example(d).features.feature for _, d in iter_records(fh, str(shard))]
+    return [bytes(b) for r in records for b in r[key].bytes_list.value]
+
+
+def _frames_of(ted, key):
+    frames = ted / f"{key}.frames"
+    offsets = np.load(ted / offsets_file(f"{key}.frames"))
+    data = frames.read_bytes()
+    return [data[a:b] for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+
+
+@pytest.mark.parametrize("dataset", ["bridge", "mt_opt_rlds"])
+def test_rlds_frames_are_the_published_bytes_and_decode_to_the_decoded_layout(
+    dataset,
+    shared_samples,
+    mt_opt,  # noqa: F811
+    monkeypatch,
+    tmp_path,
+):
+    if dataset == "bridge":
+        src = shared_samples / "rlds"
+        shard = src / "bridge/1.0.0/bridge-train.tfrecord-00000-of-00001"
+    else:
+        src, shard = mt_opt[0], mt_opt[1]
+    encoded = _openx(monkeypatch, src, dataset, tmp_path / "enc", "encoded")
+    decoded = _openx(monkeypatch, src, dataset, tmp_path / "dec", "decoded")
+    published = _published(shard)
+    stored = _frames_of(encoded, "observation/image")
+    assert stored[:-1] == published and stored[-1] == b""  # + the observation's empty last row
+    assert not (encoded / "observation/image.npy").exists()
+    ours, plain = open_ted_folder(encoded), open_ted_folder(decoded)
+    assert (decoded / "observation/image.npy").exists()
+    for key in (("observation", "image"), ("next", "observation", "image")):
+        np.testing.assert_array_equal(ours[key].numpy(), plain[key].numpy())
+    # the source's own reader (libjpeg's accurate IDCT through PIL, as TensorFlow's
+    # INTEGER_ACCURATE decodes): frame for frame
+    for t in (0, len(published) - 1):
+        pil = np.asarray(Image.open(io.BytesIO(published[t])).convert("RGB")).transpose(2, 0, 1)
+        np.testing.assert_array_equal(ours["observation", "image"][t].numpy(), pil)
+    # disk: the camera's bytes against what was published (offsets included)
+    camera = (encoded / "observation/image.frames").stat().st_size + (
+        encoded / "observation/image.offsets.npy"
+    ).stat().st_size
+    assert camera <= 1.10 * sum(map(len, published))
+    raw_frames = (decoded / "observation/image.npy").stat().st_size
+    assert camera < raw_frames / 3
+
+
+@pytest.mark.integration  # the RL Unplugged decoder's worker processes
+def test_atari_frames_compressed_once_equal_the_decoded_layout(
+    shared_samples, monkeypatch, tmp_path
+):
+    """The real RL Unplugged Asterix frames (PNGs the source decodes): stored compressed once,
+    lossless; both layouts give the same TED, and the encoded camera is under 0.25x the raw."""
+    store = open_blob_store(str(shared_samples / "rl_unplugged_atari"))
+    teds = {}
+    for frames in ("encoded", "decoded"):
+        monkeypatch.setenv(FRAMES_ENV, frames)
+        layout = WarehouseLayout.local(tmp_path / frames)
+        target = layout.raw_dir("atari", "Asterix/2")
+        mirror_run(store, "Asterix", 2, target, CheckpointSubset("all"), root=layout.root,
+                   code_version="t")  # fmt: skip
+        decode_atari(layout, "Asterix/2", code_version="t", workers=2)
+        build_ted_stage(layout, "atari", "Asterix/2", code_version="t")
+        teds[frames] = layout.ted_dir("atari", "Asterix/2")
+    ours, plain = open_ted_folder(teds["encoded"]), open_ted_folder(teds["decoded"])
+    assert ours.batch_size == plain.batch_size == (554,)
+    for key in ("observation", ("next", "observation")):
+        np.testing.assert_array_equal(ours[key].numpy(), plain[key].numpy())
+    index = np.random.default_rng(0).integers(0, 554, 64)
+    np.testing.assert_array_equal(ours[index]["observation"], plain[index]["observation"])
+    encoded = (teds["encoded"] / "observation.frames").stat().st_size
+    raw = (teds["decoded"] / "observation.npy").stat().st_size
+    assert encoded <= 0.25 * raw
