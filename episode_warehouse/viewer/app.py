@@ -30,7 +30,7 @@ from episode_warehouse.paths import artifact_name
 from episode_warehouse.storage import Root
 from episode_warehouse.viewer import listing
 from episode_warehouse.viewer.episode import camera_frame, episode_page, step_values
-from episode_warehouse.viewer.frames import frame_png
+from episode_warehouse.viewer.frames import frame_answer
 from episode_warehouse.viewer.hosts import allowed_hosts, guarded
 from episode_warehouse.viewer.overview import overview
 from episode_warehouse.viewer.partition import PartitionTed
@@ -142,12 +142,13 @@ def build_app(root: Root, hosts: list[str] | None = None) -> ASGIApp:
 
     def frame(request: Request) -> Response:
         ted = opened.get(_param(request, "source"), _param(request, "partition"), recheck=False)
-        pixels, image_layout = camera_frame(
+        column, step, image_layout = camera_frame(
             ted, _int(request, "episode"), _int(request, "t"), _param(request, "camera")
         )
+        body, media = frame_answer(column, step, image_layout)
         return Response(
-            frame_png(pixels, image_layout),
-            media_type="image/png",
+            body,
+            media_type=media,
             headers={"Cache-Control": "private, max-age=60"},
         )
 

@@ -197,8 +197,11 @@ def episode_page(ted: PartitionTed, episode: int, root_url: str) -> dict:
     }
 
 
-def camera_frame(ted: PartitionTed, episode: int, step: int, camera: str) -> tuple[np.ndarray, str]:
-    """The TED row ``step`` of ``episode`` of ``camera`` (uint8, as stored) and its layout."""
+def camera_frame(
+    ted: PartitionTed, episode: int, step: int, camera: str
+) -> tuple[torch.Tensor, int, str]:
+    """The column of ``camera`` in ``episode`` (a tensor indexed by step: an encoded camera's
+    decodes only what is asked of it), the checked step, and the camera's layout."""
     rows = ted.rows(episode)
     cameras = camera_leaves(rows, declared_images(ted.record))
     subject = f"{ted.source}/{ted.partition} episode {episode}"
@@ -213,4 +216,4 @@ def camera_frame(ted: PartitionTed, episode: int, step: int, camera: str) -> tup
             f"no step {step}", subject=subject, fix=f"ask for a step from 0 to {len(rows) - 1}"
         )
     path, layout = cameras[camera]
-    return rows.get(path)[step].numpy(), layout
+    return rows.get(path), step, layout

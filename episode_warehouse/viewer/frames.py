@@ -1,4 +1,6 @@
-"""A camera frame of a TED row as a lossless PNG: the frame request's answer.
+"""A camera frame of a TED row as the frame request's answer: the bytes stored, where the camera
+keeps the source's JPEG or PNG (served as they are, nothing encoded per request), else a
+lossless PNG of the row.
 
 The PNG holds the row's bytes as they are: a grey ``(H, W)`` frame as one-channel ``L``, a
 ``(C, H, W)`` frame as ``L``, ``RGB`` or ``RGBA`` by its channel count. Decoding it gives the TED's
@@ -15,12 +17,26 @@ import io
 
 import numpy as np
 import PIL.Image
+import torch
 
 from episode_warehouse.decoded.format import DEPTH
 from episode_warehouse.export.png_writer import CHW, GRAY
+from episode_warehouse.frames.codec import kind
+from episode_warehouse.frames.tensor import FrameTensor
 
 CHANNELS = (1, 3, 4)  # PIL's L, RGB and RGBA: the modes a uint8 array maps to
 COMPRESS_LEVEL = 1  # fast: a frame is encoded when it is asked for
+
+
+def frame_answer(column: torch.Tensor, step: int, layout: str) -> tuple[bytes, str]:
+    """The bytes and media type of frame ``step`` of a camera's ``column``: its stored JPEG or
+    PNG as it is (not a depth camera's, which is drawn), else :func:`frame_png` of its row."""
+    if isinstance(column, FrameTensor) and layout != DEPTH:
+        blob = column.frames.blob(step)
+        media = {"jpeg": "image/jpeg", "png": "image/png"}.get(kind(blob))
+        if media is not None:
+            return blob, media
+    return frame_png(column[step].numpy(), layout), "image/png"
 
 
 def frame_png(frame: np.ndarray, layout: str) -> bytes:

@@ -20,7 +20,7 @@ from episode_warehouse.storage.local import LocalRoot
 from episode_warehouse.ted import open_ted
 from episode_warehouse.viewer import listing
 from episode_warehouse.viewer.episode import camera_frame, episode_page
-from episode_warehouse.viewer.frames import frame_png
+from episode_warehouse.viewer.frames import frame_answer
 from episode_warehouse.viewer.overview import overview
 from episode_warehouse.viewer.partition import PartitionTed
 from tests.helpers import build_atari, build_lerobot, build_openx
@@ -40,6 +40,16 @@ def root(tmp_path_factory):
                 [[12, 17], [9]])  # fmt: skip
     build_lerobot(root, ROBOT)
     return root
+
+
+def _stored(folder, camera, row) -> bytes:
+    """Row ``row``'s bytes in the camera's frame file, read from the files themselves (b"" for
+    a camera stored decoded)."""
+    frames = folder / f"{camera}.frames"
+    if not frames.exists():
+        return b""
+    offsets = np.load(folder / f"{camera}.offsets.npy")
+    return frames.read_bytes()[offsets[row] : offsets[row + 1]]
 
 
 def _ted(root, source, partition):
@@ -108,13 +118,26 @@ def test_a_frame_is_the_ted_row_losslessly(root, source, partition):
     row = _episodes(root, source, partition)[1]
     page = episode_page(ted, 1, str(root))
     assert page["cameras"], "every fixture here has a camera"
+    folder = WarehouseLayout.local(root).ted_dir(source, partition)
+    served_stored = 0
     for camera in page["cameras"]:
         step = row["length"] - 1
-        pixels, layout = camera_frame(ted, 1, step, camera["name"])
-        decoded = np.asarray(PIL.Image.open(io.BytesIO(frame_png(pixels, layout))))
+        column, step, layout = camera_frame(ted, 1, step, camera["name"])
+        body, media = frame_answer(column, step, layout)
+        # a camera that keeps its source's PNG or JPEG is answered with the stored bytes
+        stored = _stored(folder, camera["name"], row["start"] + step)
+        if stored.startswith((b"\x89PNG", b"\xff\xd8\xff")):
+            assert body == stored and media in ("image/png", "image/jpeg")
+            served_stored += 1
+        else:
+            assert media == "image/png"
+        decoded = np.asarray(PIL.Image.open(io.BytesIO(body)))
         want = td.get(tuple(camera["name"].split("/")))[row["start"] + step].numpy()
         want = want if want.ndim == 2 else want.transpose(1, 2, 0)
         assert np.array_equal(decoded, want.squeeze(-1) if want.shape[-1:] == (1,) else want)
+    # Atari's frames are compressed pixels (a PNG is made per request); OpenX and LeRobot's
+    # image datasets keep the PNGs they published
+    assert served_stored == (0 if source == "atari" else len(page["cameras"]))
 
 
 def test_a_step_or_camera_that_is_not_there_names_the_fix(root):
