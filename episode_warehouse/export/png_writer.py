@@ -20,14 +20,13 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
-
-from episode_warehouse.frames.rows import open_frames
 import PIL.Image
 
 # GRAY: (N, H, W) frames, written as RGB with the grey value in all three channels; CHW:
 # (N, C, H, W) frames, written as HWC (one channel: as GRAY). The decoders declare them.
 from episode_warehouse.decoded.format import CHW, GRAY
 from episode_warehouse.errors import DiskFullError, ExportError, is_disk_full
+from episode_warehouse.frames.rows import open_frames
 from episode_warehouse.workers import WorkerPool
 
 log = logging.getLogger(__name__)
