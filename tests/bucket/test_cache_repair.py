@@ -34,7 +34,7 @@ def cached(bucket_url):
 
 
 def _observation_file(folder):
-    files = [p for p in folder.rglob("*.npy") if "observation" in p.name]
+    files = [p for p in folder.rglob("observation*") if p.is_file()]
     return max(files, key=lambda p: p.stat().st_size)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
 import torch
 
@@ -40,7 +41,8 @@ def test_no_frame_is_uploaded_and_another_machine_reads_it_all(built, tmp_path, 
     record = published(bucket.root, bucket.standardized_dir("openx", NAME))
     ted = published(bucket.root, bucket.ted_dir("openx", NAME))
     uploaded = record.fields_json()["published"]["files"]
-    frame_file = ted.fields_json()["published"]["files"]["observation/rgb_static.npy"]["size"]
+    ted_files = ted.fields_json()["published"]["files"]
+    frame_file = ted_files["observation/rgb_static.frames"]["size"]
     assert sum(f["size"] for f in uploaded.values()) < frame_file / 10
     assert not any("rgb" in name or name.startswith("images/") for name in uploaded)
 
@@ -58,7 +60,11 @@ def test_no_frame_is_uploaded_and_another_machine_reads_it_all(built, tmp_path, 
     frames = opened.frames("primary")[[0, 3]]
     assert frames.shape == (2, 3, 150, 200)
     fetched = opened.ted().bytes_fetched
-    assert 2 * frames[0].nbytes <= fetched < frame_file / 2  # the rows read, not the file
+    # the two frames' stored bytes, and the camera's offsets once (its header, then its rows)
+    offsets = np.load(local.ted_dir("openx", NAME) / "observation/rgb_static.offsets.npy")
+    encoded = int(sum(offsets[[1, 4]] - offsets[[0, 3]]))
+    once = ted_files["observation/rgb_static.offsets.npy"]["size"] + 4096
+    assert encoded <= fetched <= encoded + once and fetched < frame_file  # not the file
     assert not (tmp_path / "elsewhere" / "copy").exists()
 
 

@@ -76,7 +76,7 @@ def test_a_fresh_node_fetches_only_the_selected_episodes(bucket_url, gcs_endpoin
     # ~ the rows it needs: its observation rows, and the small files' one block (~17 B a step)
     assert fetched < 1.1 * ted_bytes * steps / record["rows"] + 24 * record["rows"] + 65536
     assert not (tmp_path / "node-cache").exists() or not any(
-        (tmp_path / "node-cache").rglob("*.npy")
+        p.is_file() for p in (tmp_path / "node-cache").rglob("*")
     )
 
 
@@ -145,7 +145,7 @@ def test_step_windows_over_a_bucket_selection_equal_a_local_copy(bucket_url, tmp
     got, want = ours.__getitems__(picks), theirs.__getitems__(picks)
     for key in want.keys(True, True):
         np.testing.assert_array_equal(got.get(key).numpy(), want.get(key).numpy(), str(key))
-    assert list((tmp_path / "cache").rglob("observation.npy"))
+    assert list((tmp_path / "cache").rglob("observation.frames"))
 
 
 def test_catalog_queries_over_the_bucket_equal_the_scratch_catalog(bucket_url):
