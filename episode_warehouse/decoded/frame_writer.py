@@ -47,7 +47,7 @@ class FrameAppender:
         encoded = dict(zip(missing, _encode_all(pixels, missing), strict=True))
         sizes = np.empty(len(rows), np.int64)
         for k in range(len(rows)):
-            blob = encoded[k] if k in encoded else rows.blob(k)
+            blob = encoded.get(k) or rows.blob(k) or b""  # a row is encoded or has its bytes
             self.fh.write(blob)
             sizes[k] = len(blob)
         self._grew(sizes)

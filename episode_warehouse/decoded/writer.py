@@ -189,10 +189,7 @@ class DecodedWriter:
                 self._frame_appender(spec).append(values)
                 return
             values = values.pixels
-        appender = self._appender(spec)
-        if not isinstance(appender, _Appender):
-            raise ValueError(f"{spec.key}: a camera's rows come as CameraRows")
-        appender.append(values)
+        self._appender(spec).append(values)
 
     def append_from(
         self, spec: ArraySpec, previous: DecodedEpisodes, start: int, rows: int
@@ -203,29 +200,31 @@ class DecodedWriter:
         old = previous.arrays[_name(spec)]
         if old.encoding:
             offsets = np.load(old.offsets_path(previous.folder), mmap_mode="r")
-            appender = self._frame_appender(spec)
-            if not isinstance(appender, FrameAppender):
-                raise ValueError(f"{spec.key}: stored encoded before, not now")
-            appender.append_from(old.path(previous.folder), offsets[start : start + rows + 1])
-            return
-        plain = self._appender(spec)
-        if not isinstance(plain, _Appender):
-            raise ValueError(f"{spec.key}: stored decoded before, encoded now")
-        plain.append_range(*previous.rows_at(_name(spec), start), rows)
+            self._frame_appender(spec).append_from(
+                old.path(previous.folder), offsets[start : start + rows + 1]
+            )
+        else:
+            self._appender(spec).append_range(*previous.rows_at(_name(spec), start), rows)
 
-    def _appender(self, spec: ArraySpec) -> _Appender | FrameAppender:
+    def _appender(self, spec: ArraySpec) -> _Appender:
         name = _name(spec)
         if name not in self._appenders:
             self._appenders[name] = _Appender(self._register(spec), spec)
-        return self._appenders[name]
+        appender = self._appenders[name]
+        if not isinstance(appender, _Appender):
+            raise ValueError(f"{spec.key}: its rows were stored as encoded frames until now")
+        return appender
 
-    def _frame_appender(self, spec: ArraySpec) -> _Appender | FrameAppender:
+    def _frame_appender(self, spec: ArraySpec) -> FrameAppender:
         name = _name(spec)
         if name not in self._appenders:
             encoded = spec.encoded()
             self._register(encoded)
             self._appenders[name] = FrameAppender(self.folder, encoded)
-        return self._appenders[name]
+        appender = self._appenders[name]
+        if not isinstance(appender, FrameAppender):
+            raise ValueError(f"{spec.key}: its rows were stored as pixels until now")
+        return appender
 
     def _set_rows(self, rows: int) -> None:
         if self.rows is not None and self.rows != rows:

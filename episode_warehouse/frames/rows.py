@@ -100,14 +100,15 @@ class FrameRows:
         return row + n if row < 0 else row
 
     def __getitem__(self, index) -> np.ndarray:
-        if isinstance(index, tuple):
+        if index is Ellipsis:
+            index = slice(None)
+        if isinstance(index, tuple):  # rows first, then the rest within them
             first, rest = (index[0], index[1:]) if index else (slice(None), ())
             rows = self[first]
-            return (
-                rows[rest]
-                if np.ndim(first) == 0 and not isinstance(first, slice)
-                else (rows[(slice(None), *rest)])
+            scalar = isinstance(first, int | np.integer) or (
+                isinstance(first, np.ndarray) and first.ndim == 0
             )
+            return rows[rest] if scalar else rows[(slice(None), *rest)]
         if isinstance(index, int | np.integer):
             return self._decode(np.array([self._row(int(index))]))[0]
         if isinstance(index, slice):

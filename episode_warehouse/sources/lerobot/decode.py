@@ -261,12 +261,13 @@ def decode_lerobot(
                     fix="download the dataset again (a data file is missing or out of order)",
                 )
             for name, spec in specs.items():
+                values: np.ndarray | CameraRows
                 if name in videos:  # decoded frames, compressed once (MP4 references: not yet)
                     values = CameraRows(_video_values(table, dataset, videos[name]))
                 else:
                     values = _values(table, dataset.features[name], spec, file)
                 writer.append(spec, values)
-                if spec.role == "reward":
+                if spec.role == "reward" and isinstance(values, np.ndarray):
                     rewards.append(values.astype(np.float64))
             episode_of.append(table.column("episode_index").to_numpy())
             terminal = _terminal(table)

@@ -37,6 +37,7 @@ from episode_warehouse.decoded import ArraySpec, DecodedEpisodes, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.frames.camera_rows import CameraRows
 
 log = logging.getLogger(__name__)
 BOUNDARY_KEYS = ("is_first", "is_last")
@@ -185,7 +186,11 @@ class EpisodeSink:
         self.steps += rows
 
     def add(
-        self, subject: str, length: int, columns: Iterable[tuple[str, np.ndarray]], row: EpisodeRow
+        self,
+        subject: str,
+        length: int,
+        columns: Iterable[tuple[str, np.ndarray | CameraRows]],
+        row: EpisodeRow,
     ) -> None:
         """Append one episode: ``columns`` are (key, (length, ...) array), taken one at a time.
 
@@ -195,7 +200,7 @@ class EpisodeSink:
         """
         first = self.specs is None
         seen: dict[str, ArraySpec] = {}
-        arrays: list[tuple[ArraySpec, np.ndarray]] = []
+        arrays: list[tuple[ArraySpec, np.ndarray | CameraRows]] = []
         reward = None
         terminal = False
         for key, arr in columns:
@@ -210,9 +215,9 @@ class EpisodeSink:
                 self._differs(subject, {**seen, key: spec})
             seen[key] = spec
             arrays.append((spec, arr))
-            if key == "reward":
+            if key == "reward" and isinstance(arr, np.ndarray):
                 reward = float(arr.astype(np.float64).sum())
-            if key == TERMINAL_KEY:
+            if key == TERMINAL_KEY and isinstance(arr, np.ndarray):
                 terminal = bool(arr[-1])
         if first:
             self.specs = seen

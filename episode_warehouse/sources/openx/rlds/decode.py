@@ -26,6 +26,7 @@ from episode_warehouse.decoded import DecodedEpisodes
 from episode_warehouse.decoded.format import CHW, DEPTH
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.frames.camera_rows import CameraRows
 from episode_warehouse.incremental import fingerprint
 from episode_warehouse.limits import InputLimits
 from episode_warehouse.progress import progress
@@ -65,7 +66,7 @@ def _records(fh, name: str, limits: InputLimits) -> Iterator[tuple[int, bytes]]:
 
 def _columns(
     record: EpisodeRecord, sink: EpisodeSink, instruction: str | None, row: EpisodeRow
-) -> Iterator[tuple[str, np.ndarray]]:
+) -> Iterator[tuple[str, np.ndarray | CameraRows]]:
     """The episode's step columns, decoded as they are taken; sets ``row.instruction``."""
     for leaf in record.features.steps:
         if leaf.kind == "text" or leaf.dtype == "string":

@@ -359,8 +359,9 @@ class EpisodeRecord:
 
     # -- public -----------------------------------------------------------------------------
 
-    def column(self, leaf: Leaf) -> np.ndarray:
-        """A numeric or image step leaf as one (T, ...) array (images (T, C, H, W)).
+    def column(self, leaf: Leaf) -> np.ndarray | CameraRows:
+        """A numeric or image step leaf as one (T, ...) array (images (T, C, H, W), with their
+        bytes: :class:`CameraRows`).
 
         Raises:
             CorruptInputError: the values do not match the declaration or the step count.

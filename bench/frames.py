@@ -1,0 +1,204 @@
+"""Benchmark: frames stored encoded against the decoded layout, same data, same run.
+
+Data: fractal20220817_data (RT-1) written from the TFDS authors' real features.json, its
+256x320 camera as JPEG (quality 90) of a synthetic scene (a lit gradient, moving shapes, sensor
+noise: ~15-20 KB a frame, as fractal's published frames are), ``--episodes`` x ``--steps``.
+Built twice through the real stages, ``EPISODE_WAREHOUSE_FRAMES=encoded`` and ``=decoded``.
+
+1. Build: seconds of the decoded and TED stages of each layout (the encoded one writes the
+   published bytes, not pixels), and the camera's bytes on disk against the published JPEGs.
+2. Loading, DataLoader with 2 workers, alternating layouts for ``--rounds`` rounds of
+   ``--seconds`` each (the best round of each kept): ``EpisodeStream`` slices of 8 steps in
+   batches of 32, and ``VLADataset`` items (primary view resized to 256x256, chunk 4) in batches
+   of 64; frames/s, and anonymous RSS of the process tree at the start and the end.
+
+    python -m bench.frames [--episodes 40] [--steps 40] [--seconds 30] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench.measure import dispatch, run_child, save_report
+
+DATA = Path(__file__).parent / "data" / "frames"
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples" / "oxe_features"
+NAME = "fractal20220817_data"
+LAYOUTS = ("encoded", "decoded")
+CAMERA = "observation/image"
+
+
+def scene(t: int, length: int, seed: int = 0) -> np.ndarray:
+    """A 256x320 RGB frame: a lit gradient, two shapes moving with ``t``, sensor noise."""
+    rng = np.random.default_rng(seed * 100_003 + t)
+    y, x = np.mgrid[0:256, 0:320].astype(np.float32)
+    image = np.stack([60 + 0.3 * y, 80 + 0.25 * x, 100 + 0.1 * (x + y)], axis=-1)
+    cx, cy = 60 + 200 * t / max(length - 1, 1), 128 + 60 * np.sin(t / 5 + seed)
+    disc = (x - cx) ** 2 + (y - cy) ** 2 < 30**2
+    image[disc] = (200, 40, 40)
+    box = (abs(x - 320 + cx) < 25) & (abs(y - 80) < 18)
+    image[box] = (30, 160, 60)
+    image += rng.normal(0, 5, image.shape)
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
+def _write_source(episodes: int, steps: int) -> Path:
+    from warehouse_fixtures.oxe_from_features import write_from_features
+
+    src = DATA / f"src-{episodes}x{steps}"
+    if not (src / NAME).exists():
+        shutil.rmtree(DATA, ignore_errors=True)
+        features = next((SAMPLES / NAME).rglob("features.json"))
+        write_from_features(src, NAME, features, [steps] * episodes,
+                            overrides={CAMERA: scene})  # fmt: skip
+    return src
+
+
+def child_build(layout: str, src: str) -> None:
+    """Build the layout's warehouse (``EPISODE_WAREHOUSE_FRAMES`` is set by the parent)."""
+    from episode_warehouse.paths import WarehouseLayout
+    from episode_warehouse.sources.openx.raw import mirror_openx
+    from episode_warehouse.sources.openx.stage import decode_openx
+    from episode_warehouse.stages import build_ted_stage
+    from episode_warehouse.standardized.stage import build_standardized_stage
+
+    wh = WarehouseLayout.local(DATA / layout)
+    mirror_openx(src, NAME, wh.raw_dir("openx", NAME), root=wh.root, code_version="bench")
+    t = time.perf_counter()
+    decode_openx(wh, NAME, code_version="bench")
+    decode_s = time.perf_counter() - t
+    t = time.perf_counter()
+    build_ted_stage(wh, "openx", NAME, code_version="bench")
+    ted_s = time.perf_counter() - t
+    build_standardized_stage(wh, "openx", NAME, code_version="bench")
+    ted = wh.ted_dir("openx", NAME)
+    camera = sum(p.stat().st_size for p in ted.glob("observation/image.*"))
+    print(json.dumps({"decode_s": round(decode_s, 2), "ted_s": round(ted_s, 3),
+                      "camera_bytes": camera}))  # fmt: skip
+
+
+def _published_bytes(src: Path) -> int:
+    from episode_warehouse.tfrecord.example import parse_example
+    from episode_warehouse.tfrecord.records import iter_records
+
+    total = 0
+    for shard in (src / NAME).rglob("*.tfrecord-*"):
+        with open(shard, "rb") as fh:
+            for _, data in iter_records(fh, str(shard)):
+                feature = parse_example(data).features.feature[f"steps/{CAMERA}"]
+                total += sum(len(b) for b in feature.bytes_list.value)
+    return total
+
+
+def _tree_anon_mb() -> float:
+    from bench.measure import _descendants, _status
+
+    pids = [os.getpid(), *_descendants(os.getpid())]
+    return sum(_status(p).get("RssAnon", 0) for p in pids) / 1024
+
+
+def child_stream(kind: str, layout: str, seconds: str) -> None:
+    """Stream for ``seconds``; prints frames/s and RSS (one JSON line)."""
+    import pyarrow.parquet as pq
+    from torch.utils.data import DataLoader
+
+    from episode_warehouse.loading import EpisodeStream, Selection, ted_collate
+    from episode_warehouse.standardized import VLADataset
+
+    root = DATA / layout
+    if kind == "episodes":
+        table = pq.read_table(root / "ted" / "openx" / NAME / "episodes.parquet").to_pylist()
+        rows = [("openx", NAME, e["episode"], e["start"], e["length"]) for e in table]
+        dataset = EpisodeStream(Selection.from_rows(rows, root), 8, drop_last=True)
+        batch_size, per_item = 32, 8
+    else:
+        dataset = VLADataset([(NAME, 1.0)], root, image_sizes={"primary": (256, 256)}, chunk=4,
+                             num_samples=10**9, views=("primary",))  # fmt: skip
+        batch_size, per_item = 64, 1
+    loader = DataLoader(dataset, batch_size=batch_size, num_workers=2, collate_fn=ted_collate,
+                        persistent_workers=True, prefetch_factor=4)  # fmt: skip
+    rss: list[float] = []
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            rss.append(_tree_anon_mb())
+            stop.wait(2)
+
+    frames, started, epoch = 0, None, 0
+    watcher = threading.Thread(target=watch, daemon=True)
+    while True:
+        if hasattr(dataset, "set_epoch"):
+            dataset.set_epoch(epoch)
+        for batch in loader:
+            if started is None:  # the first batch starts the clock (workers are up)
+                started = time.perf_counter()
+                watcher.start()
+                continue
+            frames += batch.batch_size[0] * per_item
+            if time.perf_counter() - started > float(seconds):
+                break
+        else:
+            epoch += 1
+            continue
+        break
+    elapsed = time.perf_counter() - started
+    stop.set()
+    print(json.dumps({"frames_per_s": round(frames / elapsed, 1), "seconds": round(elapsed, 1),
+                      "anon_rss_first_mb": round(rss[0], 1), "anon_rss_last_mb": round(rss[-1], 1),
+                      "anon_rss_peak_mb": round(max(rss), 1)}))  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=40)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--seconds", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    src = _write_source(args.episodes, args.steps)
+    published = _published_bytes(src)
+    report: dict = {
+        "episodes_x_steps": [args.episodes, args.steps],
+        "published_jpeg_bytes": published,
+        "jpeg_bytes_per_frame": round(published / (args.episodes * args.steps)),
+    }
+    for layout in LAYOUTS:
+        shutil.rmtree(DATA / layout, ignore_errors=True)
+        os.environ["EPISODE_WAREHOUSE_FRAMES"] = layout
+        report[f"build_{layout}"] = run_child("bench.frames", ["build", layout, str(src)]).result
+    enc, dec = report["build_encoded"], report["build_decoded"]
+    report["disk_camera_vs_published"] = {
+        k: round(report[f"build_{k}"]["camera_bytes"] / published, 3) for k in LAYOUTS
+    }
+    report["build_decode_stage_encoded_vs_decoded_time"] = round(
+        enc["decode_s"] / dec["decode_s"], 2
+    )
+    report["build_ted_stage_encoded_vs_decoded_time"] = round(enc["ted_s"] / dec["ted_s"], 2)
+    for kind in ("episodes", "vla"):
+        best: dict[str, dict] = {}
+        for _ in range(args.rounds):
+            for layout in LAYOUTS:
+                got = run_child("bench.frames", ["stream", kind, layout, str(args.seconds)]).result
+                if layout not in best or got["frames_per_s"] > best[layout]["frames_per_s"]:
+                    best[layout] = got
+        report[f"{kind}_stream"] = best
+        report[f"{kind}_encoded_vs_decoded_frames_per_s"] = round(
+            best["encoded"]["frames_per_s"] / best["decoded"]["frames_per_s"], 2
+        )
+    save_report("frames", report)
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    dispatch({"build": child_build, "stream": child_stream}, main)
+    sys.exit(0)
