@@ -11,6 +11,8 @@ memory-mapped; a bucket's are read through the reader that fetched the offsets.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -54,12 +56,14 @@ class FrameRows:
         row_shape: tuple[int, ...],
         dtype: np.dtype | str,
         where: str,
+        cache: DecodedCache | None = None,
     ) -> None:
         self.offsets = offsets
         self.read = read
         self.row_shape = tuple(row_shape)
         self.dtype = np.dtype(dtype)
         self.where = where
+        self.cache = DecodedCache() if cache is None else cache
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -78,9 +82,8 @@ class FrameRows:
 
     def window(self, start: int, stop: int) -> FrameRows:
         """Rows ``[start, stop)`` as rows of their own (nothing is read)."""
-        return FrameRows(
-            self.offsets[start : stop + 1], self.read, self.row_shape, self.dtype, self.where
-        )
+        return FrameRows(self.offsets[start : stop + 1], self.read, self.row_shape, self.dtype,
+                         self.where, self.cache)  # fmt: skip
 
     def encoded_size(self, rows: np.ndarray | None = None) -> int:
         """The stored bytes of ``rows`` (default: all)."""
@@ -125,24 +128,99 @@ class FrameRows:
         return self._decode(flat).reshape(*ids.shape, *self.row_shape)
 
     def _decode(self, rows: np.ndarray) -> np.ndarray:
-        """The decoded frames of ``rows`` (in range), one read per run of consecutive rows."""
-        out = np.empty((len(rows), *self.row_shape), self.dtype)
-        if not len(rows):
-            return out
-        order = np.argsort(rows, kind="stable")
-        ordered = rows[order]
-        breaks = np.flatnonzero(np.diff(ordered) != 1) + 1
-        at = 0
-        for run in np.split(ordered, breaks):
-            first, last = int(run[0]), int(run[-1])
-            base = int(self.offsets[first])
-            data = memoryview(self.read(base, int(self.offsets[last + 1])))
-            for k, row in enumerate(range(first, last + 1)):
-                lo, hi = int(self.offsets[row]) - base, int(self.offsets[row + 1]) - base
-                where = f"{self.where} row {row}"
-                out[order[at + k]] = decode_frame(data[lo:hi], self.row_shape, self.dtype, where)
-            at += len(run)
+        """The decoded frames of ``rows`` (in range). Frames the cache holds are not read
+        again; the others are read one range per run of consecutive rows, then decoded.
+
+        A camera's frames come in the memory order the decoder gives them: a ``(C, H, W)``
+        row is a view of ``(H, W, C)`` pixels (channels last, as JPEG and PNG hold them), so
+        nothing is transposed here; ``np.ascontiguousarray`` makes them C-ordered where that
+        is wanted, and a resize takes them as they are."""
+        if len(rows) == 1:  # a trainer's usual pick: one frame, no runs to find
+            return np.array(self._one(int(rows[0]))[None], order="K")
+        keys = [(int(self.offsets[r]), int(self.offsets[r + 1])) for r in rows]
+        frames: list[np.ndarray | None] = [self.cache.get(k) for k in keys]
+        missing = np.array([i for i, f in enumerate(frames) if f is None], dtype=np.int64)
+        if len(missing):
+            wanted = rows[missing]
+            order = np.argsort(wanted, kind="stable")
+            ordered = wanted[order]
+            breaks = np.flatnonzero(np.diff(ordered) > 1) + 1
+            at = 0
+            for run in np.split(ordered, breaks):
+                first, last = int(run[0]), int(run[-1])
+                base = int(self.offsets[first])
+                data = memoryview(self.read(base, int(self.offsets[last + 1])))
+                decoded: dict[int, np.ndarray] = {}
+                for row in run:
+                    row = int(row)
+                    if row not in decoded:
+                        lo, hi = int(self.offsets[row]) - base, int(self.offsets[row + 1]) - base
+                        where = f"{self.where} row {row}"
+                        decoded[row] = decode_frame(data[lo:hi], self.row_shape, self.dtype, where)
+                for k, row in enumerate(run):
+                    i = int(missing[order[at + k]])
+                    frames[i] = decoded[int(row)]
+                    self.cache.put(keys[i], frames[i])
+                at += len(run)
+        out = _empty_like_frames(len(frames), frames[0] if frames else None, self)
+        for i, frame in enumerate(frames):
+            out[i] = frame
         return out
+
+    def _one(self, row: int) -> np.ndarray:
+        """Row ``row`` decoded (from the cache where it is there; the cache's own: a copy is
+        the caller's to make)."""
+        key = (int(self.offsets[row]), int(self.offsets[row + 1]))
+        frame = self.cache.get(key)
+        if frame is None:
+            data = self.read(*key)
+            frame = decode_frame(data, self.row_shape, self.dtype, f"{self.where} row {row}")
+            self.cache.put(key, frame)
+        return frame
+
+
+def _empty_like_frames(n: int, first: np.ndarray | None, rows: FrameRows) -> np.ndarray:
+    """An array for ``n`` frames in the memory order of ``first`` (channels last where the
+    decoder gave them so: copying into it is then a plain copy)."""
+    if first is not None and first.ndim == 3 and not first.flags.c_contiguous:
+        c, h, w = rows.row_shape
+        return np.empty((n, h, w, c), rows.dtype).transpose(0, 3, 1, 2)
+    return np.empty((n, *rows.row_shape), rows.dtype)
+
+
+class DecodedCache:
+    """The last decoded frames of one frame file, by their byte range (a window of the file
+    and the file itself share it): a step's ``("next", key)`` is the next step's frame, so a
+    slice of N steps decodes N + 1 frames, not 2N. Bounded: ``KEPT`` frames (with three
+    180x320 cameras, 16 MB per process). Empty frames are zeros, never kept."""
+
+    KEPT = 32
+
+    def __init__(self) -> None:
+        self._frames: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        return {}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    def get(self, key: tuple[int, int]) -> np.ndarray | None:
+        with self._lock:
+            frame = self._frames.get(key)
+            if frame is not None:
+                self._frames.move_to_end(key)
+            return frame
+
+    def put(self, key: tuple[int, int], frame: np.ndarray) -> None:
+        if key[0] == key[1]:
+            return
+        frame.flags.writeable = False  # handed out again: nobody may write into it
+        with self._lock:
+            self._frames[key] = frame
+            while len(self._frames) > self.KEPT:
+                self._frames.popitem(last=False)
 
 
 class MappedFrames:

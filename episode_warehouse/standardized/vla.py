@@ -320,7 +320,7 @@ def resize(frames: np.ndarray, size: tuple[int, int]) -> torch.Tensor:
     """uint8 [N, C, H, W] frames as RGB resized (bilinear, antialiased) to ``size``; as they
     are when already that size. (Octo resizes with TensorFlow's lanczos3; the pixels differ by
     the filter, not the geometry.)"""
-    t = torch.from_numpy(np.ascontiguousarray(frames))
+    t = torch.from_numpy(frames)  # channels last as a decoder gives them: resized as they are
     if t.shape[1] == 1:  # a grey camera, as RGB like every other view
         t = t.expand(-1, 3, -1, -1)
     if tuple(t.shape[-2:]) == tuple(size):
