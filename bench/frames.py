@@ -11,6 +11,10 @@ Built twice through the real stages, ``EPISODE_WAREHOUSE_FRAMES=encoded`` and ``
    ``--seconds`` each (the best round of each kept): ``EpisodeStream`` slices of 8 steps in
    batches of 32, and ``VLADataset`` items (primary view resized to 256x256, chunk 4) in batches
    of 64; frames/s, and anonymous RSS of the process tree at the start and the end.
+3. Against lerobot, same run: the encoded warehouse's episodes exported to LeRobot v3 with
+   video (lerobot's own writer, AV1), read by lerobot's ``LeRobotDataset`` (torchcodec) in
+   shuffled batches of 32 with 2 workers; ours: ``StepWindowDataset`` over the same steps (the
+   camera at offset 0), shuffled batches of 32, 2 workers, frames decoded when sampled.
 
     python -m bench.frames [--episodes 40] [--steps 40] [--seconds 30] [--rounds 2]
 """
@@ -114,7 +118,23 @@ def child_stream(kind: str, layout: str, seconds: str) -> None:
     from episode_warehouse.loading import EpisodeStream, Selection, ted_collate
     from episode_warehouse.standardized import VLADataset
 
+    if kind == "lerobot":
+        from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+        dataset = LeRobotDataset(EXPORT_REPO, root=DATA / "lerobot")
+        _time_random(dataset, None, seconds)
+        return
     root = DATA / layout
+    if kind == "random":
+        from episode_warehouse.loading import StepWindowDataset
+
+        table = pq.read_table(root / "ted" / "openx" / NAME / "episodes.parquet").to_pylist()
+        rows = [("openx", NAME, e["episode"], e["start"], e["length"]) for e in table]
+        windows = StepWindowDataset(
+            Selection.from_rows(rows, root), {tuple(CAMERA.split("/")): [0]}
+        )
+        _time_random(windows, ted_collate, seconds)
+        return
     if kind == "episodes":
         table = pq.read_table(root / "ted" / "openx" / NAME / "episodes.parquet").to_pylist()
         rows = [("openx", NAME, e["episode"], e["start"], e["length"]) for e in table]
@@ -158,6 +178,47 @@ def child_stream(kind: str, layout: str, seconds: str) -> None:
                       "anon_rss_peak_mb": round(max(rss), 1)}))  # fmt: skip
 
 
+EXPORT_REPO = "episode-warehouse/bench_frames"
+
+
+def _time_random(dataset, collate, seconds: str) -> None:
+    """Shuffled batches of 32 with 2 workers for ``seconds``: samples/s (one JSON line)."""
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(dataset, batch_size=32, shuffle=True, num_workers=2, collate_fn=collate,
+                        persistent_workers=True, prefetch_factor=4)  # fmt: skip
+    samples, started = 0, None
+    while True:
+        for _ in loader:
+            if started is None:
+                started = time.perf_counter()
+                continue
+            samples += 32
+            if time.perf_counter() - started > float(seconds):
+                break
+        else:
+            continue
+        break
+    elapsed = time.perf_counter() - started
+    print(json.dumps({"samples_per_s": round(samples / elapsed, 1), "seconds": round(elapsed, 1)}))
+
+
+def child_export() -> None:
+    """The encoded warehouse's episodes as a LeRobot v3 dataset with video (lerobot's writer)."""
+    import pyarrow.parquet as pq
+
+    from episode_warehouse.export.lerobot import ExportRequest, export_lerobot
+
+    root = DATA / "encoded"
+    table = pq.read_table(root / "ted" / "openx" / NAME / "episodes.parquet").to_pylist()
+    rows = [("openx", NAME, e["episode"], e["start"], e["length"]) for e in table]
+    t = time.perf_counter()
+    request = ExportRequest("bench_frames", str(root), rows, video=True)
+    export_lerobot(request, DATA / "lerobot", workers=2)
+    video = sum(p.stat().st_size for p in (DATA / "lerobot").rglob("*.mp4"))
+    print(json.dumps({"export_s": round(time.perf_counter() - t, 1), "mp4_bytes": video}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=40)
@@ -195,10 +256,23 @@ def main() -> None:
         report[f"{kind}_encoded_vs_decoded_frames_per_s"] = round(
             best["encoded"]["frames_per_s"] / best["decoded"]["frames_per_s"], 2
         )
+    shutil.rmtree(DATA / "lerobot", ignore_errors=True)
+    report["lerobot_export"] = run_child("bench.frames", ["export"]).result
+    best = {}
+    for _ in range(args.rounds):
+        for kind in ("random", "lerobot"):
+            got = run_child("bench.frames", ["stream", kind, "encoded", str(args.seconds)]).result
+            if kind not in best or got["samples_per_s"] > best[kind]["samples_per_s"]:
+                best[kind] = got
+    report["random_samples_ours_encoded"] = best["random"]
+    report["random_samples_lerobot_video"] = best["lerobot"]
+    report["random_samples_ours_vs_lerobot"] = round(
+        best["random"]["samples_per_s"] / best["lerobot"]["samples_per_s"], 2
+    )
     save_report("frames", report)
     print(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":
-    dispatch({"build": child_build, "stream": child_stream}, main)
+    dispatch({"build": child_build, "stream": child_stream, "export": child_export}, main)
     sys.exit(0)

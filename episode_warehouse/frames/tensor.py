@@ -65,8 +65,11 @@ class FrameTensor(torch.Tensor):
         return self._frames
 
     def decoded(self, index=slice(None)) -> torch.Tensor:
-        """``self[index]`` as a plain tensor."""
-        return torch.from_numpy(np.ascontiguousarray(self._frames[_numpy_index(index)]))
+        """``self[index]`` as a plain tensor: ``(C, H, W)`` rows in the decoder's memory order,
+        channels last (``torch.channels_last``, as JPEG and PNG hold pixels): ``torch.stack``,
+        ``.contiguous()`` and a batch's collate reorder them in the one copy they make anyway;
+        ``.view()`` of the flat pixels needs ``.contiguous()`` first (``.reshape()`` does not)."""
+        return torch.from_numpy(self._frames[_numpy_index(index)])
 
     def __reduce_ex__(self, protocol):
         return (FrameTensor, (self._frames,))
