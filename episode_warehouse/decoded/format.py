@@ -37,6 +37,7 @@ GRAY = "gray"
 # missing reading, kept and counted (the record's ``nonfinite``), not refused
 DEPTH = "depth"
 FRAMES = "frames"  # an ArraySpec's encoding: a camera's frames stored encoded
+VIDEOS = "videos"  # the folder of a video camera's files, beside its frames
 _REBUILD = "re-materialize the decoded stage with this version of the warehouse"
 
 # the per-episode columns every decoder writes: the catalog's, less partition and lineage
@@ -67,6 +68,7 @@ class ArraySpec:
     dtype: str
     role: str
     encoding: str = field(default="", compare=False)
+    videos: tuple[str, ...] = field(default=(), compare=False)  # a video camera's files
 
     def path(self, folder: Path) -> Path:
         if self.role == FINAL:
@@ -77,18 +79,25 @@ class ArraySpec:
         """The offsets of an encoded camera's frames."""
         return folder / ARRAYS / f"{self.key}{OFFSETS_SUFFIX}"
 
+    def video_path(self, folder: Path, name: str) -> Path:
+        """Where a video camera's file ``name`` is kept (``arrays/videos/<name>``)."""
+        return folder / ARRAYS / VIDEOS / name
+
     def encoded(self) -> ArraySpec:
         return replace(self, encoding=FRAMES)
 
     def to_json(self) -> dict:
         encoding = {"encoding": self.encoding} if self.encoding else {}
-        return {"shape": list(self.row_shape), "dtype": self.dtype, "role": self.role, **encoding}
+        videos = {"videos": list(self.videos)} if self.videos else {}
+        return {"shape": list(self.row_shape), "dtype": self.dtype, "role": self.role,
+                **encoding, **videos}  # fmt: skip
 
     @classmethod
     def from_json(cls, name: str, obj: dict) -> ArraySpec:
         """The spec of ``meta.json`` ``arrays[name]`` (a final row's name is ``final/<key>``)."""
         key = name.removeprefix(f"{FINAL}/") if obj["role"] == FINAL else name
-        return cls(key, tuple(obj["shape"]), obj["dtype"], obj["role"], obj.get("encoding", ""))
+        return cls(key, tuple(obj["shape"]), obj["dtype"], obj["role"], obj.get("encoding", ""),
+                   tuple(obj.get("videos", ())))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -111,7 +120,10 @@ class DecodedEpisodes:
         camera's rows, decoded when indexed."""
         spec = self.arrays[key]
         if spec.encoding:
-            return open_frames(spec.path(self.folder), spec.row_shape, spec.dtype)
+            names = [f"{ARRAYS}/{VIDEOS}/{v}" for v in spec.videos]
+            return open_frames(
+                spec.path(self.folder), spec.row_shape, spec.dtype, names, self.folder
+            )
         return np.load(spec.path(self.folder), mmap_mode="r")
 
     def rows_at(self, key: str, row: int) -> tuple[Path, int]:

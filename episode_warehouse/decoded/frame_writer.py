@@ -9,13 +9,17 @@ zero row, which the TED's ``("next", key)`` reads on the last step), as its ``.n
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.decoded.format import ArraySpec
 from episode_warehouse.frames.camera_rows import CameraRows
 from episode_warehouse.frames.codec import encode_pixels
+from episode_warehouse.frames.video import ref_blob
+from episode_warehouse.guards.names import checked_name
 from episode_warehouse.threads import compute_threads
 
 ENCODE_CHUNK = 256  # raw frames compressed per batch of the encoding pool
@@ -38,16 +42,34 @@ class FrameAppender:
         self.offsets: list[np.ndarray] = [np.zeros(1, np.int64)]
         self.end = 0
         self.rows = 0
+        self.videos: dict[str, Path] = {}  # a video camera's files, in reference order
 
     def append(self, rows: CameraRows) -> None:
         pixels = rows.pixels
         if pixels.shape[1:] != self.row_shape:
             raise ValueError(f"{self.spec.key}: rows of {pixels.shape[1:]}, not {self.row_shape}")
+        if rows.refs is not None:
+            self._append_refs(rows)
+            return
         missing = [k for k in range(len(rows)) if rows.blob(k) is None]
         encoded = dict(zip(missing, _encode_all(pixels, missing), strict=True))
         sizes = np.empty(len(rows), np.int64)
         for k in range(len(rows)):
             blob = encoded.get(k) or rows.blob(k) or b""  # a row is encoded or has its bytes
+            self.fh.write(blob)
+            sizes[k] = len(blob)
+        self._grew(sizes)
+
+    def _append_refs(self, rows: CameraRows) -> None:
+        """A video camera's rows as references into its files (linked when closed)."""
+        known = rows.videos or {}
+        sizes = np.empty(len(rows), np.int64)
+        for k, (name, index) in enumerate(rows.refs or ()):
+            if name not in self.videos:
+                if name not in known:
+                    raise ValueError(f"{self.spec.key}: a reference to {name!r}, not given")
+                self.videos[name] = known[name]
+            blob = ref_blob(list(self.videos).index(name), index)
             self.fh.write(blob)
             sizes[k] = len(blob)
         self._grew(sizes)
@@ -72,6 +94,13 @@ class FrameAppender:
             self._grew(np.zeros(1, np.int64))
         self.fh.close()
         np.save(self.spec.offsets_path(self.folder), np.concatenate(self.offsets))
+        for name, source in self.videos.items():  # kept once: linked, never re-encoded
+            target = self.spec.video_path(
+                self.folder, checked_name(name, subject=str(source), what="video file name")
+            )
+            target.parent.mkdir(parents=True, exist_ok=True)
+            link_or_copy(source, target)
+        self.spec = replace(self.spec, videos=tuple(self.videos))
         return rows
 
 

@@ -233,8 +233,10 @@ class DecodedWriter:
 
     def close_arrays(self) -> None:
         """Close the appended arrays (their headers written): they can be opened from here on."""
-        for appender in self._appenders.values():
+        for name, appender in self._appenders.items():
             rows = appender.close()
+            if isinstance(appender, FrameAppender):  # its spec now names its video files
+                self.specs[name] = appender.spec
             if appender.spec.role != FINAL:
                 self._set_rows(rows)
         self._appenders.clear()

@@ -4,8 +4,9 @@ bytes, kept as they are when frames are stored encoded."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -16,10 +17,17 @@ class CameraRows:
     source's JPEG or PNG bytes that :func:`~episode_warehouse.frames.codec.decode_frame` turns
     into exactly that row, or None where the row has none (a raw frame, or one the decoder
     converted, such as grey repeated to RGB): those rows are compressed losslessly. Without
-    ``blobs`` every row is."""
+    ``blobs`` every row is.
+
+    A video camera (LeRobot v3) gives ``refs`` instead: per row, the video file's name (a
+    relative path, the key of ``videos``) and the index of the frame in it that decodes to the
+    row; ``videos`` names the files (name -> where the file is now): they are kept beside the
+    frames, and a row is stored as a reference, decoded from the video where it is read."""
 
     pixels: np.ndarray
     blobs: Sequence[bytes | None] | None = None
+    refs: Sequence[tuple[str, int]] | None = None
+    videos: Mapping[str, Path] | None = None
 
     def __len__(self) -> int:
         return len(self.pixels)

@@ -57,6 +57,8 @@ def kind(blob: bytes | memoryview) -> str:
         return "png"
     if head.startswith(ZSTD_SIGNATURE):
         return "zstd"
+    if head.startswith(b"EWVR"):
+        return "video"  # a reference into a video file (frames/video.py decodes it)
     return "unknown"
 
 
@@ -102,9 +104,12 @@ def decode_frame(
         if len(raw) != nbytes:
             raise _other_size(where, f"{len(raw)} bytes", shape, dtype)
         return np.frombuffer(raw, dtype).reshape(shape)
-    if what == "unknown":
+    if what in ("unknown", "video"):  # a video reference is decoded by its camera's files
         raise CorruptInputError(
-            "a frame is neither JPEG, PNG nor Zstandard bytes", subject=where, fix=_FIX
+            "a frame is neither JPEG, PNG nor Zstandard bytes"
+            + (" (a video reference outside a video camera)" if what == "video" else ""),
+            subject=where,
+            fix=_FIX,
         )
     data = bytes(blob)
     declared = image_size(data)

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames.codec import decode_frame
+from episode_warehouse.frames.video import VIDEO_REF, VideoFiles
 
 _FIX = "re-materialize the partition (its TED, or its decoded stage)"
 
@@ -57,6 +58,7 @@ class FrameRows:
         dtype: np.dtype | str,
         where: str,
         cache: DecodedCache | None = None,
+        videos: VideoFiles | None = None,
     ) -> None:
         self.offsets = offsets
         self.read = read
@@ -64,6 +66,7 @@ class FrameRows:
         self.dtype = np.dtype(dtype)
         self.where = where
         self.cache = DecodedCache() if cache is None else cache
+        self.videos = videos  # a video camera's files (its rows are references into them)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -83,7 +86,7 @@ class FrameRows:
     def window(self, start: int, stop: int) -> FrameRows:
         """Rows ``[start, stop)`` as rows of their own (nothing is read)."""
         return FrameRows(self.offsets[start : stop + 1], self.read, self.row_shape, self.dtype,
-                         self.where, self.cache)  # fmt: skip
+                         self.where, self.cache, self.videos)  # fmt: skip
 
     def encoded_size(self, rows: np.ndarray | None = None) -> int:
         """The stored bytes of ``rows`` (default: all)."""
@@ -155,16 +158,15 @@ class FrameRows:
                     row = int(row)
                     if row not in decoded:
                         lo, hi = int(self.offsets[row]) - base, int(self.offsets[row + 1]) - base
-                        where = f"{self.where} row {row}"
-                        decoded[row] = decode_frame(data[lo:hi], self.row_shape, self.dtype, where)
+                        decoded[row] = self._decode_one(data[lo:hi], row)
                 for k, row in enumerate(run):
                     i = int(missing[order[at + k]])
-                    frames[i] = decoded[int(row)]
-                    self.cache.put(keys[i], frames[i])
+                    frames[i] = frame = decoded[int(row)]
+                    self.cache.put(keys[i], frame)
                 at += len(run)
         out = _empty_like_frames(len(frames), frames[0] if frames else None, self)
-        for i, frame in enumerate(frames):
-            out[i] = frame
+        for i, each in enumerate(frames):
+            out[i] = each
         return out
 
     def _one(self, row: int) -> np.ndarray:
@@ -173,10 +175,16 @@ class FrameRows:
         key = (int(self.offsets[row]), int(self.offsets[row + 1]))
         frame = self.cache.get(key)
         if frame is None:
-            data = self.read(*key)
-            frame = decode_frame(data, self.row_shape, self.dtype, f"{self.where} row {row}")
+            frame = self._decode_one(self.read(*key), row)
             self.cache.put(key, frame)
         return frame
+
+    def _decode_one(self, blob: bytes | memoryview | np.ndarray, row: int) -> np.ndarray:
+        where = f"{self.where} row {row}"
+        blob = memoryview(blob)  # a slice of a memory map, of fetched bytes: not copied
+        if self.videos is not None and bytes(blob[:4]) == VIDEO_REF:
+            return self.videos.frame(blob, self.row_shape, where)
+        return decode_frame(blob, self.row_shape, self.dtype, where)
 
 
 def _empty_like_frames(n: int, first: np.ndarray | None, rows: FrameRows) -> np.ndarray:
@@ -243,8 +251,15 @@ class MappedFrames:
         return self._map[start:stop]
 
 
-def open_frames(frames_file: Path, row_shape: tuple[int, ...], dtype: np.dtype | str) -> FrameRows:
-    """The rows of an encoded frame file in a folder (its offsets read once, memory-mapped)."""
+def open_frames(
+    frames_file: Path,
+    row_shape: tuple[int, ...],
+    dtype: np.dtype | str,
+    videos: Sequence[str] = (),
+    folder: Path | None = None,
+) -> FrameRows:
+    """The rows of an encoded frame file in a folder (its offsets read once, memory-mapped);
+    ``videos``: a video camera's files, relative to ``folder`` (the artifact's)."""
     frames_file = Path(frames_file)
     where = offsets_file(frames_file.name)
     try:
@@ -261,4 +276,9 @@ def open_frames(frames_file: Path, row_shape: tuple[int, ...], dtype: np.dtype |
             subject=str(frames_file),
             fix=_FIX,
         )
-    return FrameRows(offsets, MappedFrames(frames_file), row_shape, dtype, str(frames_file))
+    files = None
+    if videos:
+        base = Path(folder) if folder is not None else frames_file.parent
+        files = VideoFiles(videos, lambda name: str(base / name), str(frames_file))
+    return FrameRows(offsets, MappedFrames(frames_file), row_shape, dtype, str(frames_file),
+                     videos=files)  # fmt: skip

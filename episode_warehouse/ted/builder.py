@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.decoded import DecodedEpisodes
-from episode_warehouse.decoded.format import FINAL
+from episode_warehouse.decoded.format import FINAL, VIDEOS
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames.rows import FRAMES_SUFFIX, offsets_file
 from episode_warehouse.records import RECORD
@@ -86,7 +86,11 @@ def build_ted(decoded: DecodedEpisodes, staging: Path, *, fps: float | None = No
                     subject=str(decoded.folder / RECORD),
                     fix="re-materialize the decoded stage of this partition",
                 )
-            rows_of = {"shape": list(spec.row_shape), "dtype": spec.dtype}
+            rows_of: dict = {"shape": list(spec.row_shape), "dtype": spec.dtype}
+            if spec.videos:  # a video camera: its files beside the TED, linked
+                rows_of["videos"] = [f"{VIDEOS}/{name}" for name in spec.videos]
+                for name in spec.videos:
+                    link_or_copy(spec.video_path(decoded.folder, name), staging / VIDEOS / name)
             keys[key] = {"file": frames, "kind": ARRAY, "rows_plus_one": True, "frames": rows_of}
             keys[f"next/{key}"] = {"file": frames, "kind": NEXT_OF, "frames": rows_of}
         elif spec.role == "observation":

@@ -34,6 +34,7 @@ from tensordict import TensorDictBase
 
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames.rows import FrameRows, offsets_file
+from episode_warehouse.frames.video import VideoFiles
 from episode_warehouse.storage import Artifact
 from episode_warehouse.ted.layout import EPISODES
 from episode_warehouse.ted.reader import assemble, files_of, final_files_of, frame_files
@@ -60,6 +61,7 @@ class RangeRows:
         self.final_files = final_files_of(self.ted)  # one row per episode: read whole, once
         self.frames = frame_files(self.ted)  # encoded cameras: file -> (row shape, dtype)
         self._offsets: dict[str, np.ndarray] = {}
+        self._videos: dict[str, VideoFiles] = {}
         self._finals: dict[str, torch.Tensor] = {}
         self.bytes_fetched = 0
         self._lock = threading.Lock()
@@ -69,6 +71,7 @@ class RangeRows:
 
     def __getstate__(self):
         state = self.__dict__.copy()
+        state["_videos"] = {}
         state.update(_lock=None, _pool=None, _blocks=OrderedDict())
         return state
 
@@ -136,13 +139,17 @@ class RangeRows:
 
     def _frame_rows(self, file: str) -> FrameRows:
         """Every frame of ``file``; indexing reads the ranges of the frames it picks."""
-        shape, dtype = self.frames[file]
+        shape, dtype, videos = self.frames[file]
+        where = f"{self.artifact.url} {file}"
+        if file not in self._videos:  # one set of decoders per camera (bounded)
+            self._videos[file] = VideoFiles(videos, lambda name: RangeFile(self, name), where)
         return FrameRows(
             self._frame_offsets(file),
             lambda start, stop: self._read(file, start, stop),
             shape,
             dtype,
-            f"{self.artifact.url} {file}",
+            where,
+            videos=self._videos[file] if videos else None,
         )
 
     def _frame_window(self, file: str, start: int, stop: int) -> FrameRows:
@@ -152,9 +159,8 @@ class RangeRows:
         offsets = rows.offsets[start : stop + 1]
         base = int(offsets[0])
         data = self._read(file, base, int(offsets[-1])) if stop > start else b""
-        window = FrameRows(offsets, lambda a, b: data[a - base : b - base], rows.row_shape,
-                           rows.dtype, rows.where)  # fmt: skip
-        return window
+        return FrameRows(offsets, lambda a, b: data[a - base : b - base], rows.row_shape,
+                         rows.dtype, rows.where, rows.cache, rows.videos)  # fmt: skip
 
     def _rows(self, file: str, start: int, stop: int) -> torch.Tensor:
         offset, dtype, shape = self._header(file)
@@ -268,3 +274,38 @@ class FileRows:
         out = np.empty((len(flat), *self.shape[1:]), self.dtype)
         out[order] = np.concatenate(parts)
         return out.reshape(*ids.shape, *self.shape[1:])
+
+
+class RangeFile(io.RawIOBase):
+    """One file of a :class:`RangeRows`'s version as a read-only file object, each read one
+    byte range (what a video decoder reads of an MP4 on a bucket: the index, then the frames it
+    seeks to, never the whole file)."""
+
+    def __init__(self, ranges: RangeRows, file: str) -> None:
+        super().__init__()
+        self.ranges, self.file = ranges, file
+        self.size = ranges.artifact.size(ranges.record, file)
+        self.position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.size}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def readinto(self, buffer) -> int:
+        stop = min(self.size, self.position + len(buffer))
+        if stop <= self.position:
+            return 0
+        data = self.ranges._read(self.file, self.position, stop)
+        buffer[: len(data)] = data
+        self.position += len(data)
+        return len(data)

@@ -98,10 +98,15 @@ def files_of(meta: TedRecord) -> list[str]:
     return sorted(steps)
 
 
-def frame_files(meta: TedRecord) -> dict[str, tuple[tuple[int, ...], str]]:
-    """The TED's cameras stored encoded: frame file -> (row shape, dtype)."""
+def frame_files(meta: TedRecord) -> dict[str, tuple[tuple[int, ...], str, list[str]]]:
+    """The TED's cameras stored encoded: frame file -> (row shape, dtype, a video camera's
+    files relative to the TED folder)."""
     return {
-        e["file"]: (tuple(e["frames"]["shape"]), e["frames"]["dtype"])
+        e["file"]: (
+            tuple(e["frames"]["shape"]),
+            e["frames"]["dtype"],
+            e["frames"].get("videos", []),
+        )
         for e in meta.keys.values()
         if "frames" in e
     }
@@ -181,7 +186,10 @@ class MappedRows:
     def _mapped(self, file: str) -> torch.Tensor | FrameRows:
         if file not in self._maps:
             if file in self._frames:
-                self._maps[file] = open_frames(self.folder / file, *self._frames[file])
+                shape, dtype, videos = self._frames[file]
+                self._maps[file] = open_frames(
+                    self.folder / file, shape, dtype, videos, self.folder
+                )
             else:
                 self._maps[file] = _map(self.folder / file)
         return self._maps[file]

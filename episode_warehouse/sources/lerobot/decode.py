@@ -188,8 +188,10 @@ def _values(
         ) from None
 
 
-def _video_values(table: pa.Table, dataset: LeRobotFolder, frames: VideoFrames) -> np.ndarray:
-    """The frames of a video feature for the rows of one data file, episode by episode."""
+def _video_values(table: pa.Table, dataset: LeRobotFolder, frames: VideoFrames) -> CameraRows:
+    """The frames of a video feature for the rows of one data file, episode by episode, with
+    each row's video file and frame index there (stored as a reference when frames are kept
+    encoded: the MP4s are kept as they are)."""
     episode = table.column("episode_index").to_numpy()
     timestamp = table.column("timestamp").to_numpy()
     meta = dataset.episodes
@@ -197,12 +199,19 @@ def _video_values(table: pa.Table, dataset: LeRobotFolder, frames: VideoFrames) 
     chunk, file, start = (
         meta.column(prefix + c).to_numpy() for c in ("chunk_index", "file_index", "from_timestamp")
     )
-    parts = []
+    parts, refs, videos = [], [], {}
     bounds = np.flatnonzero(np.diff(episode)) + 1
     for rows in np.split(np.arange(len(episode)), bounds):
         e = int(episode[rows[0]])
-        parts.append(frames.episode(int(chunk[e]), int(file[e]), float(start[e]), timestamp[rows]))
-    return np.concatenate(parts) if parts else np.zeros((0,), np.uint8)
+        where = (int(chunk[e]), int(file[e]))
+        pixels, index = frames.episode(*where, float(start[e]), timestamp[rows])
+        path = frames.path(*where)
+        name = path.relative_to(dataset.folder / "videos").as_posix()
+        videos[name] = path
+        parts.append(pixels)
+        refs += [(name, int(i)) for i in index]
+    pixels = np.concatenate(parts) if parts else np.zeros((0,), np.uint8)
+    return CameraRows(pixels, refs=refs, videos=videos)
 
 
 def _check_schema(table: pa.Table, dataset: LeRobotFolder, file: Path) -> None:
@@ -262,8 +271,8 @@ def decode_lerobot(
                 )
             for name, spec in specs.items():
                 values: np.ndarray | CameraRows
-                if name in videos:  # decoded frames, compressed once (MP4 references: not yet)
-                    values = CameraRows(_video_values(table, dataset, videos[name]))
+                if name in videos:  # references into the MP4s, kept as they are
+                    values = _video_values(table, dataset, videos[name])
                 else:
                     values = _values(table, dataset.features[name], spec, file)
                 writer.append(spec, values)

@@ -50,8 +50,11 @@ class VideoFrames:
                 ) from None
         return self._decoder
 
-    def episode(self, chunk: int, file: int, from_s: float, timestamps: np.ndarray) -> np.ndarray:
-        """uint8 (N, C, H, W) frames of one episode whose frames are at ``timestamps``."""
+    def episode(
+        self, chunk: int, file: int, from_s: float, timestamps: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """uint8 (N, C, H, W) frames of one episode whose frames are at ``timestamps``, and
+        their indices in the video file (what a reference to each names)."""
         path = self.path(chunk, file)
         decoder = self._open(path)
         query = from_s + timestamps.astype(np.float64)
@@ -75,4 +78,4 @@ class VideoFrames:
                 subject=str(path),
                 fix="the video and the data disagree in time; re-encode the dataset with lerobot",
             )
-        return batch.data.numpy()[index - lo]
+        return batch.data.numpy()[index - lo], index

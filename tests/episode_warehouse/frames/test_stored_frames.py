@@ -112,3 +112,56 @@ def test_atari_frames_compressed_once_equal_the_decoded_layout(
     encoded = (teds["encoded"] / "observation.frames").stat().st_size
     raw = (teds["decoded"] / "observation.npy").stat().st_size
     assert encoded <= 0.25 * raw
+
+
+def _lerobot_ted(dataset, work, frames):
+    from episode_warehouse.decoded import open_decoded
+    from episode_warehouse.incremental import build_if_changed
+    from episode_warehouse.sources.lerobot.dataset import open_lerobot_folder
+    from episode_warehouse.sources.lerobot.decode import decode_lerobot
+    from episode_warehouse.storage.local import LocalRoot
+    from episode_warehouse.ted import build_ted
+
+    source = open_lerobot_folder(dataset)
+    decode = lambda tmp: decode_lerobot(source, tmp)  # noqa: E731
+    build_if_changed(LocalRoot(work), work / "dec", {"frames": frames}, decode)
+    (work / "ted").mkdir()
+    build_ted(open_decoded(work / "dec"), work / "ted")
+    return work / "ted"
+
+
+@pytest.mark.integration  # lerobot's writer encodes video in a child process
+def test_lerobot_video_frames_are_references_into_its_mp4s(monkeypatch, tmp_path):
+    """A LeRobot v3 dataset written by lerobot's own writer (AV1 video): the TED keeps its MP4
+    files as they are and 12 bytes a frame; frames decode to the decoded layout's pixels and
+    to what LeRobotDataset returns for them."""
+    import torch
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from warehouse_fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
+
+    spec = LeRobotSpec(repo_id="owner/clips", video=True, frames="scene",
+                       cameras={"top": (48, 64), "wrist": (64, 64)})  # fmt: skip
+    dataset = write_lerobot_dataset(spec, tmp_path / "src")
+    teds = {}
+    for frames in ("encoded", "decoded"):
+        monkeypatch.setenv(FRAMES_ENV, frames)
+        teds[frames] = _lerobot_ted(dataset, tmp_path / frames, frames)
+    ours, plain = open_ted_folder(teds["encoded"]), open_ted_folder(teds["decoded"])
+    theirs = LeRobotDataset(spec.repo_id, root=dataset)
+    for cam in spec.cameras:
+        key = ("observation", "image", cam)
+        np.testing.assert_array_equal(ours[key].numpy(), plain[key].numpy())
+        np.testing.assert_array_equal(ours["next", *key].numpy(), plain["next", *key].numpy())
+        mp4s = sorted((dataset / "videos" / f"observation.images.{cam}").rglob("*.mp4"))
+        kept = sorted((teds["encoded"] / "videos" / f"observation.images.{cam}").rglob("*.mp4"))
+        assert [p.read_bytes() for p in kept] == [p.read_bytes() for p in mp4s]
+        refs = _frames_of(teds["encoded"], f"observation/image/{cam}")
+        assert {len(r) for r in refs[:-1]} == {12} and all(r.startswith(b"EWVR") for r in refs[:-1])
+        camera = sum(p.stat().st_size for p in kept) + sum(map(len, refs))
+        assert camera <= 1.10 * sum(p.stat().st_size for p in mp4s) + 8 * len(refs) + 4096
+    for i in (0, 7, len(theirs) - 1):  # random access: each frame seeks in its file
+        frame = theirs[i]
+        for cam in spec.cameras:
+            pixels = (frame[f"observation.images.{cam}"] * 255).round().to(torch.uint8)
+            assert torch.equal(ours["observation", "image", cam][i], pixels), (i, cam)
