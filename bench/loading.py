@@ -82,6 +82,17 @@ def _transform_vs_read(selection) -> float:
     return (time.perf_counter() - t - read) / read
 
 
+def _current(ted_dir) -> bool:
+    from episode_warehouse.errors import FormatVersionError
+    from episode_warehouse.ted.reader import read_meta
+
+    try:
+        read_meta(ted_dir)
+    except FormatVersionError:
+        return False
+    return True
+
+
 def main() -> None:
     from tensordict import TensorDict
     from torchrl.data import ReplayBuffer, SliceSampler, TensorStorage
@@ -95,7 +106,8 @@ def main() -> None:
     replay = make_files(100_000, 3)
     work = DATA / "loading"
     ted_dir, twice_dir = work / "ted", work / "ted-twice"
-    if not (ted_dir / "meta.json").exists():
+    if (ted_dir / "meta.json").exists() and not _current(ted_dir):
+        shutil.rmtree(work)  # built by an older format (frames decoded, TED 4): build again
         shutil.rmtree(work, ignore_errors=True)
         (work / "dec").mkdir(parents=True)
         ted_dir.mkdir()

@@ -165,3 +165,26 @@ def test_lerobot_video_frames_are_references_into_its_mp4s(monkeypatch, tmp_path
         for cam in spec.cameras:
             pixels = (frame[f"observation.images.{cam}"] * 255).round().to(torch.uint8)
             assert torch.equal(ours["observation", "image", cam][i], pixels), (i, cam)
+
+
+@pytest.mark.integration  # torchrl starts a process when it is imported
+def test_torchrl_samples_an_encoded_ted_as_the_decoded_one(shared_samples, monkeypatch, tmp_path):
+    """TorchRL's ReplayBuffer over the encoded TED (its camera decoded as the storage indexes
+    it) gives the decoded layout's rows at the indices it sampled."""
+    from torchrl.data import ReplayBuffer, SliceSampler, TensorStorage
+
+    src = shared_samples / "rlds"
+    encoded = open_ted_folder(_openx(monkeypatch, src, "bridge", tmp_path / "enc", "encoded"))
+    plain = open_ted_folder(_openx(monkeypatch, src, "bridge", tmp_path / "dec", "decoded"))
+    buffer = ReplayBuffer(
+        storage=TensorStorage(encoded),
+        sampler=SliceSampler(slice_len=2, traj_key="episode", strict_length=True),
+        batch_size=4,
+    )
+    batch, info = buffer.sample(return_info=True)
+    index = info["index"]
+    index = index[0] if isinstance(index, tuple) else index
+    want = plain[index]
+    assert ("observation", "image") in want.keys(True, True)
+    for key in want.keys(True, True):  # every leaf, the camera and its next frame included
+        np.testing.assert_array_equal(batch[key].numpy(), want[key].numpy(), err_msg=str(key))
