@@ -93,8 +93,11 @@ def reference(demo_fixtures, gcs_endpoint, tmp_path_factory):
 
 def _assert_same_ted(root: Path, reference: Path, source: str, key: str) -> None:
     ours, theirs = root / "ted" / source / key, reference / "ted" / source / key
-    files = sorted(p.relative_to(theirs) for p in theirs.rglob("*.npy"))
+    files = sorted(
+        p.relative_to(theirs) for p in theirs.rglob("*") if p.suffix in (".npy", ".frames")
+    )
     files.append(Path("episodes.parquet"))
+    assert any(f.suffix == ".frames" for f in files)  # the cameras, stored encoded
     assert len(files) > 3
     for name in files:
         assert (ours / name).read_bytes() == (theirs / name).read_bytes(), (key, name)
