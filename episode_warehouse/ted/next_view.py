@@ -24,15 +24,10 @@ from __future__ import annotations
 
 import torch
 
-from episode_warehouse.frames.tensor import (
-    PASS_THROUGH_ATTRS,
-    PASS_THROUGH_FUNCS,
-    FrameTensor,
-    is_noop_move,
-)
+from episode_warehouse.stand_in import StandIn
 
 
-class NextObservation(torch.Tensor):
+class NextObservation(StandIn):
     """Rows [1, N] of an observation tensor; rows where ``last_step`` is True read as the
     episode's row of ``final`` (indexed by ``episode``, the TED's episode id per step), or as
     zeros where there is no ``final``."""
@@ -52,7 +47,7 @@ class NextObservation(torch.Tensor):
     ) -> NextObservation:
         # a camera stored encoded (FrameTensor) decodes when indexed: the view is made over
         # its placeholder, so nothing is decoded here
-        plain = shifted._plain if isinstance(shifted, FrameTensor) else shifted
+        plain = shifted.shape_only() if isinstance(shifted, StandIn) else shifted
         out = plain.as_subclass(cls)
         out._base_rows = shifted
         out._last_step = last_step
@@ -99,23 +94,14 @@ class NextObservation(torch.Tensor):
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self.corrected(),))
 
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        this = args[0] if args and isinstance(args[0], NextObservation) else None
-        if func is torch.Tensor.__getitem__ and this is not None:
-            return this.corrected(args[1])
-        if func is torch.Tensor.cpu and this is not None and this.device.type == "cpu":
-            return this
-        if func is torch.Tensor.to and this is not None and is_noop_move(this, args[1:], kwargs):
-            return this
-        name = getattr(func, "__name__", "")
-        owner = getattr(func, "__self__", None)
-        if func in PASS_THROUGH_FUNCS or (
-            name == "__get__" and getattr(owner, "__name__", "") in PASS_THROUGH_ATTRS
-        ):
-            return func(*_plain(args, corrected=False), **kwargs)
-        return func(*_plain(args, corrected=True), **_plain_kwargs(kwargs))
+    def rows(self, index) -> torch.Tensor:
+        return self.corrected(index)
+
+    def whole(self) -> torch.Tensor:
+        return self.corrected()
+
+    def shape_only(self) -> torch.Tensor:
+        return self._base_rows
 
 
 def _is_scalar(index) -> bool:
@@ -123,25 +109,6 @@ def _is_scalar(index) -> bool:
     if isinstance(index, int):
         return True
     return isinstance(index, torch.Tensor) and index.ndim == 0 and index.dtype != torch.bool
-
-
-def _plain(args, *, corrected: bool) -> tuple:
-    """Arguments with every NextObservation (also inside a list or tuple, as ``torch.cat``
-    takes them) replaced by a plain tensor: the corrected rows, or (for shape-like queries)
-    the shifted rows themselves."""
-
-    def one(a):
-        if isinstance(a, NextObservation):
-            return a.corrected() if corrected else a._base_rows
-        if isinstance(a, list | tuple):
-            return type(a)(one(x) for x in a)
-        return a
-
-    return tuple(one(a) for a in args)
-
-
-def _plain_kwargs(kwargs: dict) -> dict:
-    return {k: v.corrected() if isinstance(v, NextObservation) else v for k, v in kwargs.items()}
 
 
 def _rebuild(tensor: torch.Tensor) -> torch.Tensor:
