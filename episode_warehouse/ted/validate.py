@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import torch
 
+from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.ted.layout import EPISODES
 
 
@@ -32,8 +33,11 @@ def check_ted(folder: Path) -> TedReport:
     teleoperation datasets) get none rather than an invented one."""
     from episode_warehouse.ted.reader import open_ted_folder
 
-    td = open_ted_folder(folder)
     episodes = pq.read_table(Path(folder) / EPISODES)
+    try:
+        td = open_ted_folder(folder)
+    except CorruptInputError as exc:  # a file that cannot be opened: that is the finding
+        return TedReport(problems=[str(exc)], episodes=episodes.num_rows)
     n = td.batch_size[0]
     report = TedReport(rows=n, episodes=episodes.num_rows)
     p = report.problems
@@ -74,4 +78,27 @@ def check_ted(folder: Path) -> TedReport:
         p.append("('next','done') is not set exactly on each episode's last step")
     if td["done"].any() or td["terminated"].any() or td["truncated"].any():
         p.append("root done/terminated/truncated must all be False")
+    _check_cameras(Path(folder), n, p)
     return report
+
+
+def _check_cameras(folder: Path, rows: int, problems: list[str]) -> None:
+    """Each camera stored encoded: one frame a step and one more, offsets ascending and ending
+    at the file's size, and its first and last frames decoding to the camera's shape (every
+    frame was decoded once when it was built)."""
+    from episode_warehouse.frames.rows import open_frames
+    from episode_warehouse.ted.reader import frame_files, read_meta
+
+    for file, (shape, dtype, videos) in frame_files(read_meta(folder)).items():
+        try:
+            frames = open_frames(folder / file, shape, dtype, videos, folder)
+            if len(frames) != rows + 1:
+                problems.append(f"{file}: {len(frames)} frames, expected {rows + 1}")
+                continue
+            if (np.diff(np.asarray(frames.offsets)) < 0).any():
+                problems.append(f"{file}: its offsets are not ascending")
+                continue
+            for row in sorted({0, rows - 1}) if rows else []:
+                frames[row]
+        except CorruptInputError as exc:
+            problems.append(f"{file}: {exc}")

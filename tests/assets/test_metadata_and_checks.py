@@ -2,6 +2,7 @@
 
 import base64
 import io
+import os
 import re
 import shutil
 
@@ -96,6 +97,20 @@ def test_ted_check_finds_nan_rewards_and_broken_boundaries(built, tmp_path):
     problems = check_ted(copy).problems
     assert any("NaN" in p for p in problems)
     assert any("last step" in p for p in problems)
+
+
+def test_ted_check_finds_a_camera_whose_frames_do_not_decode(built, tmp_path):
+    root, _ = built
+    copy = tmp_path / "ted"
+    shutil.copytree(WarehouseLayout.from_root(root).ted_dir("atari", "Pong/5"), copy)
+    frames = copy / "observation.frames"
+    data = bytearray(frames.read_bytes())
+    data[4:40] = bytes(36)  # the first frame's zstd header and first block, zeroed
+    frames.write_bytes(bytes(data))
+    problems = check_ted(copy).problems
+    assert any("observation.frames" in p and "row 0" in p for p in problems), problems
+    os.truncate(frames, len(data) - 1)
+    assert any("offsets" in p for p in check_ted(copy).problems)
 
 
 def test_headless_runs_link_to_the_viewer_too(tmp_path, monkeypatch):
