@@ -65,6 +65,7 @@ class RangeRows:
         self._finals: dict[str, torch.Tensor] = {}
         self.bytes_fetched = 0
         self._lock = threading.Lock()
+        self._filling: dict[object, threading.Lock] = {}  # one fetch of a header or block
         self._headers: dict[str, tuple[int, np.dtype, tuple[int, ...]]] = {}
         self._blocks: OrderedDict[tuple[str, int], torch.Tensor] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
@@ -72,7 +73,7 @@ class RangeRows:
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_videos"] = {}
-        state.update(_lock=None, _pool=None, _blocks=OrderedDict())
+        state.update(_lock=None, _filling={}, _pool=None, _blocks=OrderedDict())
         return state
 
     def __setstate__(self, state):
@@ -92,6 +93,13 @@ class RangeRows:
         )
 
     def _header(self, file: str) -> tuple[int, np.dtype, tuple[int, ...]]:
+        known = self._headers.get(file)
+        if known is not None:
+            return known
+        with self._once(("header", file)):
+            return self._read_header(file)
+
+    def _read_header(self, file: str) -> tuple[int, np.dtype, tuple[int, ...]]:
         if file not in self._headers:
             size = self.artifact.size(self.record, file)
             first = self._read(file, 0, min(_HEADER_BYTES, size))
@@ -124,7 +132,13 @@ class RangeRows:
         return self._headers[file]
 
     def _frame_offsets(self, file: str) -> np.ndarray:
-        """The offsets of an encoded camera's frames, read whole once."""
+        """The offsets of an encoded camera's frames, read whole once (read-ahead threads
+        asking at once wait for the first one's read)."""
+        with self._once(("offsets", file)):
+            known = self._offsets.get(file)
+            return known if known is not None else self._read_offsets(file)
+
+    def _read_offsets(self, file: str) -> np.ndarray:
         if file not in self._offsets:
             name = offsets_file(file)
             offsets = self._range(name, 0, self._header(name)[2][0]).numpy()
@@ -190,7 +204,18 @@ class RangeRows:
         base = first * BLOCK_ROWS
         return joined[start - base : stop - base].clone()
 
+    def _once(self, key: object) -> threading.Lock:
+        """The lock that makes threads wanting the same header, block or offsets fetch it
+        once (the others wait, then find it kept)."""
+        with self._lock:
+            return self._filling.setdefault(key, threading.Lock())
+
     def _block(self, file: str, block: int) -> torch.Tensor:
+        key = (file, block)
+        with self._once(key):
+            return self._kept_block(file, block)
+
+    def _kept_block(self, file: str, block: int) -> torch.Tensor:
         key = (file, block)
         with self._lock:
             cached = self._blocks.get(key)

@@ -73,8 +73,17 @@ def test_a_fresh_node_fetches_only_the_selected_episodes(bucket_url, gcs_endpoin
     index = int(record["published"]["files"]["episodes.parquet"]["size"])  # the selection's check
     assert data == report["bytes_fetched"] + index  # the proxy saw what the stream counted
     assert fetched < ted_bytes / 4, (fetched, ted_bytes)
-    # ~ the rows it needs: its observation rows, and the small files' one block (~17 B a step)
-    assert fetched < 1.1 * ted_bytes * steps / record["rows"] + 24 * record["rows"] + 65536
+    # the rows it needs: the episodes' frames (and the next one), the camera's offsets once,
+    # the small files' one block each (the whole file: under 16,384 rows), a header each
+    files = record["published"]["files"]
+    offsets = np.load(ted_dir / "observation.offsets.npy")
+    frames = sum(int(offsets[s + n + 1] - offsets[s]) for *_, s, n in rows)
+    small = sum(int(f["size"]) for name, f in files.items()
+                if name.endswith(".npy") and name != "observation.offsets.npy")  # fmt: skip
+    once = int(files["observation.offsets.npy"]["size"]) + 4096 * len(files)
+    per_file = {n.rsplit("/", 1)[-1]: b for n, b in proxy.media_bytes.items() if "/ted/" in n}
+    assert fetched < frames + small + once + 65536, (fetched, frames, small, once, str(per_file))
+    assert steps < 0.05 * record["rows"]  # what the bound is about: a small part of the TED
     assert not (tmp_path / "node-cache").exists() or not any(
         p.is_file() for p in (tmp_path / "node-cache").rglob("*")
     )
