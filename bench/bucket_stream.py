@@ -113,7 +113,8 @@ def bucket_figures(work: Path, threaded: bool, report: dict) -> None:
         rate, _ = _frames_per_s(plain.read(i, 0, int(n)) for i, n in enumerate(selection.length))
         report[f"{tag}_no_read_ahead_frames_per_s"] = round(rate)
         # the ceiling: each episode's observation rows as one bare range request, in turn
-        frames = plain.reader("atari", PARTITION).file_rows("observation.npy")
+        reader = plain.reader("atari", PARTITION)
+        frames = reader.file_rows(reader.meta.keys["observation"]["file"])  # .npy or .frames
         started = time.perf_counter()
         for start, n in zip(selection.start, selection.length, strict=True):
             frames[int(start) : int(start + n + 1)]  # one range request
@@ -149,8 +150,8 @@ def main() -> None:
         report["local_catalog_query_s"] = _median_s(lambda: run_query(here, COUNT))
         selection = select_episodes(SQL, root=local)
         report["steps"], report["episodes"] = int(selection.length.sum()), len(selection)
-        ted_bytes = sum(p.stat().st_size for p in (local / "ted").rglob("*.npy"))
-        report["partition_ted_npy_bytes"] = ted_bytes
+        ted = [p for p in (local / "ted").rglob("*") if p.is_file() and p.name != "meta.json"]
+        report["partition_ted_bytes"] = sum(p.stat().st_size for p in ted)  # frames encoded
         report["local_memmap_frames_per_s"] = round(
             _frames_per_s(EpisodeStream(selection, shuffle=False))[0]
         )
