@@ -151,7 +151,8 @@ def main() -> None:
         selection = select_episodes(SQL, root=local)
         report["steps"], report["episodes"] = int(selection.length.sum()), len(selection)
         ted = [p for p in (local / "ted").rglob("*") if p.is_file() and p.name != "meta.json"]
-        report["partition_ted_bytes"] = sum(p.stat().st_size for p in ted)  # frames encoded
+        ted_bytes = sum(p.stat().st_size for p in ted)  # frames encoded, offsets, flags
+        report["partition_ted_bytes"] = ted_bytes
         report["local_memmap_frames_per_s"] = round(
             _frames_per_s(EpisodeStream(selection, shuffle=False))[0]
         )
