@@ -77,6 +77,18 @@ def encode_pixels(row: np.ndarray) -> bytes:
     return _zstd()[0].compress(np.ascontiguousarray(row).data)
 
 
+def decompress_pixels(blob: bytes | memoryview, nbytes: int) -> bytes | None:
+    """The raw bytes of a zstd frame of exactly ``nbytes`` (never inflated past them), or None
+    where they are not that: :func:`decode_frame` then says why, naming the frame."""
+    import zstandard
+
+    try:
+        raw = _zstd()[1].decompress(blob, max_output_size=nbytes)
+    except zstandard.ZstdError:
+        return None
+    return raw if len(raw) == nbytes else None
+
+
 def decode_frame(
     blob: bytes | memoryview, shape: tuple[int, ...], dtype: np.dtype, where: str
 ) -> np.ndarray:

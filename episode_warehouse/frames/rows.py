@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.frames.codec import decode_frame
+from episode_warehouse.frames.codec import ZSTD_SIGNATURE, decode_frame, decompress_pixels
 from episode_warehouse.frames.video import VIDEO_REF, VideoFiles
 
 _FIX = "re-materialize the partition (its TED, or its decoded stage)"
@@ -66,6 +66,7 @@ class FrameRows:
         self.dtype = np.dtype(dtype)
         self.where = where
         self.cache = DecodedCache() if cache is None else cache
+        self._row_bytes = int(np.prod(self.row_shape, dtype=np.int64)) * self.dtype.itemsize
         self.videos = videos  # a video camera's files (its rows are references into them)
 
     @property
@@ -140,8 +141,13 @@ class FrameRows:
         is wanted, and a resize takes them as they are."""
         if len(rows) == 1:  # a trainer's usual pick: one frame, no runs to find
             return np.array(self._one(int(rows[0]))[None], order="K")
-        keys = [(int(self.offsets[r]), int(self.offsets[r + 1])) for r in rows]
-        frames: list[np.ndarray | None] = [self.cache.get(k) for k in keys]
+        offsets = np.asarray(self.offsets)  # a plain view of the map: indexed in bulk
+        starts, stops = offsets[rows].tolist(), offsets[rows + 1].tolist()
+        keys = list(zip(starts, stops, strict=True))
+        cached = len(rows) <= DecodedCache.KEPT  # a batch larger than the cache skips it
+        frames: list[np.ndarray | None] = (
+            [self.cache.get(k) for k in keys] if cached else [None] * len(rows)
+        )
         missing = np.array([i for i, f in enumerate(frames) if f is None], dtype=np.int64)
         if len(missing):
             wanted = rows[missing]
@@ -151,18 +157,18 @@ class FrameRows:
             at = 0
             for run in np.split(ordered, breaks):
                 first, last = int(run[0]), int(run[-1])
-                base = int(self.offsets[first])
-                data = memoryview(self.read(base, int(self.offsets[last + 1])))
+                base = int(offsets[first])
+                data = memoryview(self.read(base, int(offsets[last + 1])))
                 decoded: dict[int, np.ndarray] = {}
-                for row in run:
-                    row = int(row)
-                    if row not in decoded:
-                        lo, hi = int(self.offsets[row]) - base, int(self.offsets[row + 1]) - base
-                        decoded[row] = self._decode_one(data[lo:hi], row)
-                for k, row in enumerate(run):
+                for k, row in enumerate(run.tolist()):
                     i = int(missing[order[at + k]])
-                    frames[i] = frame = decoded[int(row)]
-                    self.cache.put(keys[i], frame)
+                    frame = decoded.get(row)
+                    if frame is None:
+                        blob = data[starts[i] - base : stops[i] - base]
+                        frame = decoded[row] = self._decode_one(blob, row)
+                    frames[i] = frame
+                    if cached:
+                        self.cache.put(keys[i], frame)
                 at += len(run)
         out = _empty_like_frames(len(frames), frames[0] if frames else None, self)
         for i, each in enumerate(frames):
@@ -180,9 +186,14 @@ class FrameRows:
         return frame
 
     def _decode_one(self, blob: bytes | memoryview | np.ndarray, row: int) -> np.ndarray:
-        where = f"{self.where} row {row}"
         blob = memoryview(blob)  # a slice of a memory map, of fetched bytes: not copied
-        if self.videos is not None and bytes(blob[:4]) == VIDEO_REF:
+        head = bytes(blob[:4])
+        if head == ZSTD_SIGNATURE:  # compressed pixels: the common case, kept short
+            frame = decompress_pixels(blob, self._row_bytes)
+            if frame is not None:
+                return np.frombuffer(frame, self.dtype).reshape(self.row_shape)
+        where = f"{self.where} row {row}"
+        if self.videos is not None and head == VIDEO_REF:
             return self.videos.frame(blob, self.row_shape, where)
         return decode_frame(blob, self.row_shape, self.dtype, where)
 
