@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from episode_warehouse.catalog.episode_facts import episode_fact_columns
 from episode_warehouse.catalog.quality import quality_columns
 from episode_warehouse.sources import registry
 from episode_warehouse.ted.layout import EPISODES
@@ -54,13 +55,15 @@ def catalog_rows(
     for name, column in lineage.items():
         episodes = episodes.append_column(name, column)
     returns = episodes.column("return").to_numpy(zero_copy_only=False).astype(np.float64)
+    td = open_ted_folder(ted_folder)
     quality = quality_columns(
-        open_ted_folder(ted_folder),
+        td,
         episodes.column("start").to_numpy(),
         episodes.column("length").to_numpy(),
         np.where(np.isnan(returns), np.nan, returns),
     )
-    for name, column in quality.items():
+    facts = episode_fact_columns(td, episodes, meta.extra.get("texts", {}))
+    for name, column in {**quality, **facts}.items():
         episodes = episodes.append_column(name, column)
 
     partition_row = {

@@ -36,6 +36,30 @@ EPISODES = Table(
         ),
         Column("length_z", pa.float64(), "DOUBLE", "length as a z-score within the partition"),
         Column("return_z", pa.float64(), "DOUBLE", "return as a z-score within the partition"),
+        Column(
+            "success",
+            pa.bool_(),
+            "BOOLEAN",
+            "DROID: '/success/' in episode_metadata/file_path, as DROID's own code reads it; "
+            "NULL where the dataset records no outcome (see Episode facts)",
+        ),
+        Column("building", pa.string(), "VARCHAR", "DROID: episode_metadata/building (the lab)"),
+        Column("collector_id", pa.string(), "VARCHAR", "DROID: episode_metadata/collector_id"),
+        Column("recorded_on", pa.date32(), "DATE", "DROID: episode_metadata/date"),
+        Column(
+            "instructions",
+            pa.list_(pa.string()),
+            "VARCHAR[]",
+            "every language instruction of the first step (DROID: three), in leaf order",
+        ),
+        Column(
+            "nonidle_ranges",
+            pa.list_(pa.list_(pa.int64())),
+            "BIGINT[][]",
+            "openpi's idle filter over action_dict/joint_velocity: [start, stop) step ranges "
+            "within the episode that its DROID training keeps (see Episode facts)",
+        ),
+        Column("nonidle_steps", pa.int64(), "BIGINT", "steps in nonidle_ranges"),
     ),
     "One row per episode (fragment) of every materialized partition.",
 )

@@ -105,14 +105,16 @@ class Selection:
         """From rows whose first five fields are source, partition, episode, start, length,
         and, with ``weighted`` (default: when the rows have a sixth field), a weight.
 
-        Every row is matched against its partition's TED: the episode must exist there with
-        exactly that start and length, so a query cannot read past an episode's end or into
-        another episode (``length + 40``, ``-30 AS start``). ``root``: the warehouse root's
+        Every row is matched against its partition's TED: the episode must exist there and
+        the rows ``[start, start + length)`` must lie inside it, so a query cannot read past an
+        episode's end or into another episode (``length + 40``, ``-30 AS start``). A row may
+        be a part of its episode: the steps openpi's idle filter keeps, say (``start + r[1]``,
+        ``r[2] - r[1]`` over ``UNNEST(nonidle_ranges)``). ``root``: the warehouse root's
         setting (see :meth:`WarehouseLayout.from_root`), or its layout.
 
         Raises:
             NotMaterializedError: a row names a partition without a TED (lists them all).
-            CatalogQueryError: a row's start or length is not its episode's (names the row), or
+            CatalogQueryError: a row's steps are not inside its episode (names the row), or
                 a weight that is negative, NaN, infinite, or all weights zero.
         """
         store = parse_root(root.root if isinstance(root, WarehouseLayout) else root)
@@ -154,8 +156,11 @@ class Selection:
         where = np.searchsorted(ids, self.episode[mine])  # episode ids are 0..n-1, sorted
         known = (where < len(ids)) & (ids[np.minimum(where, len(ids) - 1)] == self.episode[mine])
         ok = known.copy()
-        ok[known] = (starts[where[known]] == self.start[mine][known]) & (
-            lengths[where[known]] == self.length[mine][known]
+        first, n = self.start[mine][known], self.length[mine][known]
+        ok[known] = (
+            (first >= starts[where[known]])
+            & (n >= 1)
+            & (first + n <= starts[where[known]] + lengths[where[known]])
         )
         if ok.all():
             return
@@ -163,15 +168,15 @@ class Selection:
         i = int(mine[bad])
         said = f"episode {self.episode[i]} start {self.start[i]} length {self.length[i]}"
         truth = (
-            f"start {starts[where[bad]]} length {lengths[where[bad]]}"
+            f"outside the TED's episode (start {starts[where[bad]]} length {lengths[where[bad]]})"
             if known[bad]
-            else "no such episode"
+            else "but the TED has no such episode"
         )
         raise CatalogQueryError(
-            f"row {i} ({source} {partition}) says {said}, the TED has {truth} "
-            f"({int((~ok).sum())} such rows)",
+            f"row {i} ({source} {partition}) says {said}, {truth}; {int((~ok).sum())} such rows",
             subject="selection",
-            fix="select episode, start and length from the episodes view unchanged",
+            fix="select episode, start and length from the episodes view unchanged, or a "
+            "range inside the episode (start + a, b - a for 0 <= a < b <= length)",
         )
 
     def manifest(self) -> dict:

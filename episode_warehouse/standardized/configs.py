@@ -1,7 +1,7 @@
 """Which camera is which view, and what the state and action encode, per OXE dataset: Octo's
 ``OXE_DATASET_CONFIGS`` (``octo/data/oxe/oxe_dataset_configs.py``) for the datasets that have an
-OXE folder, and OpenVLA's ``bridge_oxe`` for OXE's own bridge (Octo configures only its private
-copy, ``bridge_dataset``).
+OXE folder, and OpenVLA's for OXE's own bridge (Octo configures only its private copy,
+``bridge_dataset``) and for DROID (which Octo does not configure).
 
 A view names an observation key of the dataset's TED; ``None`` is a view the dataset lacks
 (padded in batches, flagged in ``pad_mask``). Depth views are not standardized.
@@ -94,4 +94,8 @@ CONFIGS: dict[str, DatasetConfig] = {
     "cmu_playing_with_food": C("image", None, "finger_vision_1"),
     "cmu_play_fusion": C("image", proprio="JOINT"),
     "cmu_stretch": C("image"),
+    # OpenVLA's OXE_DATASET_CONFIGS["droid"] (Octo has none); its state is POS_QUAT by name,
+    # though droid_baseact_transform makes it the 6-D euler pose and the gripper
+    "droid": C("exterior_image_1_left", "exterior_image_2_left", "wrist_image_left",
+               proprio="POS_QUAT"),
 }  # fmt: skip

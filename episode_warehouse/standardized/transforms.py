@@ -1,6 +1,6 @@
 """Octo's standardization transforms (``octo/data/oxe/oxe_standardization_transforms.py``) and
-OpenVLA's ``bridge_oxe`` (``prismatic/vla/datasets/rlds/oxe/transforms.py``), one episode at a
-time, in numpy.
+OpenVLA's ``bridge_oxe`` and ``droid_baseact_transform`` (``prismatic/vla/datasets/rlds/oxe/
+transforms.py``; Octo configures no DROID), one episode at a time, in numpy.
 
 Each transform reads one episode of a TED (:class:`Trajectory`, keys as TED paths such as
 ``"action/world_vector"``) and returns its :class:`Standard` steps: the 7-D (or 8-D joint)
@@ -373,6 +373,17 @@ def cmu_play_fusion(tr):
     return _out(tr, f32(a[:, :3], a[:, -4:]), tr("observation/state"))
 
 
+def droid(tr):
+    """OpenVLA's ``droid_baseact_transform``: the base-frame cartesian velocity and 1 - the
+    gripper position; proprio is the cartesian position and the gripper position. Its random
+    swap of the two exterior cameras is a training-time augmentation, not standardization:
+    the views keep the published order here."""
+    action = f32(tr("action_dict/cartesian_velocity")[:, :6],
+                 1 - tr("action_dict/gripper_position"))  # fmt: skip
+    state = f32(tr("observation/cartesian_position"), tr("observation/gripper_position"))
+    return _out(tr, action, state)
+
+
 def cmu_stretch(tr):
     s = tr("observation/state")
     return _out(tr, tr("action")[..., :-1], f32(s[:, :3], _zeros(s[:, :3]), s[:, -1:]))
@@ -429,6 +440,7 @@ TRANSFORMS: dict[str, Callable[[Trajectory], Standard]] = {
     "cmu_playing_with_food": cmu_playing_with_food,
     "cmu_play_fusion": cmu_play_fusion,
     "cmu_stretch": cmu_stretch,
+    "droid": droid,
 }
 
 

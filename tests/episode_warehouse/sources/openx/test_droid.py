@@ -1,0 +1,202 @@
+"""DROID as published (RLDS 1.0.1: three JPEG cameras, action_dict, episode_metadata), written
+from its schema (``warehouse_fixtures.droid``) over several shards and built through the real
+stages: every field reads back as written, the cameras are the published JPEG bytes, the
+catalog's facts and openpi's idle filter equal the ground truth, "successful, non-idle steps"
+is one query, and the standardized DROID is OpenVLA's."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from episode_warehouse.catalog import run_query
+from episode_warehouse.catalog.idle import nonidle_ranges
+from episode_warehouse.loading import EpisodeStream, select_episodes
+from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.sources.openx.raw import mirror_openx
+from episode_warehouse.sources.openx.stage import decode_openx
+from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
+from episode_warehouse.ted.reader import open_ted_folder
+from warehouse_fixtures import rlds_writer as w
+from warehouse_fixtures.droid import CAMERAS, write_droid
+
+pytestmark = pytest.mark.integration
+
+# The steps openpi keeps of each plan of warehouse_fixtures.droid.EPISODE_PLANS (seed % 5),
+# worked out by hand from its rule: idle runs of 7+ steps go (the first step is never idle),
+# kept runs shorter than 16 go, and each kept run loses its last 10 steps.
+OPENPI_BY_PLAN = {
+    0: [(0, 14), (33, 43)],  # move 24 | idle 9 (dropped) | move 20
+    1: [(8, 29)],  # step 0 + idle 7 dropped; 18 + 3 (short idle kept) + 10 = 31; the last 10 go
+    2: [(0, 30)],  # one move of 40
+    3: [],  # never moves: one kept step
+    4: [(0, 6), (23, 51)],  # 16 | idle 7 (dropped) | 15 + 6 + 17 = 38
+}
+
+
+def openpi_rule(jv: np.ndarray) -> list[tuple[int, int]]:
+    """openpi's compute_droid_nonidle_ranges restated step by step (a plain loop, not its
+    vectorized code nor ours): the reference the catalog's ranges are compared with."""
+    steps = len(jv)
+    idle = [False] + [bool(np.all(np.abs(jv[t] - jv[t - 1]) < 1e-3)) for t in range(1, steps)]
+
+    def runs(flags):
+        t, out = 0, []
+        while t < steps:
+            if flags[t]:
+                u = t
+                while u < steps and flags[u]:
+                    u += 1
+                out.append((t, u))
+                t = u
+            else:
+                t += 1
+        return out
+
+    keep = [True] * steps
+    for a, b in runs(idle):
+        if b - a >= 7:
+            keep[a:b] = [False] * (b - a)
+    return [(a, b - 10) for a, b in runs(keep) if b - a >= 16]
+
+
+@pytest.fixture(scope="module")
+def droid(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("droid")
+    _, by_shard = write_droid(tmp / "src", shards=5, per_shard=2)
+    layout = WarehouseLayout.local(tmp / "wh")
+    mirror_openx(str(tmp / "src"), "droid", layout.raw_dir("openx", "droid"),
+                 root=layout.root, code_version="t")  # fmt: skip
+    decode_openx(layout, "droid", code_version="t")
+    build_ted_stage(layout, "openx", "droid", code_version="t")
+    publish_catalog_rows(layout, "openx", "droid", code_version="t", run_id="r")
+    return layout, [e for shard in by_shard for e in shard], tmp / "src" / "droid" / "1.0.1"
+
+
+def _steps(episodes, get):
+    return np.stack([np.asarray(get(s)) for e in episodes for s in e.record["steps"]])
+
+
+def _wire(values: np.ndarray) -> np.ndarray:
+    """float64 as TFDS writes it (a float_list: float32), read back as float64."""
+    return values.astype(np.float32).astype(np.float64)
+
+
+def test_every_published_field_reads_back_as_written(droid):
+    layout, episodes, _ = droid
+    td = open_ted_folder(layout.ted_dir("openx", "droid"))
+    assert td.batch_size[0] == sum(len(e.joint_velocity) for e in episodes)
+    action = _wire(_steps(episodes, lambda s: s["action"]))
+    np.testing.assert_array_equal(td["action"].numpy(), action)
+    for leaf in ("cartesian_position", "cartesian_velocity", "gripper_position",
+                 "gripper_velocity", "joint_position", "joint_velocity"):  # fmt: skip
+        want = _wire(_steps(episodes, lambda s, k=leaf: s["action_dict"][k]))
+        np.testing.assert_array_equal(td["action_dict", leaf].numpy(), want, err_msg=leaf)
+    for leaf in ("cartesian_position", "gripper_position", "joint_position"):
+        want = _wire(_steps(episodes, lambda s, k=leaf: s["observation"][k]))
+        np.testing.assert_array_equal(td["observation", leaf].numpy(), want, err_msg=leaf)
+    ends = np.cumsum([len(e.joint_velocity) for e in episodes]) - 1
+    assert td["next", "terminated"].squeeze(-1).nonzero().squeeze(-1).tolist() == ends.tolist()
+    rewards = _steps(episodes, lambda s: s["reward"])
+    np.testing.assert_array_equal(td["next", "reward"].squeeze(-1).numpy(), rewards)
+
+
+def test_the_three_cameras_are_the_published_jpegs(droid):
+    layout, episodes, source = droid
+    ted = layout.ted_dir("openx", "droid")
+    td = open_ted_folder(ted)
+    rng = np.random.default_rng(0)
+    rows = [(i, t) for i, e in enumerate(episodes) for t in range(len(e.joint_velocity))]
+    starts = np.cumsum([0] + [len(e.joint_velocity) for e in episodes])
+    for camera in CAMERAS:
+        for k in rng.choice(len(rows), 4, replace=False):
+            i, t = rows[k]
+            pixels = episodes[i].record["steps"][t]["observation"][camera]
+            want = np.asarray(Image.open(io.BytesIO(w.encode_image(pixels, "jpeg"))))
+            got = td["observation", camera][int(starts[i] + t)].numpy().transpose(1, 2, 0)
+            np.testing.assert_array_equal(got, want, err_msg=f"{camera} episode {i} step {t}")
+    # stored once, as published: the frame files are the shards' JPEG bytes plus offsets
+    frames = sum((ted / "observation" / f"{c}.frames").stat().st_size for c in CAMERAS)
+    offsets = sum((ted / "observation" / f"{c}.offsets.npy").stat().st_size for c in CAMERAS)
+    jpeg = sum(len(w.encode_image(s["observation"][c], "jpeg"))
+               for e in episodes for s in e.record["steps"] for c in CAMERAS)  # fmt: skip
+    assert frames == jpeg
+    assert (frames + offsets) / jpeg <= 1.10
+    shards = sum(p.stat().st_size for p in source.glob("droid-train.tfrecord-*"))
+    assert frames < shards  # the shards hold the numbers and texts too
+
+
+def test_the_catalog_holds_droids_episode_facts(droid):
+    layout, episodes, _ = droid
+    columns, rows = run_query(
+        layout.root,
+        "SELECT success, building, collector_id, CAST(recorded_on AS VARCHAR), instructions, "
+        "episode_metadata->>'$.\"episode_metadata/recording_folderpath\"' "
+        "FROM episodes WHERE partition = 'droid' ORDER BY episode",
+    )
+    want = [(e.success, e.building, e.collector_id, e.date, list(e.instructions),
+             e.recording_folderpath) for e in episodes]  # fmt: skip
+    assert [tuple(r) for r in rows] == want
+    assert {r[0] for r in rows} == {True, False}
+
+
+def test_idle_ranges_are_openpis_on_every_episode(droid):
+    layout, episodes, _ = droid
+    _, rows = run_query(
+        layout.root, "SELECT nonidle_ranges, nonidle_steps FROM episodes ORDER BY episode"
+    )
+    for e, (ranges, steps) in zip(episodes, rows, strict=True):
+        want = OPENPI_BY_PLAN[e.seed % 5]
+        assert openpi_rule(e.joint_velocity) == want  # the restatement agrees with the hand count
+        assert nonidle_ranges(e.joint_velocity) == want
+        assert [tuple(r) for r in ranges] == want, f"episode seed {e.seed}"
+        assert steps == sum(b - a for a, b in want)
+
+
+def test_successful_nonidle_steps_are_one_query_and_load_as_selected(droid):
+    layout, episodes, _ = droid
+    selection = select_episodes(
+        "SELECT source, partition, episode, start + r[1] AS start, r[2] - r[1] AS length "
+        "FROM episodes, UNNEST(nonidle_ranges) AS u(r) WHERE partition = 'droid' AND success "
+        "ORDER BY episode, start",
+        root=layout.folder,
+    )
+    starts = np.cumsum([0] + [len(e.joint_velocity) for e in episodes])
+    want = [
+        (i, int(starts[i]) + a, b - a)
+        for i, e in enumerate(episodes)
+        if e.success
+        for a, b in OPENPI_BY_PLAN[e.seed % 5]
+    ]
+    got = zip(selection.episode, selection.start, selection.length, strict=True)
+    assert [(int(e), int(s), int(n)) for e, s, n in got] == want
+    items = list(EpisodeStream(selection, shuffle=False))
+    assert len(items) == len(want)
+    for item, (i, start, n) in zip(items, want, strict=True):
+        a = start - int(starts[i])
+        np.testing.assert_array_equal(
+            item["action_dict", "joint_velocity"].numpy(),
+            _wire(episodes[i].joint_velocity[a : a + n]),
+        )
+
+
+def test_standardized_as_openvla_defines_droid(droid):
+    from episode_warehouse.standardized import open_standardized
+    from episode_warehouse.standardized.stage import build_standardized_stage
+
+    layout, episodes, _ = droid
+    build_standardized_stage(layout, "openx", "droid", code_version="t")
+    td = open_standardized("openx", "droid", root=layout.folder)
+    velocity = _steps(episodes, lambda s: s["action_dict"]["cartesian_velocity"])
+    gripper = _steps(episodes, lambda s: s["action_dict"]["gripper_position"])
+    want = np.c_[_wire(velocity)[:, :6], 1 - _wire(gripper)].astype(np.float32)
+    np.testing.assert_allclose(td["action"].numpy(), want, rtol=0, atol=1e-7)
+    pose = _steps(episodes, lambda s: s["observation"]["cartesian_position"])
+    grip = _steps(episodes, lambda s: s["observation"]["gripper_position"])
+    state = np.c_[_wire(pose), _wire(grip)].astype(np.float32)
+    np.testing.assert_array_equal(td["observation", "state"].numpy(), state)
+    first = next(iter(episodes))
+    assert td["language_instruction"][0] == first.instructions[0]
