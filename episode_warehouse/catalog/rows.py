@@ -44,9 +44,11 @@ def catalog_rows(
     meta = read_meta(ted_folder)
     episodes = pq.read_table(Path(ted_folder) / EPISODES)
     n = episodes.num_rows
+    dataset = registry.get(source).dataset_of(partition)
     lineage = {
         "source": pa.array([source] * n, pa.string()),
         "partition": pa.array([partition] * n, pa.string()),
+        "dataset": pa.array([dataset] * n, pa.string()),
         "source_version": pa.array([meta.source_version] * n, pa.string()),
         "code_version": pa.array([code_version] * n, pa.string()),
         "run_id": pa.array([run_id] * n, pa.string()),
@@ -69,6 +71,7 @@ def catalog_rows(
     partition_row = {
         "source": source,
         "partition": partition,
+        "dataset": dataset,
         "frames": meta.rows,
         "episodes": n,
         "bytes_on_disk": folder_bytes(Path(ted_folder)),

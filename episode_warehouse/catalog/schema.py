@@ -15,6 +15,13 @@ EPISODES = Table(
     (
         Column("source", pa.string(), "VARCHAR", "'atari', 'openx' or 'lerobot'"),
         Column("partition", pa.string(), "VARCHAR", "partition key, e.g. 'Pong/5', 'cmu_stretch'"),
+        Column(
+            "dataset",
+            pa.string(),
+            "VARCHAR",
+            "the dataset the partition is, or is a shard range of ('droid' for "
+            "'droid@00000-00031')",
+        ),
         *EPISODE_COLUMNS,
         Column("source_version", pa.string(), "VARCHAR", "version of the raw source files"),
         Column("code_version", pa.string(), "VARCHAR", "code version of the asset that wrote it"),
@@ -69,6 +76,7 @@ PARTITIONS = Table(
     (
         Column("source", pa.string(), "VARCHAR", "'atari', 'openx' or 'lerobot'"),
         Column("partition", pa.string(), "VARCHAR", "partition key"),
+        Column("dataset", pa.string(), "VARCHAR", "the dataset it is, or is a shard range of"),
         Column("frames", pa.int64(), "BIGINT", "steps in the partition's TED"),
         Column("episodes", pa.int64(), "BIGINT", "episodes in the partition"),
         Column("bytes_on_disk", pa.int64(), "BIGINT", "bytes of the TED folder (hard links once)"),

@@ -31,6 +31,8 @@ class Source:
             Octo's transforms); else a partition is standardized by a declared mapping.
         named_by_partition: its partitions' data carry the bare partition key as their
             dataset name (OXE's ``bridge``); else ``<source>:<partition>``.
+        dataset_of: the dataset a partition is part of (OpenX: ``droid`` for the shard range
+            ``droid@00000-00031``); the partition itself where partitions are datasets.
     """
 
     name: str
@@ -42,7 +44,10 @@ class Source:
     modules: tuple[str, ...] = ()
     octo_datasets: bool = False
     named_by_partition: bool = False
+    dataset_of: Callable[[str], str] = lambda partition: partition
 
     def dataset_name(self, partition: str) -> str:
-        """The name a partition's standardized data, statistics and batches carry."""
-        return partition if self.named_by_partition else f"{self.name}:{partition}"
+        """The name a partition's standardized data, statistics and batches carry (the
+        ranges of one dataset carry the dataset's)."""
+        dataset = self.dataset_of(partition)
+        return dataset if self.named_by_partition else f"{self.name}:{dataset}"

@@ -211,7 +211,7 @@ def export_mixture(
     }
     inputs = {
         "request": request,
-        "standardized": {p[0]: p[1].meta.version for p in parts},
+        "standardized": {f"{p[1].source}:{p[1].partition}": p[1].meta.version for p in parts},
     }
 
     def build(tmp: Path) -> ExportRecord:

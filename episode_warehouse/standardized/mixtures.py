@@ -17,6 +17,7 @@ import re
 from episode_warehouse.errors import ConfigError, NotMaterializedError
 from episode_warehouse.guards.numbers import positive_weight
 from episode_warehouse.sources import registry
+from episode_warehouse.standardized.statistics import pool_statistics
 
 log = logging.getLogger(__name__)
 
@@ -136,32 +137,74 @@ def resolve(mix: Mix, root=None) -> list[tuple[str, str, float, dict]]:
     """The mixture's standardized partitions with their weights and statistics; those not
     materialized are named in one warning and left out.
 
+    A dataset built as shard ranges (``droid@00000-00031`` ...) is named by its dataset
+    (``droid``): each of its standardized ranges is an entry, all with the dataset's weight
+    and its statistics pooled from theirs (:func:`pool_statistics`: equal to the dataset's
+    standardized whole), so normalization is the dataset's; an entry's share of its dataset
+    is its ``num_transitions`` over the pool's (:func:`range_share`).
+
     Raises:
         ConfigError: an unknown mix, a malformed entry, or nothing left.
     """
-    from episode_warehouse.standardized.reader import dataset_statistics
+    from episode_warehouse.standardized.reader import dataset_statistics, standardized_ranges
 
-    found, missing = [], []
+    groups: dict[str, list[tuple[str, str, float, dict]]] = {}
+    missing = []
     for source, partition, weight in _entries(mix, root):
         try:
-            stats = dataset_statistics(source, partition, root)
+            parts = [(partition, dataset_statistics(source, partition, root))]
         except NotMaterializedError:
-            missing.append(registry.dataset_name(source, partition))
-            continue
-        found.append((source, partition, weight, stats))
+            ranges = standardized_ranges(source, partition, root)
+            if not ranges:
+                missing.append(registry.dataset_name(source, partition))
+                continue
+            parts = [(key, dataset_statistics(source, key, root)) for key in ranges]
+        group = groups.setdefault(registry.dataset_name(source, partition), [])
+        group.extend((source, key, weight, stats) for key, stats in parts)
     if missing:
         log.warning(
             "%d dataset(s) of the mixture are not standardized and are left out: %s",
             len(missing),
             ", ".join(missing),
         )
-    if not found:
+    if not groups:
         raise ConfigError(
             "the mixture is empty: none of its datasets is standardized here",
             subject=f"mixture {mix if isinstance(mix, str) else 'list'}",
             fix="./warehouse materialize openx DATASET --through standardized",
         )
+    found: list[tuple[str, str, float, dict]] = []
+    for name, group in groups.items():
+        pooled = pool_statistics([stats for *_, stats in group], _columns(group, root))
+        weight = group[0][2]
+        if any(w != weight for _, _, w, _ in group):
+            log.warning("%s: its ranges have different weights; all take the first, %s",
+                        name, weight)  # fmt: skip
+        found.extend((s, p, weight, {**pooled, "range_transitions": st["num_transitions"]})
+                     for s, p, _, st in group)  # fmt: skip
     return found
+
+
+def _columns(group: list[tuple[str, str, float, dict]], root) -> dict[str, list]:
+    """The standardized action and state arrays of a dataset's ranges (memory-mapped; read
+    only for a dataset of more than one range)."""
+    from episode_warehouse.standardized.reader import locate
+
+    if len(group) < 2:
+        return {}
+    opened = [locate(source, partition, root) for source, partition, _, _ in group]
+    columns = {"action": [o.array("action") for o in opened]}
+    if all(o.meta.state_dim for o in opened):
+        columns["proprio"] = [o.array("state") for o in opened]
+    return columns
+
+
+def range_share(stats: dict) -> float:
+    """The share of its dataset's transitions one :func:`resolve` entry holds (1 for a
+    dataset that is one partition)."""
+    return stats.get("range_transitions", stats["num_transitions"]) / max(
+        1, stats["num_transitions"]
+    )
 
 
 def mixture_weights(mix: Mix, root=None, balance: bool = True) -> dict[str, float]:

@@ -20,8 +20,9 @@ def plan_for(layout: WarehouseLayout, source: str, partition: str, ted: TedReade
         ConfigError: an OXE dataset Octo has no transform for, or a partition without a mapping.
     """
     if registry.get(source).octo_datasets:
-        transform = transform_of(partition)
-        return Plan(ted, source, partition, partition, transform, CONFIGS[partition])
+        dataset = registry.get(source).dataset_of(partition)  # a shard range: its dataset's
+        transform = transform_of(dataset)
+        return Plan(ted, source, partition, dataset, transform, CONFIGS[dataset])
     from episode_warehouse.standardized.mapping import (
         mapped_config,
         mapped_transform,

@@ -117,3 +117,36 @@ def combine_dataset_statistics(statistics: list[dict]) -> dict:
     out["num_trajectories"] = [s["num_trajectories"] for s in statistics]
     out["num_transitions"] = [s["num_transitions"] for s in statistics]
     return out
+
+
+def pool_statistics(parts: list[dict], columns: dict[str, list[np.ndarray]]) -> dict:
+    """One dataset's statistics from its shard ranges (each standardized alone), in the layout
+    of :func:`octo_statistics`: ``mean``, ``std`` (pooled), ``min`` and ``max`` from the
+    ranges' statistics; the 1% and 99% quantiles from ``columns`` (``"action"``/``"proprio"``:
+    each range's memory-mapped array), one dimension at a time, so memory holds one column of
+    the dataset, never a frame. Equal to the statistics of the dataset standardized whole.
+
+    Raises:
+        ValueError: no statistics.
+    """
+    if len(parts) == 1:
+        return parts[0]
+    combined = combine_dataset_statistics(parts)
+    out: dict = {}
+    for key in ("action", "proprio"):
+        if key not in combined or key not in columns:
+            continue
+        arrays = columns[key]
+        p01, p99 = [], []
+        for dim in range(arrays[0].shape[1]):
+            column = np.concatenate([np.asarray(a[:, dim], dtype=np.float64) for a in arrays])
+            low, high = np.quantile(column, [0.01, 0.99])
+            p01.append(float(low))
+            p99.append(float(high))
+        out[key] = {
+            **combined[key], "p99": p99, "p01": p01, "q99": p99, "q01": p01,
+            "mask": list(parts[0][key]["mask"]),
+        }  # fmt: skip
+    out["num_transitions"] = int(sum(p["num_transitions"] for p in parts))
+    out["num_trajectories"] = int(sum(p["num_trajectories"] for p in parts))
+    return out

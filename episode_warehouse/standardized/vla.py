@@ -43,7 +43,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.sources import registry
 from episode_warehouse.standardized.configs import VIEWS
-from episode_warehouse.standardized.mixtures import Mix, resolve, sampling_weights
+from episode_warehouse.standardized.mixtures import Mix, range_share, resolve, sampling_weights
 from episode_warehouse.standardized.normalize import NORMALIZATIONS, Normalizer
 from episode_warehouse.standardized.reader import Opened, locate
 from episode_warehouse.storage import parse_root
@@ -130,7 +130,7 @@ class VLADataset(IterableDataset):
         for source, partition, _, stats in entries:
             opened = locate(source, partition, root)
             name = registry.dataset_name(source, partition)
-            weight = weights[name]
+            weight = weights[name] * range_share(stats)  # a shard range: its share
             starts, ends = _episode_bounds(opened)
             self.parts.append(
                 _Part(

@@ -378,7 +378,9 @@ def open_ted(
 
     Args:
         source: ``"atari"``, ``"openx"`` or ``"lerobot"``.
-        partition: e.g. ``"Pong/5"`` or ``"cmu_stretch"``.
+        partition: e.g. ``"Pong/5"`` or ``"cmu_stretch"``; a dataset built as shard ranges
+            (``droid@00000-00031`` ...) by its name, ``"droid"``: its ranges opened as one
+            (:mod:`~episode_warehouse.ted.chunks`).
         root: the warehouse root (a setting or a :class:`~episode_warehouse.storage.Root`);
             defaults to ``$EPISODE_WAREHOUSE_ROOT``. With a ``gs://`` root the TED is
             downloaded once into ``$EPISODE_WAREHOUSE_CACHE`` (default
@@ -388,4 +390,13 @@ def open_ted(
     Raises:
         NotMaterializedError: the partition's TED has not been built.
     """
-    return TedReader.of(parse_root(root), source, partition).whole(next_obs)
+    store = parse_root(root)
+    try:
+        reader = TedReader.of(store, source, partition)
+    except NotMaterializedError:
+        from episode_warehouse.ted.chunks import has_ranges, open_dataset_ted
+
+        if not has_ranges(store, source, partition):
+            raise
+        return open_dataset_ted(source, partition, store, next_obs=next_obs)
+    return reader.whole(next_obs)

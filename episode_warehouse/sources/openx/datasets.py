@@ -52,11 +52,16 @@ _KEY_RE = re.compile(r"^[a-z0-9_]+$")
 
 
 def check_dataset_id(key: str) -> str:
-    """Validate an OpenX partition key (lowercase letters, digits and underscores).
+    """Validate an OpenX partition key: a dataset id (lowercase letters, digits and
+    underscores), or a shard range of one (``droid@00000-00031``, see ``shard_ranges``).
 
     Raises:
-        PartitionKeyError: the key cannot be a dataset id.
+        PartitionKeyError: the key cannot be a dataset id or a shard range.
     """
+    from episode_warehouse.ted.chunks import parse_range
+
+    if parse_range(key or "") is not None:
+        return key
     if not _KEY_RE.match(key or ""):
         raise PartitionKeyError(
             "not an OpenX dataset id",

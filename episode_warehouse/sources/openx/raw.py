@@ -23,6 +23,7 @@ from episode_warehouse.sources.openx.rlds.listing import list_rlds, list_version
 from episode_warehouse.sources.openx.rlds.mirror import mirror_rlds
 from episode_warehouse.sources.openx.shards import list_shards
 from episode_warehouse.storage import Root
+from episode_warehouse.ted.chunks import dataset_of, parse_range
 
 LAYOUTS = ("auto", "rlds", "webdataset")
 
@@ -74,7 +75,7 @@ def detect_layout(
 
 def mirror_openx(
     url: str,
-    dataset: str,
+    key: str,
     target,
     *,
     root: Root,
@@ -85,18 +86,28 @@ def mirror_openx(
     endpoint: str | None = None,
     policy: RetryPolicy | None = None,
 ) -> Built[ShardsRawRecord] | Built[RldsRawRecord]:
-    """Bring the raw folder ``target`` of one dataset in line with the source, in its layout.
+    """Bring the raw folder ``target`` of one partition (a dataset, or a shard range of an
+    RLDS dataset: only its shards) in line with the source, in its layout.
 
     Raises:
         ConfigError: a bad layout, mode, URL, or the WebDataset layout on ``gs://``.
         SourceMissingError: the dataset, or its pinned version, is not in the source.
         CorruptInputError: a version folder whose files disagree with its dataset_info.json.
     """
+    shard_range = parse_range(key)
+    dataset = dataset_of(key)
     chosen = detect_layout(url, dataset, layout, endpoint=endpoint)
     if chosen == "webdataset":
+        if shard_range is not None:
+            raise ConfigError(
+                "shard ranges are partitions of RLDS datasets; the WebDataset repack's tars "
+                "are listed from the hub, not from dataset_info.json",
+                subject=key,
+                fix=f"materialize {dataset} as one partition, or read it as RLDS",
+            )
         listing = list_shards(url, dataset, policy)
         return mirror_shards(listing, target, url, root=root, mode=mode, code_version=code_version)
     store = open_blob_store(url, policy, endpoint=endpoint)
-    rlds = list_rlds(store, dataset, (versions or {}).get(dataset))
+    rlds = list_rlds(store, dataset, (versions or {}).get(dataset)).only(shard_range)
     built, _ = mirror_rlds(store, rlds, target, root=root, mode=mode, code_version=code_version)
     return built

@@ -1,13 +1,17 @@
-"""Open X-Embodiment as a source: partitions are dataset ids, fps the control frequency."""
+"""Open X-Embodiment as a source: partitions are dataset ids, or shard ranges of one
+(``droid@00000-00031``); fps is the dataset's control frequency."""
 
 from episode_warehouse.sources.openx.datasets import CONTROL_HZ, DEFAULT_HZ, check_dataset_id
 from episode_warehouse.sources.source import Source
+from episode_warehouse.ted.chunks import dataset_of
 
 SOURCE = Source(
     name="openx",
     check_partition=check_dataset_id,
-    fps=lambda partition: CONTROL_HZ.get(partition, DEFAULT_HZ),
-    describe="Open X-Embodiment datasets (WebDataset tar shards), one dataset id a partition",
+    fps=lambda partition: CONTROL_HZ.get(dataset_of(partition), DEFAULT_HZ),
+    describe="Open X-Embodiment datasets (RLDS or WebDataset shards), one dataset id (or shard "
+    "range of one) a partition",
     octo_datasets=True,
     named_by_partition=True,
+    dataset_of=dataset_of,
 )

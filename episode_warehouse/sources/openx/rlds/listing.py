@@ -11,13 +11,19 @@ files (TFDS writes e.g. ``image.image.json`` label lists beside the shards) are 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from episode_warehouse.blobstore import BlobInfo, BlobStore
-from episode_warehouse.errors import ConfigError, CorruptInputError, SourceMissingError
+from episode_warehouse.errors import (
+    ConfigError,
+    CorruptInputError,
+    PartitionKeyError,
+    SourceMissingError,
+)
 from episode_warehouse.guards.json_input import load_json
 from episode_warehouse.sources.openx.rlds.dataset_info import DatasetInfo, parse_dataset_info
 from episode_warehouse.sources.openx.rlds.features import RldsFeatures, parse_features
+from episode_warehouse.ted.chunks import ShardRange
 
 DATASET_INFO = "dataset_info.json"
 FEATURES = "features.json"
@@ -76,6 +82,26 @@ class RldsListing:
     @property
     def features(self) -> RldsFeatures:
         return parse_features(self.features_doc, f"{self.dataset}/{self.version}/{FEATURES}")
+
+    def only(self, shard_range: ShardRange | None) -> RldsListing:
+        """This listing with only the shards of ``shard_range`` (indices in the info's order),
+        or itself for None.
+
+        Raises:
+            PartitionKeyError: the range reaches past the last shard (naming how many there are).
+        """
+        if shard_range is None:
+            return self
+        names = list(self.shards)
+        if shard_range.last >= len(names):
+            raise PartitionKeyError(
+                f"{self.dataset} {self.version} has {len(names)} shards (0 to "
+                f"{len(names) - 1}); the range ends at {shard_range.last}",
+                subject=shard_range.key,
+                fix=f"end the range at shard {len(names) - 1:05d} or before",
+            )
+        kept = {n: self.shards[n] for n in names[shard_range.first : shard_range.last + 1]}
+        return replace(self, shards=kept)
 
 
 def _read_json(store: BlobStore, blob: BlobInfo) -> dict:

@@ -99,12 +99,14 @@ def mirror_rlds(
 def recorded_shards(
     raw_dir: Path, raw: RldsRawRecord, endpoint: str | None = None
 ) -> list[RldsShard]:
-    """The shards a raw record names, in dataset_info.json's order: the local copies, or the
-    bucket's objects in streaming mode."""
+    """The shards a raw record names (all of the version's, or a shard range's), in
+    dataset_info.json's order: the local copies, or the bucket's objects in streaming mode."""
     info = parse_dataset_info(raw.dataset_info, f"{raw_dir}/{DATASET_INFO}", dataset=raw.dataset)
     shards = []
     for shard in info.shards:
-        entry = raw.shards[shard.name]
+        entry = raw.shards.get(shard.name)
+        if entry is None:  # a shard range's record names only its own shards
+            continue
         if raw.mode == "streaming":
             file = SourceFile(
                 shard.name,
