@@ -17,6 +17,7 @@ from episode_warehouse.sources.openx.mirror import MODES
 from episode_warehouse.sources.openx.raw import LAYOUTS, mirror_openx
 from episode_warehouse.sources.openx.record import RldsRawRecord, ShardsRawRecord
 from episode_warehouse.sources.openx.rlds.listing import parse_version_pins
+from episode_warehouse.sources.openx.shard_ranges import SETTING, parse_range_setting
 from episode_warehouse.sources.openx.stage import decode_openx
 from episode_warehouse.storage import Root
 from resources.settings import setting
@@ -36,7 +37,8 @@ class OpenXSource(SourceResource):
     """``OPENX_URL``: ``gs://gresearch/robotics`` (the default: RLDS folders as published),
     ``hf://datasets/OWNER/REPO[@rev]`` (the WebDataset repack) or a folder of either;
     ``OPENX_FORMAT`` (auto, rlds, webdataset); ``OPENX_VERSIONS`` pins RLDS versions
-    (``bridge=0.1.0,...``; else the newest is read); ``OPENX_MODE``: ``download`` mirrors the
+    (``bridge=0.1.0,...``; else the newest is read); ``OPENX_SHARD_RANGES`` (``droid=32``) lists
+    a dataset as partitions of that many shards (``droid@00000-00031`` ...); ``OPENX_MODE``: ``download`` mirrors the
     shards under the warehouse root first, ``streaming`` decodes straight from the source.
     Requests are bounded by ``OPENX_TIMEOUT_S`` (60); ``STORAGE_EMULATOR_HOST`` points GCS at an
     emulator."""
@@ -45,6 +47,7 @@ class OpenXSource(SourceResource):
     mode: SourceMode | None = None
     format: Format | None = None
     versions: str | None = None
+    shard_ranges: str | None = None
 
     def source_url(self) -> str:
         return setting(self.url, "OPENX_URL", DEFAULT_OPENX_URL)
@@ -59,6 +62,11 @@ class OpenXSource(SourceResource):
 
     def version_pins(self) -> dict[str, str]:
         return parse_version_pins(setting(self.versions, "OPENX_VERSIONS", ""))
+
+    def range_sizes(self) -> dict[str, int]:
+        """``OPENX_SHARD_RANGES`` (``droid=32``): the datasets the sensor lists as shard ranges
+        of that many shards (``droid@00000-00031`` ...), one partition each."""
+        return parse_range_setting(setting(self.shard_ranges, SETTING, ""))
 
     def mirror(
         self, root: Root, dataset: str, target, code_version: str
@@ -149,10 +157,14 @@ ASSETS = SourceAssets(
     resource=OpenXSource(),
     resource_type=OpenXSource,
     listing=lambda openx_source: openx_fingerprints(
-        openx_source.source_url(), openx_source.endpoint()
+        openx_source.source_url(),
+        openx_source.endpoint(),
+        ranges=openx_source.range_sizes(),
+        pins=openx_source.version_pins(),
     ),
     sensor_description="Lists OPENX_URL; adds new dataset folders (RLDS version folders or "
-    "WebDataset tars) as partitions and requests openx_shards for each dataset whose files "
+    "WebDataset tars) as partitions, the datasets OPENX_SHARD_RANGES names as shard ranges "
+    "(droid@00000-00031 ...), and requests openx_shards for each partition whose files "
     "appeared or changed.",
     pod={"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"memory": "24Gi"}},
 )

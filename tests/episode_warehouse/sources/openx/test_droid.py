@@ -200,3 +200,38 @@ def test_standardized_as_openvla_defines_droid(droid):
     np.testing.assert_array_equal(td["observation", "state"].numpy(), state)
     first = next(iter(episodes))
     assert td["language_instruction"][0] == first.instructions[0]
+
+
+def test_a_selection_exports_to_lerobot_v3_as_video(droid, tmp_path):
+    """Successful, non-idle steps of DROID as a LeRobot v3 dataset with its three cameras as
+    video (encoded once, from the JPEGs), read back by lerobot's own LeRobotDataset."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from episode_warehouse.export import ExportRequest, export_lerobot
+
+    layout, episodes, _ = droid
+    selection = select_episodes(
+        "SELECT source, partition, episode, start + r[1] AS start, r[2] - r[1] AS length "
+        "FROM episodes, UNNEST(nonidle_ranges) AS u(r) WHERE partition = 'droid' AND success "
+        "ORDER BY episode, start",
+        root=layout.folder,
+    )
+    rows = [(s, p, int(e), int(a), int(n)) for s, p, e, a, n in zip(
+        selection.source, selection.partition, selection.episode, selection.start,
+        selection.length, strict=True)]  # fmt: skip
+    request = ExportRequest("droid-nonidle", str(layout.folder), rows, video=True)
+    meta = export_lerobot(request, tmp_path / "out", workers=1).meta
+    ds = LeRobotDataset(request.repo_id, root=tmp_path / "out")
+    assert ds.meta.total_episodes == len(rows) == meta.episodes
+    assert ds.meta.total_frames == sum(r[4] for r in rows)
+    assert sorted(ds.meta.video_keys) == sorted(f"observation.images.{c}" for c in CAMERAS)
+    td = open_ted_folder(layout.ted_dir("openx", "droid"))
+    frame = 0
+    for _, _, _, start, length in rows:
+        for t in (0, length - 1):
+            item = ds[frame + t]
+            for camera in CAMERAS:
+                image = item[f"observation.images.{camera}"] * 255
+                truth = td["observation", camera][start + t].float()
+                assert (image - truth).abs().mean() < 12.0, (start, t, camera)  # AV1, crf 30
+        frame += length

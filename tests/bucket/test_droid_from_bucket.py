@@ -1,0 +1,78 @@
+"""DROID built as shard ranges in a gs:// root (the GCS emulator) and streamed to trainers from
+another machine: EpisodeStream over a catalog selection of the whole dataset (shuffled across
+ranges, three JPEG cameras read by byte ranges) and VLADataset over the dataset by its name
+(three views, the dataset's pooled statistics), equal to the same build in a folder."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from episode_warehouse.loading import EpisodeStream, select_episodes
+from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.sources.openx.raw import mirror_openx
+from episode_warehouse.sources.openx.stage import decode_openx
+from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
+from episode_warehouse.standardized import VLADataset
+from episode_warehouse.standardized.stage import build_standardized_stage
+from tests.bucket.conftest import layout_of
+from warehouse_fixtures.droid import CAMERAS, write_droid
+
+pytestmark = pytest.mark.integration
+RANGES = ("droid@00000-00001", "droid@00002-00003", "droid@00004-00005")
+SUCCESSFUL = (
+    "SELECT source, partition, episode, start, length FROM episodes "
+    "WHERE dataset = 'droid' AND success ORDER BY partition, episode"
+)
+
+
+def _build(layout, src):
+    for key in RANGES:
+        mirror_openx(str(src), key, layout.raw_dir("openx", key), root=layout.root,
+                     code_version="t")  # fmt: skip
+        decode_openx(layout, key, code_version="t")
+        build_ted_stage(layout, "openx", key, code_version="t")
+        publish_catalog_rows(layout, "openx", key, code_version="t", run_id="r")
+        build_standardized_stage(layout, "openx", key, code_version="t")
+
+
+def test_droid_streams_from_the_bucket_as_from_a_folder(bucket_url, tmp_path, monkeypatch):
+    write_droid(tmp_path / "src", shards=6, per_shard=1)
+    bucket, local = layout_of(bucket_url), WarehouseLayout.local(tmp_path / "local-wh")
+    for layout in (bucket, local):
+        _build(layout, tmp_path / "src")
+    truth = select_episodes(SUCCESSFUL, root=local.folder)
+    want = {
+        (p, int(e)): item
+        for p, e, item in zip(truth.partition, truth.episode,
+                              EpisodeStream(truth, shuffle=False), strict=True)
+    }  # fmt: skip
+    vla_truth = list(VLADataset([("droid", 1.0)], local.folder, num_samples=12, seed=3))
+
+    shutil.rmtree(bucket.folder)  # another machine: no local copy, an empty cache
+    monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "elsewhere" / "copy"))
+    monkeypatch.setenv("EPISODE_WAREHOUSE_CACHE", str(tmp_path / "elsewhere" / "cache"))
+    selection = select_episodes(SUCCESSFUL, root=bucket_url)
+    assert len(selection) == 4 and len(set(selection.partition)) == 3  # across every range
+    stream = EpisodeStream(selection, seed=0)
+    order = [(selection.partition[i], int(selection.episode[i])) for i in stream.episode_order()]
+    assert order != sorted(order)  # one shuffle over the dataset, not range by range
+    got = list(stream)
+    assert len(got) == len(want)
+    for (partition, episode), item in zip(order, got, strict=True):
+        expected = want[(partition, episode)]
+        for camera in CAMERAS:
+            key = ("observation", camera)
+            assert torch.equal(item[key][:], expected[key][:]), (partition, episode, camera)
+        assert torch.equal(item["action"], expected["action"])
+    assert 0 < stream.cache.bytes_fetched
+
+    items = list(VLADataset([("droid", 1.0)], bucket_url, num_samples=12, seed=3))
+    assert len(items) == len(vla_truth) == 12
+    for a, b in zip(items, vla_truth, strict=True):
+        for view in ("primary", "secondary", "wrist"):
+            assert torch.equal(a["observation", "image", view], b["observation", "image", view])
+        np.testing.assert_array_equal(a["action"].numpy(), b["action"].numpy())
