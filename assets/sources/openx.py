@@ -38,10 +38,10 @@ class OpenXSource(SourceResource):
     ``hf://datasets/OWNER/REPO[@rev]`` (the WebDataset repack) or a folder of either;
     ``OPENX_FORMAT`` (auto, rlds, webdataset); ``OPENX_VERSIONS`` pins RLDS versions
     (``bridge=0.1.0,...``; else the newest is read); ``OPENX_SHARD_RANGES`` (``droid=32``) lists
-    a dataset as partitions of that many shards (``droid@00000-00031`` ...); ``OPENX_MODE``: ``download`` mirrors the
-    shards under the warehouse root first, ``streaming`` decodes straight from the source.
-    Requests are bounded by ``OPENX_TIMEOUT_S`` (60); ``STORAGE_EMULATOR_HOST`` points GCS at an
-    emulator."""
+    a dataset as partitions of that many shards (``droid@00000-00031`` ...); ``OPENX_MODE``:
+    ``download`` mirrors the shards under the warehouse root first, ``streaming`` decodes
+    straight from the source. Requests are bounded by ``OPENX_TIMEOUT_S`` (60);
+    ``STORAGE_EMULATOR_HOST`` points GCS at an emulator."""
 
     url: str | None = None
     mode: SourceMode | None = None

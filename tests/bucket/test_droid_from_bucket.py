@@ -68,7 +68,7 @@ def test_droid_streams_from_the_bucket_as_from_a_folder(bucket_url, tmp_path, mo
             key = ("observation", camera)
             assert torch.equal(item[key][:], expected[key][:]), (partition, episode, camera)
         assert torch.equal(item["action"], expected["action"])
-    assert 0 < stream.cache.bytes_fetched
+    assert stream.cache.bytes_fetched > 0
 
     items = list(VLADataset([("droid", 1.0)], bucket_url, num_samples=12, seed=3))
     assert len(items) == len(vla_truth) == 12
