@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import dagster as dg
+import pytest
 import yaml
 from dagster._core.code_pointer import FileCodePointer
 from dagster._core.origin import JobPythonOrigin, RepositoryPythonOrigin
@@ -52,7 +53,8 @@ def _launcher(values: dict, tmp_path: Path) -> K8sRunLauncher:
     )
 
 
-def test_a_run_renders_as_the_job_kubernetes_would_start(tmp_path):
+@pytest.mark.parametrize("partition", ["bridge", "droid@00000-00031"])  # a shard range too
+def test_a_run_renders_as_the_job_kubernetes_would_start(tmp_path, partition):
     values = yaml.safe_load((DEPLOY / "helm" / "values.yaml").read_text())
     deployment = values["dagster-user-deployments"]["deployments"][0]
     image = f"{deployment['image']['repository']}:{deployment['image']['tag']}"
@@ -65,7 +67,7 @@ def test_a_run_renders_as_the_job_kubernetes_would_start(tmp_path):
     run = dg.DagsterRun(
         job_name="__ASSET_JOB",
         run_id="0f3c8a52-5d0e-4a43-9d3a-1c2b3d4e5f60",
-        tags={SOURCE_TAG: "openx", PARTITION_TAG: "bridge", **k8s_tags("openx")},
+        tags={SOURCE_TAG: "openx", PARTITION_TAG: partition, **k8s_tags("openx")},
         job_code_origin=origin,
     )
     job = render_run_job(run, _launcher(values, tmp_path))

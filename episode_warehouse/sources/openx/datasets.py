@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from episode_warehouse.errors import PartitionKeyError
+from episode_warehouse.ted.chunks import parse_range
 
 KNOWN_DATASETS: tuple[str, ...] = (
     "fractal20220817_data", "kuka", "bridge", "taco_play", "jaco_play", "berkeley_cable_routing",
@@ -58,8 +59,6 @@ def check_dataset_id(key: str) -> str:
     Raises:
         PartitionKeyError: the key cannot be a dataset id or a shard range.
     """
-    from episode_warehouse.ted.chunks import parse_range
-
     if parse_range(key or "") is not None:
         return key
     if not _KEY_RE.match(key or ""):

@@ -27,8 +27,8 @@ def openx_fingerprints(
     A dataset ``ranges`` names (``{"droid": 32}``, ``OPENX_SHARD_RANGES``) is listed as its shard
     ranges instead (``droid@00000-00031`` ...), each fingerprinted by its own shards and the
     version's metadata files, so a changed shard requests only its range. Cutting it reads
-    the version's ``dataset_info.json`` (the version ``pins`` names, else the newest): the one
-    file whose contents a tick reads, and only for those datasets.
+    the version's ``dataset_info.json`` and ``features.json`` (the version ``pins`` names, else
+    the newest): the only contents a tick reads, and only for those datasets.
 
     ``endpoint`` points a ``gs://`` URL at an emulator."""
     groups: dict[str, list] = {}
