@@ -52,7 +52,7 @@ def _source(shards: int, per_shard: int) -> Path:
     src = DATA / f"src-{shards}x{per_shard}"
     if not (src / "done").exists():
         shutil.rmtree(src, ignore_errors=True)
-        write_droid(src, shards=shards, per_shard=per_shard)
+        write_droid(src, shards=shards, per_shard=per_shard, keep=False)
         (src / "done").write_text("")
     return src
 

@@ -20,7 +20,7 @@ What the values mean here (ground truth the tests compare with):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -109,13 +109,16 @@ class DroidEpisode:
     record: dict  # the step and episode values as written
 
 
+_GRID = np.mgrid[0:HEIGHT, 0:WIDTH].astype(np.uint16)
+
+
 def _frame(rng: np.random.Generator, t: int, camera: int) -> np.ndarray:
     """A smooth scene with texture (JPEG sizes like DROID's: ~10-20 KB at 180x320)."""
-    y, x = np.mgrid[0:HEIGHT, 0:WIDTH]
+    y, x = _GRID
     base = (x * (1 + camera) + y * 2 + t * 7) % 256
     image = np.stack([base, (base + 85 * camera) % 256, (255 - base) % 256], axis=-1)
-    noise = rng.integers(0, 24, (HEIGHT, WIDTH, 3))
-    return np.clip(image + noise, 0, 255).astype(np.uint8)
+    noise = rng.integers(0, 24, (HEIGHT, WIDTH, 3), dtype=np.uint8)
+    return np.minimum(image.astype(np.uint16) + noise, 255).astype(np.uint8)
 
 
 def _joint_velocity(rng: np.random.Generator, plan) -> np.ndarray:
@@ -196,13 +199,32 @@ def droid_episode(seed: int, *, images: bool = True) -> DroidEpisode:
 
 
 def write_droid(
-    root: Path, shards: int = 8, per_shard: int = 2, *, first_seed: int = 0
+    root: Path, shards: int = 8, per_shard: int = 2, *, first_seed: int = 0, keep: bool = True
 ) -> tuple[Path, list[list[DroidEpisode]]]:
     """``root/droid/1.0.1/``: ``shards`` TFRecord shards of ``per_shard`` episodes each (one
-    split, ``train``, as DROID publishes). Returns the folder and the episodes by shard."""
-    by_shard = [
-        [droid_episode(first_seed + s * per_shard + i) for i in range(per_shard)]
-        for s in range(shards)
-    ]
-    records = {"train": [[e.record for e in shard] for shard in by_shard]}
-    return w.write_dataset(Path(root), NAME, VERSION, FEATURES, records), by_shard
+    split, ``train``, as DROID publishes), written one episode at a time. Returns the folder
+    and the episodes by shard; with ``keep=False`` their ``record`` is dropped once written
+    (a benchmark's hundreds of episodes hold gigabytes of pixels)."""
+    written: list[list[DroidEpisode]] = [[] for _ in range(shards)]
+
+    def shard(s: int):
+        for i in range(per_shard):
+            episode = droid_episode(first_seed + s * per_shard + i)
+            yield episode.record
+            written[s].append(episode if keep else replace(episode, record={}))
+
+    folder = w.write_dataset(Path(root), NAME, VERSION, FEATURES, {"train": _Shards(shards, shard)})
+    return folder, written
+
+
+class _Shards:
+    """``count`` shards made when iterated (``make(index)``: the shard's episodes)."""
+
+    def __init__(self, count: int, make) -> None:
+        self.count, self.make = count, make
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self):
+        return (self.make(s) for s in range(self.count))

@@ -25,6 +25,7 @@ import gzip
 import io
 import json
 import zlib
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -185,19 +186,22 @@ def write_dataset(
     name: str,
     version: str,
     features: dict,
-    splits: dict[str, list[list[dict]]],
+    splits: dict[str, Sequence[Iterable[dict]]],
     *,
     template: str = TEMPLATE,
     gzipped: bool = False,
 ) -> Path:
     """Write ``root/name/version/``: features.json, dataset_info.json and the shards of each
-    split (``splits[split]`` is a list of shards, each a list of episodes). Returns the folder."""
+    split (``splits[split]`` is a sequence of shards, each an iterable of episodes: a shard
+    may be a generator, so a large dataset is written holding one episode at a time). Returns
+    the folder."""
     folder = Path(root) / name / version
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "features.json").write_text(json.dumps(features, indent=2))
     info_splits = []
     for split, shards in splits.items():
         total = len(shards)
+        lengths = []
         for index, episodes in enumerate(shards):
             file_name = (
                 template.replace("{DATASET}", name)
@@ -207,13 +211,15 @@ def write_dataset(
                 .replace("{SHARD_INDEX}", f"{index:05d}")
                 .replace("{NUM_SHARDS}", f"{total:05d}")
             )
-            data = b"".join(frame_record(serialize_episode(features, e)) for e in episodes)
+            records = [frame_record(serialize_episode(features, e)) for e in episodes]
+            lengths.append(len(records))
+            data = b"".join(records)
             (folder / file_name).write_bytes(gzip.compress(data) if gzipped else data)
         info_splits.append(
             {
                 "name": split,
                 "filepathTemplate": template,
-                "shardLengths": [str(len(s)) for s in shards],
+                "shardLengths": [str(n) for n in lengths],
                 "numBytes": "0",
             }
         )
