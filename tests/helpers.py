@@ -99,21 +99,32 @@ def build_oxe_standardized(root, name: str, lengths, overrides=None):
     """An OXE dataset written from its real features.json (``shared/samples/oxe_features``)
     and published as the partition ``name`` through raw, decoded, TED, catalog rows and the
     standardized stage."""
-    from episode_warehouse.sources.openx.raw import mirror_openx
-    from episode_warehouse.sources.openx.stage import decode_openx
-    from episode_warehouse.standardized.stage import build_standardized_stage
     from warehouse_fixtures.oxe_from_features import write_from_features
 
     layout = _layout(root)
     features = next((SHARED_SAMPLES / "oxe_features" / name).rglob("features.json"))
     src = layout.folder / "oxe-src"
     write_from_features(src, name, features, list(lengths), overrides=overrides)
-    mirror_openx(str(src), name, layout.raw_dir("openx", name), root=layout.root,
-                 code_version="t")  # fmt: skip
-    decode_openx(layout, name, code_version="t")
-    build_ted_stage(layout, "openx", name, code_version="t")
-    publish_catalog_rows(layout, "openx", name, code_version="t", run_id="r")
-    build_standardized_stage(layout, "openx", name, code_version="t")
+    build_openx_stages(layout, src, name, standardized=True)
+
+
+def build_openx_stages(root, src, key: str, *, standardized: bool = False):
+    """The OpenX partition ``key`` (a dataset, or a shard range of one) of the folder ``src``
+    through raw, decoded, TED and catalog rows (and the standardized stage); the Built of the
+    raw, decoded and TED stages."""
+    from episode_warehouse.sources.openx.raw import mirror_openx
+    from episode_warehouse.sources.openx.stage import decode_openx
+    from episode_warehouse.standardized.stage import build_standardized_stage
+
+    layout = _layout(root)
+    raw = mirror_openx(str(src), key, layout.raw_dir("openx", key), root=layout.root,
+                       code_version="t")  # fmt: skip
+    decoded = decode_openx(layout, key, code_version="t")
+    ted = build_ted_stage(layout, "openx", key, code_version="t")
+    publish_catalog_rows(layout, "openx", key, code_version="t", run_id="r")
+    if standardized:
+        build_standardized_stage(layout, "openx", key, code_version="t")
+    return raw, decoded, ted
 
 
 def dagster_home_of(root):

@@ -13,12 +13,9 @@ import torch
 
 from episode_warehouse.loading import EpisodeStream, select_episodes
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.sources.openx.raw import mirror_openx
-from episode_warehouse.sources.openx.stage import decode_openx
-from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
 from episode_warehouse.standardized import VLADataset
-from episode_warehouse.standardized.stage import build_standardized_stage
 from tests.bucket.conftest import layout_of
+from tests.helpers import build_openx_stages
 from warehouse_fixtures.droid import CAMERAS, write_droid
 
 pytestmark = pytest.mark.integration
@@ -31,12 +28,7 @@ SUCCESSFUL = (
 
 def _build(layout, src):
     for key in RANGES:
-        mirror_openx(str(src), key, layout.raw_dir("openx", key), root=layout.root,
-                     code_version="t")  # fmt: skip
-        decode_openx(layout, key, code_version="t")
-        build_ted_stage(layout, "openx", key, code_version="t")
-        publish_catalog_rows(layout, "openx", key, code_version="t", run_id="r")
-        build_standardized_stage(layout, "openx", key, code_version="t")
+        build_openx_stages(layout, src, key, standardized=True)
 
 
 def test_droid_streams_from_the_bucket_as_from_a_folder(bucket_url, tmp_path, monkeypatch):

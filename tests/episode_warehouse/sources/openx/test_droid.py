@@ -16,14 +16,17 @@ from episode_warehouse.catalog import run_query
 from episode_warehouse.catalog.idle import nonidle_ranges
 from episode_warehouse.loading import EpisodeStream, select_episodes
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.sources.openx.raw import mirror_openx
-from episode_warehouse.sources.openx.stage import decode_openx
-from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
 from episode_warehouse.ted.reader import open_ted_folder
+from tests.helpers import build_openx_stages
 from warehouse_fixtures import rlds_writer as w
 from warehouse_fixtures.droid import CAMERAS, write_droid
 
 pytestmark = pytest.mark.integration
+NONIDLE_SUCCESS = (
+    "SELECT source, partition, episode, start + r[1] AS start, r[2] - r[1] AS length "
+    "FROM episodes, UNNEST(nonidle_ranges) AS u(r) WHERE partition = 'droid' AND success "
+    "ORDER BY episode, start"
+)
 
 # The steps openpi keeps of each plan of warehouse_fixtures.droid.EPISODE_PLANS (seed % 5),
 # worked out by hand from its rule: idle runs of 7+ steps go (the first step is never idle),
@@ -68,11 +71,7 @@ def droid(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("droid")
     _, by_shard = write_droid(tmp / "src", shards=5, per_shard=2)
     layout = WarehouseLayout.local(tmp / "wh")
-    mirror_openx(str(tmp / "src"), "droid", layout.raw_dir("openx", "droid"),
-                 root=layout.root, code_version="t")  # fmt: skip
-    decode_openx(layout, "droid", code_version="t")
-    build_ted_stage(layout, "openx", "droid", code_version="t")
-    publish_catalog_rows(layout, "openx", "droid", code_version="t", run_id="r")
+    build_openx_stages(layout, tmp / "src", "droid")
     return layout, [e for shard in by_shard for e in shard], tmp / "src" / "droid" / "1.0.1"
 
 
@@ -159,9 +158,7 @@ def test_idle_ranges_are_openpis_on_every_episode(droid):
 def test_successful_nonidle_steps_are_one_query_and_load_as_selected(droid):
     layout, episodes, _ = droid
     selection = select_episodes(
-        "SELECT source, partition, episode, start + r[1] AS start, r[2] - r[1] AS length "
-        "FROM episodes, UNNEST(nonidle_ranges) AS u(r) WHERE partition = 'droid' AND success "
-        "ORDER BY episode, start",
+        NONIDLE_SUCCESS,
         root=layout.folder,
     )
     starts = np.cumsum([0] + [len(e.joint_velocity) for e in episodes])
@@ -211,9 +208,7 @@ def test_a_selection_exports_to_lerobot_v3_as_video(droid, tmp_path):
 
     layout, episodes, _ = droid
     selection = select_episodes(
-        "SELECT source, partition, episode, start + r[1] AS start, r[2] - r[1] AS length "
-        "FROM episodes, UNNEST(nonidle_ranges) AS u(r) WHERE partition = 'droid' AND success "
-        "ORDER BY episode, start",
+        NONIDLE_SUCCESS,
         root=layout.folder,
     )
     rows = [(s, p, int(e), int(a), int(n)) for s, p, e, a, n in zip(

@@ -18,10 +18,8 @@ from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources import registry
 from episode_warehouse.sources.openx.raw import mirror_openx
 from episode_warehouse.sources.openx.shard_ranges import parse_range_setting, plan_ranges
-from episode_warehouse.sources.openx.stage import decode_openx
-from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
-from episode_warehouse.standardized.stage import build_standardized_stage
 from episode_warehouse.ted.chunks import ConcatTensor, ShardRange, parse_range
+from tests.helpers import build_openx_stages
 from warehouse_fixtures import rlds_writer as w
 from warehouse_fixtures.droid import FEATURES, droid_episode, write_droid
 
@@ -30,15 +28,9 @@ RANGES = ("droid@00000-00002", "droid@00003-00003", "droid@00004-00006")
 
 
 def _build(layout, key, *, through="catalog"):
-    """Every stage of one partition; the Built of each."""
-    raw = mirror_openx(str(layout.folder.parent / "src"), key, layout.raw_dir("openx", key),
-                       root=layout.root, code_version="t")  # fmt: skip
-    decoded = decode_openx(layout, key, code_version="t")
-    ted = build_ted_stage(layout, "openx", key, code_version="t")
-    publish_catalog_rows(layout, "openx", key, code_version="t", run_id="r")
-    if through == "standardized":
-        build_standardized_stage(layout, "openx", key, code_version="t")
-    return raw, decoded, ted
+    """Every stage of one partition; the Built of the raw, decoded and TED stages."""
+    src = layout.folder.parent / "src"
+    return build_openx_stages(layout, src, key, standardized=through == "standardized")
 
 
 @pytest.fixture(scope="module")
