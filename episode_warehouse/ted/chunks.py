@@ -113,10 +113,13 @@ class ConcatTensor(StandIn):
         return rows + renumber if renumber else rows
 
     def rows(self, index) -> torch.Tensor:
+        whole_index = index
         rest: tuple = ()
         if isinstance(index, tuple):
             index, rest = (index[0], index[1:]) if index else (slice(None), ())
         total = int(self._starts[-1])
+        if index is Ellipsis or index is None:  # not an index of rows: the computed whole's
+            return self.whole()[whole_index]
         if isinstance(index, int) or (isinstance(index, torch.Tensor) and index.ndim == 0
                                       and index.dtype != torch.bool):  # fmt: skip
             row = int(index) + total if int(index) < 0 else int(index)

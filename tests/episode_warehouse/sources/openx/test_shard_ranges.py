@@ -104,6 +104,9 @@ def test_the_ranges_open_as_the_dataset_built_whole(built):
             want, got = whole.get(key)[index], chunked.get(key)[index]
             assert torch.equal(want, got), (key, index)
     assert torch.equal(chunked["episode"][:].unique(), torch.arange(7, dtype=torch.int32))
+    picks = torch.from_numpy(rng.permutation(rows)[:9])
+    for index in ((picks, 2), (slice(3, 90), slice(1, 4)), (Ellipsis, 0)):  # rows, then columns
+        assert torch.equal(whole["action"][index], chunked["action"][index]), index
 
 
 def test_a_gap_between_ranges_is_named(built, tmp_path):
