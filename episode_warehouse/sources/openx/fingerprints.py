@@ -69,8 +69,11 @@ def _range_groups(store, dataset: str, per_range: int, pinned: str | None) -> di
     names = list(listing.shards)
     common = [
         ["version", listing.version],
-        ["dataset_info.json", json.dumps(listing.dataset_info_doc, sort_keys=True)],
-        ["features.json", json.dumps(listing.features_doc, sort_keys=True)],
+        [
+            "dataset_info.json",
+            json.dumps(listing.dataset_info_doc, sort_keys=True, allow_nan=False),
+        ],
+        ["features.json", json.dumps(listing.features_doc, sort_keys=True, allow_nan=False)],
     ]
     out = {}
     for shard_range in plan_ranges(dataset, len(names), per_range):
