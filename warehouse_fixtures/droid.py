@@ -20,8 +20,10 @@ What the values mean here (ground truth the tests compare with):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -181,7 +183,7 @@ def droid_episode(seed: int, *, images: bool = True) -> DroidEpisode:
             }
         )
     collector = f"{seed * 2654435761 % 2**32:08x}"
-    metadata = {
+    metadata: dict[str, Any] = {
         "file_path": f"{folder}/trajectory.h5",
         "recording_folderpath": f"{folder}/recordings/MP4",
         "building": building,
@@ -217,14 +219,16 @@ def write_droid(
     return folder, written
 
 
-class _Shards:
-    """``count`` shards made when iterated (``make(index)``: the shard's episodes)."""
+class _Shards(Sequence):
+    """``total`` shards, each made when it is taken (``make(index)``: the shard's episodes)."""
 
-    def __init__(self, count: int, make) -> None:
-        self.count, self.make = count, make
+    def __init__(self, total: int, make) -> None:
+        self.total, self.make = total, make
 
     def __len__(self) -> int:
-        return self.count
+        return self.total
 
-    def __iter__(self):
-        return (self.make(s) for s in range(self.count))
+    def __getitem__(self, index):
+        if not isinstance(index, int) or not 0 <= index < self.total:
+            raise IndexError(index)
+        return self.make(index)

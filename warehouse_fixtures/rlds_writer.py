@@ -25,7 +25,7 @@ import gzip
 import io
 import json
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -186,7 +186,7 @@ def write_dataset(
     name: str,
     version: str,
     features: dict,
-    splits: dict[str, Sequence[Iterable[dict]]],
+    splits: Mapping[str, Sequence[Iterable[dict]]],
     *,
     template: str = TEMPLATE,
     gzipped: bool = False,
