@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from tensordict import NonTensorStack, TensorDict
 
-from episode_warehouse.errors import NotMaterializedError, PartitionKeyError, StaleSelectionError
+from episode_warehouse.errors import NotMaterializedError, StaleSelectionError
 from episode_warehouse.paths import artifact_name
 from episode_warehouse.records import RECORD
 from episode_warehouse.standardized.record import StandardizedRecord
@@ -97,20 +97,12 @@ def locate(source: str, partition: str, root: Root | str | os.PathLike | None = 
 def standardized_ranges(source: str, dataset: str, root=None) -> list[str]:
     """The standardized shard ranges of ``dataset`` (``droid@00000-00031`` ...) in shard
     order, or [] where it has none."""
-    from episode_warehouse.ted.chunks import SEPARATOR, parse_range
+    from episode_warehouse.ted.chunks import SEPARATOR, published_ranges
 
     if SEPARATOR in dataset:
         return []
-    store = parse_root(root)
-    names = [rel.split("/")[-1] for rel in store.published(f"standardized/{source}", 1)]
-    ranges = []
-    for name in names:
-        if name.startswith(dataset + SEPARATOR):
-            try:
-                ranges.append(parse_range(name))
-            except PartitionKeyError:
-                continue
-    return [r.key for r in sorted((r for r in ranges if r is not None), key=lambda r: r.first)]
+    ranges = published_ranges(parse_root(root), f"standardized/{source}", dataset)
+    return [r.key for r in ranges]
 
 
 def open_standardized(source: str, partition: str, root=None) -> TensorDict:

@@ -180,8 +180,10 @@ def _row_ids(index, total: int) -> np.ndarray:
     return ids
 
 
-def _published_ranges(root: Root, source: str, dataset: str) -> list[ShardRange]:
-    names = [rel.split("/")[-1] for rel in root.published(f"ted/{source}", 1)]
+def published_ranges(root: Root, prefix: str, dataset: str) -> list[ShardRange]:
+    """The shard ranges of ``dataset`` published under ``prefix`` (``ted/openx``,
+    ``standardized/openx``), in shard order; names that are not a range's key are passed over."""
+    names = [rel.split("/")[-1] for rel in root.published(prefix, 1)]
     found = []
     for name in names:
         if name.startswith(dataset + SEPARATOR):
@@ -197,7 +199,7 @@ def _published_ranges(root: Root, source: str, dataset: str) -> list[ShardRange]
 def has_ranges(root: Root, source: str, dataset: str) -> bool:
     """Whether any shard range of ``dataset`` is published (``dataset`` itself is not a
     range's key)."""
-    return SEPARATOR not in dataset and bool(_published_ranges(root, source, dataset))
+    return SEPARATOR not in dataset and bool(published_ranges(root, f"ted/{source}", dataset))
 
 
 def dataset_ranges(root: Root, source: str, dataset: str) -> list[str]:
@@ -207,7 +209,7 @@ def dataset_ranges(root: Root, source: str, dataset: str) -> list[str]:
     Raises:
         NotMaterializedError: none is published, or a range of shards is missing between them.
     """
-    ranges = _published_ranges(root, source, dataset)
+    ranges = published_ranges(root, f"ted/{source}", dataset)
     if not ranges:
         raise NotMaterializedError(
             f"no TED of {source} {dataset!r}, nor of any shard range of it",

@@ -24,7 +24,9 @@ import io
 import struct
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 import pyarrow as pa
@@ -65,7 +67,9 @@ class RangeRows:
         self._finals: dict[str, torch.Tensor] = {}
         self.bytes_fetched = 0
         self._lock = threading.Lock()
-        self._filling: dict[object, threading.Lock] = {}  # one fetch of a header or block
+        # one fetch of a header, block or offsets at a time: [lock, threads using it] by key,
+        # kept while a fetch of it is in flight only
+        self._filling: dict[object, list] = {}
         self._headers: dict[str, tuple[int, np.dtype, tuple[int, ...]]] = {}
         self._blocks: OrderedDict[tuple[str, int], torch.Tensor] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
@@ -134,9 +138,11 @@ class RangeRows:
     def _frame_offsets(self, file: str) -> np.ndarray:
         """The offsets of an encoded camera's frames, read whole once (read-ahead threads
         asking at once wait for the first one's read)."""
+        known = self._offsets.get(file)
+        if known is not None:
+            return known
         with self._once(("offsets", file)):
-            known = self._offsets.get(file)
-            return known if known is not None else self._read_offsets(file)
+            return self._read_offsets(file)
 
     def _read_offsets(self, file: str) -> np.ndarray:
         if file not in self._offsets:
@@ -204,11 +210,24 @@ class RangeRows:
         base = first * BLOCK_ROWS
         return joined[start - base : stop - base].clone()
 
-    def _once(self, key: object) -> threading.Lock:
-        """The lock that makes threads wanting the same header, block or offsets fetch it
-        once (the others wait, then find it kept)."""
+    @contextmanager
+    def _once(self, key: object) -> Iterator[None]:
+        """Held while ``key`` (a header, block or offsets) is fetched: threads wanting the same
+        one wait, then find it kept. The key's lock lives while a thread holds or waits for it
+        (a long stream fetches millions of blocks; their locks do not stay)."""
         with self._lock:
-            return self._filling.setdefault(key, threading.Lock())
+            entry = self._filling.get(key)
+            if entry is None:
+                entry = self._filling[key] = [threading.Lock(), 0]
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._lock:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._filling[key]
 
     def _block(self, file: str, block: int) -> torch.Tensor:
         key = (file, block)

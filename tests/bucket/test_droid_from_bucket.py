@@ -61,6 +61,8 @@ def test_droid_streams_from_the_bucket_as_from_a_folder(bucket_url, tmp_path, mo
             assert torch.equal(item[key][:], expected[key][:]), (partition, episode, camera)
         assert torch.equal(item["action"], expected["action"])
     assert stream.cache.bytes_fetched > 0
+    for reader in stream.cache._readers.values():  # no fetch lock outlives its fetch
+        assert reader._strategy._filling == {}
 
     items = list(VLADataset([("droid", 1.0)], bucket_url, num_samples=12, seed=3))
     assert len(items) == len(vla_truth) == 12

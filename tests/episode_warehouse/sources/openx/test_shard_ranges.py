@@ -166,3 +166,19 @@ def test_a_mixture_pools_the_ranges_into_the_dataset(built):
         assert pooled[key]["mask"] == truth[key]["mask"]
     shares = [range_share(e[3]) for e in entries]
     assert sum(shares) == pytest.approx(1.0)
+
+
+def test_a_range_of_a_dataset_the_tfds_authors_wrote(shared_samples, tmp_path):
+    """TFDS's own bridge test folder (dataset_info.json and features.json as TFDS wrote them,
+    one train shard) built as the range bridge@00000-00000: the same TED as built whole."""
+    src = shared_samples / "rlds"
+    layout = WarehouseLayout.local(tmp_path / "wh")
+    build_openx_stages(layout, src, "bridge")
+    build_openx_stages(layout, src, "bridge@00000-00000")
+    whole = open_ted("openx", "bridge", layout.folder)
+    part = open_ted("openx", "bridge@00000-00000", layout.folder)
+    assert whole.batch_size == part.batch_size and whole.batch_size[0] > 0
+    for key in whole.keys(True, True):
+        assert torch.equal(whole.get(key)[:], part.get(key)[:]), key
+    _, rows = run_query(layout.root, "SELECT DISTINCT partition, dataset FROM episodes")
+    assert sorted(rows) == [("bridge", "bridge"), ("bridge@00000-00000", "bridge")]
