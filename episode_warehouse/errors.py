@@ -59,6 +59,11 @@ class PartitionKeyError(TerminalError):
     """A partition key is not one this warehouse knows."""
 
 
+class PartitionConflictError(TerminalError):
+    """A partition would cover data another published partition of the same dataset holds
+    (overlapping shard ranges, a dataset built whole and as ranges): counted twice if built."""
+
+
 class SourceUnavailableError(WarehouseError):
     """A source (bucket, mirror, hub) cannot be read; see the two subclasses."""
 

@@ -1,4 +1,5 @@
-"""``warehouse``: demo, materialize, export, publish, sql, view, ui, cluster, backfill, fixtures.
+"""``warehouse``: demo, materialize, export, publish, sql, view, ui, cluster, backfill, drop,
+recut, fixtures.
 
 Errors print one line and exit 2.
 """
@@ -314,6 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
     from warehouse_cli.cluster.commands import add_parsers
 
     add_parsers(sub)  # cluster up|status|down, backfill
+    from warehouse_cli import partitions
+
+    partitions.add_parsers(sub)  # drop, recut
 
     p = sub.add_parser("fixtures", help="write the demo fixtures (Atari bucket, OpenX mirror)")
     p.add_argument("folder")

@@ -29,7 +29,11 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from episode_warehouse.errors import NotMaterializedError, PartitionKeyError
+from episode_warehouse.errors import (
+    NotMaterializedError,
+    PartitionConflictError,
+    PartitionKeyError,
+)
 from episode_warehouse.frames.tensor import placeholder
 from episode_warehouse.stand_in import StandIn
 from episode_warehouse.storage import Root, parse_root
@@ -40,7 +44,8 @@ EPISODE_KEY = "episode"
 
 
 SEPARATOR = "@"
-_KEY_RE = re.compile(r"^([a-z0-9_]+)@(\d{5})-(\d{5})$")
+# ASCII digits only (``\d`` takes any script's): one spelling per range
+_KEY_RE = re.compile(r"^([a-z0-9_]+)@([0-9]{5})-([0-9]{5})$", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -208,6 +213,7 @@ def dataset_ranges(root: Root, source: str, dataset: str) -> list[str]:
 
     Raises:
         NotMaterializedError: none is published, or a range of shards is missing between them.
+        PartitionConflictError: two ranges share shards.
     """
     ranges = published_ranges(root, f"ted/{source}", dataset)
     if not ranges:
@@ -218,7 +224,15 @@ def dataset_ranges(root: Root, source: str, dataset: str) -> list[str]:
             f"shard ranges ({dataset}@00000-00031 ...)",
         )
     expected = 0
-    for r in ranges:
+    for before, r in zip([None, *ranges], ranges, strict=False):
+        if r.first < expected:  # built before overlaps were refused: never count a shard twice
+            raise PartitionConflictError(
+                f"the published ranges {before.key if before else ''} and {r.key} of {dataset} "
+                "share shards: their episodes would be counted twice",
+                subject=root.url,
+                fix=f"drop one of them (warehouse drop {source} {r.key}), or re-cut the dataset "
+                f"(warehouse recut {source} {dataset} SHARDS_PER_RANGE)",
+            )
         if r.first != expected:
             raise NotMaterializedError(
                 f"shards {expected} to {r.first - 1} of {dataset} are in no published range "

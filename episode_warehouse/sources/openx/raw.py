@@ -24,6 +24,7 @@ from episode_warehouse.sources.openx.rlds.mirror import mirror_rlds
 from episode_warehouse.sources.openx.shards import list_shards
 from episode_warehouse.storage import Root
 from episode_warehouse.ted.chunks import dataset_of, parse_range
+from episode_warehouse.ted.dataset_parts import check_fits
 
 LAYOUTS = ("auto", "rlds", "webdataset")
 
@@ -93,9 +94,11 @@ def mirror_openx(
         ConfigError: a bad layout, mode, URL, or the WebDataset layout on ``gs://``.
         SourceMissingError: the dataset, or its pinned version, is not in the source.
         CorruptInputError: a version folder whose files disagree with its dataset_info.json.
+        PartitionConflictError: another published part of the dataset holds some of its shards.
     """
     shard_range = parse_range(key)
     dataset = dataset_of(key)
+    check_fits(root, "openx", key)  # before anything is listed or written
     chosen = detect_layout(url, dataset, layout, endpoint=endpoint)
     if chosen == "webdataset":
         if shard_range is not None:

@@ -22,7 +22,7 @@ import re
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.ted.chunks import ShardRange
 
-_SETTING_RE = re.compile(r"^([a-z0-9_]+)=(\d+)$")
+_SETTING_RE = re.compile(r"^([a-z0-9_]+)=([0-9]+)$", re.ASCII)
 SETTING = "OPENX_SHARD_RANGES"
 
 

@@ -12,6 +12,7 @@ from episode_warehouse.limits import InputLimits
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.records import RECORD, RawRecord
 from episode_warehouse.sources.openx.record import RldsRawRecord, openx_raw_record
+from episode_warehouse.ted.dataset_parts import check_fits
 
 
 def decode_openx(
@@ -26,6 +27,7 @@ def decode_openx(
     (``endpoint`` reaches the bucket when the raw stage only listed them: streaming). Shards
     unchanged since the published build are copied from it, not decoded again."""
 
+    check_fits(layout.root, "openx", key)  # a part of the dataset published meanwhile
     target = layout.decoded_dir("openx", key)
     salt = fingerprint(code_version, decoded_layout())  # what else decoded rows depend on
 

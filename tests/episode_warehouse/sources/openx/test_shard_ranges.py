@@ -35,31 +35,41 @@ def _build(layout, key, *, through="catalog"):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """One root holding DROID built whole and as three ranges (7 shards, one episode each)."""
+    """DROID built as three ranges (7 shards, one episode each), and built whole in a root of
+    its own (a root holds a dataset whole or as ranges, never both)."""
     tmp = tmp_path_factory.mktemp("ranges")
     _, by_shard = write_droid(tmp / "src", shards=7, per_shard=1)
     layout = WarehouseLayout.local(tmp / "wh")
-    _build(layout, "droid", through="standardized")
     for key in RANGES:
         _build(layout, key, through="standardized")
-    return layout, [e for shard in by_shard for e in shard]
+    whole = WarehouseLayout.local(tmp / "whole")
+    _build(whole, "droid", through="standardized")
+    return layout, [e for shard in by_shard for e in shard], whole
 
 
-def test_a_range_mirrors_and_decodes_only_its_shards(built):
-    layout, _ = built
+def test_a_range_mirrors_and_decodes_only_its_shards(built, tmp_path):
+    layout, _, _ = built
     shards = sorted(os.listdir(layout.raw_dir("openx", RANGES[2]) / "rlds"))
     assert shards == [f"droid-train.tfrecord-{i:05d}-of-00007" for i in (4, 5, 6)]
     _, rows = run_query(layout.root, "SELECT partition, dataset, source_files FROM episodes "
                         "WHERE partition LIKE 'droid@%' ORDER BY partition, episode")  # fmt: skip
     assert [r[1] for r in rows] == ["droid"] * 7
     assert [r[2][0][-14:-9] for r in rows] == [f"{i:05d}" for i in range(7)]
+    fresh = WarehouseLayout.local(tmp_path / "fresh")
     with pytest.raises(PartitionKeyError, match="has 7 shards .* ends at 7"):
         mirror_openx(str(layout.folder.parent / "src"), "droid@00005-00007",
-                     layout.raw_dir("openx", "droid@00005-00007"), root=layout.root,
+                     fresh.raw_dir("openx", "droid@00005-00007"), root=fresh.root,
                      code_version="t")  # fmt: skip
 
 
-@pytest.mark.parametrize("key", ["droid@0-3", "droid@00003-00001", "droid@", "Droid@00000-00001"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "droid@0-3", "droid@00003-00001", "droid@", "Droid@00000-00001",
+        "droid@\u0660\u0660\u0660\u0660\u0660-\u0660\u0660\u0660\u0660\u0661",  # Arabic-Indic
+        "droid@\uff10\uff10\uff10\uff10\uff10-\uff10\uff10\uff10\uff10\uff11",  # fullwidth
+    ],
+)  # fmt: skip
 def test_malformed_range_keys_are_refused_by_name(key):
     with pytest.raises(PartitionKeyError, match="DATASET@FIRST-LAST|dataset id"):
         registry.check_partition("openx", key)
@@ -77,17 +87,10 @@ def test_ranges_are_planned_and_configured():
 
 
 def test_the_ranges_open_as_the_dataset_built_whole(built):
-    layout, _ = built
-    whole = open_ted("openx", "droid", layout.folder)  # the whole build wins where it exists
+    layout, _, whole_root = built
+    whole = open_ted("openx", "droid", whole_root.folder)
     assert not isinstance(whole["action"], ConcatTensor)
-    import shutil
-
-    hidden = layout.folder / "hidden-whole"
-    shutil.move(layout.ted_dir("openx", "droid"), hidden)  # now only the ranges are there
-    try:
-        chunked = open_ted("openx", "droid", layout.folder)
-    finally:
-        shutil.move(hidden, layout.ted_dir("openx", "droid"))
+    chunked = open_ted("openx", "droid", layout.folder)
     rows = whole.batch_size[0]
     assert chunked.batch_size[0] == rows
     rng = np.random.default_rng(0)
@@ -110,19 +113,18 @@ def test_the_ranges_open_as_the_dataset_built_whole(built):
 
 
 def test_a_gap_between_ranges_is_named(built, tmp_path):
-    layout, _ = built
+    layout, _, _ = built
     import shutil
 
     gap = tmp_path / "gap"
     shutil.copytree(layout.folder / "ted", gap / "ted", symlinks=True)
-    shutil.rmtree(gap / "ted" / "openx" / "droid")
     shutil.rmtree(gap / "ted" / "openx" / RANGES[1])
     with pytest.raises(NotMaterializedError, match="shards 3 to 3 of droid are in no published"):
         open_ted("openx", "droid", gap)
 
 
 def test_a_changed_shard_rebuilds_only_its_range(built, tmp_path):
-    layout, _ = built
+    layout, _, _ = built
     import shutil
 
     shutil.copytree(layout.folder.parent / "src", tmp_path / "src")
@@ -144,17 +146,10 @@ def test_a_mixture_pools_the_ranges_into_the_dataset(built):
     from episode_warehouse.standardized.mixtures import range_share, resolve
     from episode_warehouse.standardized.reader import dataset_statistics
 
-    layout, _ = built
-    import shutil
-
-    hidden = layout.folder / "hidden-std"
-    shutil.move(layout.standardized_dir("openx", "droid"), hidden)
-    try:
-        entries = resolve([("droid", 1.0), ("cmu_stretch", 1.0)], layout.folder)
-        weights = mixture_weights([("droid", 1.0)], layout.folder)
-    finally:
-        shutil.move(hidden, layout.standardized_dir("openx", "droid"))
-    truth = dataset_statistics("openx", "droid", layout.folder)  # built whole, exactly
+    layout, _, whole = built
+    entries = resolve([("droid", 1.0), ("cmu_stretch", 1.0)], layout.folder)
+    weights = mixture_weights([("droid", 1.0)], layout.folder)
+    truth = dataset_statistics("openx", "droid", whole.folder)  # built whole, exactly
     assert [e[1] for e in entries] == list(RANGES)
     assert weights == {"droid": 1.0}
     pooled = entries[0][3]
@@ -172,13 +167,14 @@ def test_a_range_of_a_dataset_the_tfds_authors_wrote(shared_samples, tmp_path):
     """TFDS's own bridge test folder (dataset_info.json and features.json as TFDS wrote them,
     one train shard) built as the range bridge@00000-00000: the same TED as built whole."""
     src = shared_samples / "rlds"
+    whole_root = WarehouseLayout.local(tmp_path / "whole")
+    build_openx_stages(whole_root, src, "bridge")
     layout = WarehouseLayout.local(tmp_path / "wh")
-    build_openx_stages(layout, src, "bridge")
     build_openx_stages(layout, src, "bridge@00000-00000")
-    whole = open_ted("openx", "bridge", layout.folder)
+    whole = open_ted("openx", "bridge", whole_root.folder)
     part = open_ted("openx", "bridge@00000-00000", layout.folder)
     assert whole.batch_size == part.batch_size and whole.batch_size[0] > 0
     for key in whole.keys(True, True):
         assert torch.equal(whole.get(key)[:], part.get(key)[:]), key
     _, rows = run_query(layout.root, "SELECT DISTINCT partition, dataset FROM episodes")
-    assert sorted(rows) == [("bridge", "bridge"), ("bridge@00000-00000", "bridge")]
+    assert sorted(rows) == [("bridge@00000-00000", "bridge")]
