@@ -70,3 +70,27 @@ def test_droid_streams_from_the_bucket_as_from_a_folder(bucket_url, tmp_path, mo
         for view in ("primary", "secondary", "wrist"):
             assert torch.equal(a["observation", "image", view], b["observation", "image", view])
         np.testing.assert_array_equal(a["action"].numpy(), b["action"].numpy())
+
+
+def test_drop_and_the_overlap_rule_on_a_bucket_root(bucket_url, tmp_path):
+    """On a gs:// root a dropped range's stages and catalog rows are gone from the bucket (a
+    reader on another machine no longer counts them), and the overlap rule reads the bucket."""
+    from episode_warehouse.catalog import run_query
+    from episode_warehouse.errors import PartitionConflictError
+    from episode_warehouse.stages.partitions import drop_partition
+    from episode_warehouse.storage import parse_root
+
+    _, by_shard = write_droid(tmp_path / "src", shards=6, per_shard=1)
+    bucket = layout_of(bucket_url)
+    _build(bucket, tmp_path / "src")
+    with pytest.raises(PartitionConflictError, match="droid@00002-00003 holds"):
+        build_openx_stages(bucket, tmp_path / "src", "droid@00003-00003")
+    removed = drop_partition(bucket.root, "openx", RANGES[1])
+    assert len(removed) == 5  # catalog rows, standardized, TED, decoded, raw
+    reader = parse_root(bucket_url)  # a reader with no local copy sees the bucket only
+    assert not reader.artifact(f"ted/openx/{RANGES[1]}").read()[0]
+    _, rows = run_query(reader, "SELECT partition, count(*) FROM episodes GROUP BY 1 ORDER BY 1")
+    assert rows == [(RANGES[0], 2), (RANGES[2], 2)]
+    build_openx_stages(bucket, tmp_path / "src", "droid@00003-00003")  # the shards are free
+    _, rows = run_query(reader, "SELECT count(*) FROM episodes WHERE dataset = 'droid'")
+    assert rows == [(5,)]
