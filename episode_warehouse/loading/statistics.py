@@ -10,7 +10,9 @@ numpy's ``method="inverted_cdf"``) within two bin widths (0.8 %) of the range.
 ``selection_stats(selection, keys)`` merges the partials of the selected episodes: read from the
 ``statistics`` rows the statistics asset keeps in the catalog when every selected partition has
 them for its current TED (a query, no pass over the data), else computed in one streaming pass
-over the selected steps, one episode at a time (never a copy of the selection in memory).
+over the selected steps, one episode at a time (never a copy of the selection in memory). A row
+that is a part of its episode (openpi's non-idle steps) never takes the episode's stored
+partial: its steps are counted by the pass, exactly.
 """
 
 from __future__ import annotations
@@ -51,23 +53,28 @@ def selection_stats(selection, keys: list, *, use_catalog: bool = True) -> dict:
     Raises:
         ConfigError: a key the TEDs do not have.
     """
-    stored = _stored_partials(selection, keys) if use_catalog else None
+    whole = _whole_episodes(selection) if use_catalog else None
+    stored = _stored_partials(selection, keys, whole) if whole is not None else None
+    parts = np.flatnonzero(~whole) if whole is not None else np.arange(len(selection))
     result = {}
     for key in keys:
-        if stored is not None:
-            partials = Partials.concat([table[key_name(key)].take(rows) for table, rows in stored])
+        if stored is not None:  # whole episodes from the catalog, parts of episodes by a pass
+            tables = [table[key_name(key)].take(rows) for table, rows in stored]
+            partials = Partials.concat([*tables, *_one_pass(selection, key, parts)])
         else:
-            partials = Partials.concat(list(_one_pass(selection, key)))
+            partials = Partials.concat(list(_one_pass(selection, key, parts)))
         result[key] = summary(merge(partials))
     return result
 
 
-def _one_pass(selection, key):
-    """Every selected episode's partial of ``key``, in selection order. Episodes are counted on
-    one thread per core (the counting releases the GIL; like torch's intra-op threads, this is
-    parallelism inside one call, not a second worker pool)."""
+def _one_pass(selection, key, rows: np.ndarray):
+    """The partials of ``key`` of the selection's ``rows`` (each exactly its steps), in order.
+    Episodes are counted on one thread per core (the counting releases the GIL; like torch's
+    intra-op threads, this is parallelism inside one call, not a second worker pool)."""
     from episode_warehouse.loading.torch_datasets import _TedCache
 
+    if not len(rows):
+        return
     cache = _TedCache(selection)
     for source, partition in selection.partitions:
         td = cache.get(source, partition)
@@ -83,12 +90,34 @@ def _one_pass(selection, key):
         return partial_of(_read(td, key, int(selection.start[i]), int(selection.length[i])))
 
     with ThreadPoolExecutor(max_workers=compute_threads()) as pool:
-        yield from pool.map(one, range(len(selection)))
+        yield from pool.map(one, rows.tolist())
 
 
-def _stored_partials(selection, keys) -> list | None:
-    """Per selected partition: ({key: Partials of its episodes}, the selected episodes' rows in
-    them, in selection order); None when a partition has no current statistics."""
+def _whole_episodes(selection) -> np.ndarray:
+    """Which selection rows are whole episodes (their steps are the episode's, as the TED's
+    episodes table says): only those may take an episode's stored partial. A part of an
+    episode (openpi's non-idle steps) is counted by a pass over exactly its steps."""
+    from episode_warehouse.ted.reader import TedReader
+
+    whole = np.zeros(len(selection), dtype=bool)
+    root = selection.reader_root()
+    source, partition = np.array(selection.source), np.array(selection.partition)
+    for s, p in selection.partitions:
+        table = TedReader.of(root, s, p).episodes()
+        starts = table.column("start").to_numpy()
+        lengths = table.column("length").to_numpy()
+        mine = np.flatnonzero((source == s) & (partition == p))
+        episode = selection.episode[mine]  # checked to exist when the selection was made
+        whole[mine] = (selection.start[mine] == starts[episode]) & (
+            selection.length[mine] == lengths[episode]
+        )
+    return whole
+
+
+def _stored_partials(selection, keys, whole: np.ndarray) -> list | None:
+    """Per selected partition: ({key: Partials of its episodes}, the rows in them of the
+    selected whole episodes, in selection order); None when a partition has no current
+    statistics."""
     from episode_warehouse.catalog.statistics import read_partition_statistics
 
     out = []
@@ -108,6 +137,6 @@ def _stored_partials(selection, keys) -> list | None:
             if not rows.num_rows:
                 return None
             by_key[key_name(key)] = partials_from_table(rows)  # rows in episode order
-        mine = episode[pairs == f"{source}\0{partition}"]
+        mine = episode[(pairs == f"{source}\0{partition}") & whole]
         out.append((by_key, mine))
     return out

@@ -180,6 +180,38 @@ def test_successful_nonidle_steps_are_one_query_and_load_as_selected(droid):
         )
 
 
+def test_statistics_of_part_episode_rows_count_exactly_their_steps(droid):
+    """openpi's selection (parts of episodes, several per episode) from the catalog's stored
+    partials: each row counts its own steps, as numpy over exactly those steps says."""
+    from episode_warehouse.catalog.statistics import publish_statistics
+    from episode_warehouse.loading import selection_stats
+
+    layout, episodes, _ = droid
+    publish_statistics(layout, "openx", "droid", code_version="t")
+    selection = select_episodes(NONIDLE_SUCCESS, root=layout.folder)
+    starts = np.cumsum([0] + [len(e.joint_velocity) for e in episodes])
+    truth = np.concatenate([
+        _wire(episodes[int(e)].joint_velocity)[a - starts[e] : a - starts[e] + n]
+        for e, a, n in zip(selection.episode, selection.start, selection.length, strict=True)
+    ])  # fmt: skip
+    assert len(truth) == int(selection.length.sum())
+    key = ("action_dict", "joint_velocity")
+    for use_catalog in (True, False):
+        stats = selection_stats(selection, [key], use_catalog=use_catalog)[key]
+        assert (np.asarray(stats["count"]) == len(truth)).all(), use_catalog
+        np.testing.assert_allclose(stats["mean"], truth.mean(0), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(stats["min"], truth.min(0))
+        np.testing.assert_allclose(stats["max"], truth.max(0))
+    whole = select_episodes(
+        "SELECT source, partition, episode, start, length FROM episodes WHERE success",
+        root=layout.folder,
+    )  # whole episodes still come from the stored partials, and agree with a pass
+    a = selection_stats(whole, [key])[key]
+    b = selection_stats(whole, [key], use_catalog=False)[key]
+    assert (np.asarray(a["count"]) == int(whole.length.sum())).all()
+    np.testing.assert_allclose(a["mean"], b["mean"], rtol=1e-6)
+
+
 def test_standardized_as_openvla_defines_droid(droid):
     from episode_warehouse.standardized import open_standardized
     from episode_warehouse.standardized.stage import build_standardized_stage
