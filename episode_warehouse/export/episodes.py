@@ -71,6 +71,14 @@ def create_dataset(repo_id: str, episodes: list[ExportEpisode], out: Path, video
 
     first = episodes[0]
     fps = registry.fps(first.source, first.partition, first.meta.fps)
+    if fps is None:
+        raise ExportError(
+            "the data's control rate is unknown (its source records none and the OXE table of "
+            "rates has no entry); a LeRobot dataset needs one",
+            subject=f"{first.source}/{first.partition}",
+            fix="export partitions whose rate is known, or add the dataset's published rate "
+            "to CONTROL_HZ in episode_warehouse/sources/openx/datasets.py and rebuild its TED",
+        )
     if fps != int(fps):
         raise ExportError(
             f"the data runs at {fps} steps per second; a LeRobot dataset's fps is a whole number",

@@ -9,6 +9,7 @@ their checks and the command line are generated from the two registries
 
 from __future__ import annotations
 
+import logging
 import re
 from contextlib import contextmanager
 
@@ -19,6 +20,7 @@ from episode_warehouse.sources.minari.source import SOURCE as MINARI
 from episode_warehouse.sources.openx.source import SOURCE as OPENX
 from episode_warehouse.sources.source import Source
 
+log = logging.getLogger(__name__)
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 _SOURCES: dict[str, Source] = {}
 
@@ -88,12 +90,21 @@ def dataset_name(source: str, partition: str) -> str:
     return get(source).dataset_name(partition)
 
 
-def fps(name: str, partition: str, recorded: float | None = None) -> float:
+def fps(name: str, partition: str, recorded: float | None = None) -> float | None:
     """Steps per second of a partition: what its decoder recorded (``TedRecord.fps``, LeRobot's
-    info.json; a control rate of 1/dt may be fractional), else the source's."""
+    info.json; a control rate of 1/dt may be fractional), else the source's; None (with a
+    warning) where neither knows it: a rate is never guessed."""
     if recorded:
         return float(recorded)
-    return float(get(name).fps(partition))
+    rate = get(name).fps(partition)
+    if rate is None:
+        log.warning(
+            "the control rate of %s %s is unknown (its source does not record it and the "
+            "table of rates has no entry): its fps stays empty",
+            name, partition,
+        )  # fmt: skip
+        return None
+    return float(rate)
 
 
 def partition_task(name: str, partition: str) -> str | None:

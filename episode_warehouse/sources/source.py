@@ -20,7 +20,8 @@ class Source:
             ``source`` column of the catalog (lowercase letters, digits, ``_``).
         check_partition: validates a partition key, returns it; raises ``PartitionKeyError``
             (naming the key and the shape it must have) for one that cannot be a key.
-        fps: frames per second of a partition, used where its TED recorded none.
+        fps: frames per second of a partition, used where its TED recorded none; None where
+            the source does not know it (never a guess).
         partition_task: the task string every episode of a partition has (Atari: the game),
             or ``None`` when tasks are per episode (the TED's ``tasks`` and ``task_index``).
         describe: one line for ``warehouse --help`` and the docs.
@@ -37,7 +38,7 @@ class Source:
 
     name: str
     check_partition: Callable[[str], object]
-    fps: Callable[[str], float]
+    fps: Callable[[str], float | None]
     partition_task: Callable[[str], str] | None = None
     describe: str = ""
     extra: str | None = None

@@ -42,13 +42,14 @@ KNOWN_DATASETS: tuple[str, ...] = (
     "berkeley_gnm_recon", "berkeley_gnm_cory_hall", "berkeley_gnm_sac_son",
 )  # fmt: skip
 
-# Control frequencies (Hz) from the Open X-Embodiment dataset spreadsheet, for LeRobot's fps.
+# Control frequencies (Hz) from the Open X-Embodiment dataset spreadsheet, for LeRobot's fps;
+# DROID (not in that sheet) records at 15 Hz (its paper and dataset page). A dataset missing
+# here has no known rate: the catalog's fps is NULL and a warning says so, never a guess.
 CONTROL_HZ: dict[str, int] = {
     "fractal20220817_data": 3, "kuka": 10, "bridge": 5, "taco_play": 15, "jaco_play": 10,
     "berkeley_cable_routing": 10, "roboturk": 10, "viola": 20, "berkeley_autolab_ur5": 5,
-    "toto": 30, "language_table": 10, "cmu_stretch": 10, "bc_z": 10,
+    "toto": 30, "language_table": 10, "cmu_stretch": 10, "bc_z": 10, "droid": 15,
 }  # fmt: skip
-DEFAULT_HZ = 10
 _KEY_RE = re.compile(r"^[a-z0-9_]+$")
 
 
