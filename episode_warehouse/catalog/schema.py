@@ -89,9 +89,9 @@ PARTITIONS = Table(
             "fps",
             pa.float64(),
             "DOUBLE",
-            "steps per second, the decoder's (LeRobot: info.json's fps) or the source's (NULL where "
-            "neither knows it: OXE datasets missing from the table of rates); a "
-            "control rate 1/dt may be fractional",
+            "steps per second, the decoder's (LeRobot: info.json's fps) or the source's "
+            "(NULL where neither knows it: OXE datasets missing from the table of rates); "
+            "a control rate 1/dt may be fractional",
         ),
         Column("robot_type", pa.string(), "VARCHAR", "LeRobot: info.json's robot_type"),
     ),

@@ -1,5 +1,6 @@
 """Open X-Embodiment as a source: partitions are dataset ids, or shard ranges of one
-(``droid@00000-00031``); fps is the dataset's control frequency where the OXE table knows it (else None: unknown)."""
+(``droid@00000-00031``); fps is the dataset's control frequency where the OXE table knows it
+(else None: unknown)."""
 
 from episode_warehouse.sources.openx.datasets import CONTROL_HZ, check_dataset_id
 from episode_warehouse.sources.source import Source
