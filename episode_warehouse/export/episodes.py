@@ -92,7 +92,11 @@ def create_dataset(repo_id: str, episodes: list[ExportEpisode], out: Path, video
         repo_id,
         fps=int(fps),
         features=features_for(
-            first.ted, video, first.meta.extra.get("feature_names"), declared_images(first.meta)
+            first.ted,
+            video,
+            first.meta.extra.get("feature_names"),
+            declared_images(first.meta),
+            first.meta.extra.get("texts"),
         ),
         root=out,
         use_videos=video,

@@ -8,6 +8,12 @@
 - ``action``: int64 for integer actions (Atari's), else float32, shape ``(D,)`` or ``(1,)``.
 - ``next.reward`` (float32 ``[1]``) only where the TED has rewards (none is invented),
   ``next.done`` (bool ``[1]``).
+- every other per-step key of the TED, under its key path dotted as LeRobot names nested keys
+  (DROID's ``action_dict.joint_velocity``, RLDS's ``discount``): float32, int64 or bool as the
+  TED holds it; a text leaf (an index into the TED's ``texts``, DROID's
+  ``language_instruction_2``) as a ``string`` feature holding the text. The TED's own
+  bookkeeping (``episode``, ``is_init``, ``task_index``, root ``done``/``terminated``/
+  ``truncated``, ``next`` but reward and done) is what LeRobot keeps in its own columns.
 
 So Atari exports ``observation.image`` and an int64 ``action``; OpenX ``observation.images.<cam>``
 from ``observation/<cam>``; an imported LeRobot dataset its cameras from
@@ -50,14 +56,53 @@ def _images(td: TensorDictBase, declared: dict | None) -> dict[str, tuple[Path_,
     return out
 
 
+# the TED's own bookkeeping, and the columns LeRobot computes itself (its default features)
+_BOOKKEEPING = frozenset({
+    "episode", "is_init", "task_index", "done", "terminated", "truncated",
+    "timestamp", "frame_index", "episode_index", "index",
+})  # fmt: skip
+
+
+def _extra_leaves(td: TensorDictBase) -> list[tuple[Path_, torch.Tensor]]:
+    """The per-step keys beyond observations, actions, rewards and the TED's bookkeeping."""
+    out = []
+    for key in td.keys(True, True):
+        path = (key,) if isinstance(key, str) else tuple(key)
+        if path[0] in ("observation", "action", "next") or path in {(k,) for k in _BOOKKEEPING}:
+            continue
+        out.append((path, td.get(key)))
+    return sorted(out, key=lambda item: item[0])
+
+
+def _extra_feature(path: Path_, value: torch.Tensor, texts: dict) -> dict:
+    name = "/".join(path)
+    if name in texts:
+        return {"dtype": "string", "shape": (1,), "names": None}
+    dtype = (
+        "bool"
+        if value.dtype == torch.bool
+        else "float32"
+        if value.dtype.is_floating_point
+        else "int64"
+    )
+    return {"dtype": dtype, "shape": tuple(value.shape[1:]) or (1,), "names": None}
+
+
 def features_for(
-    td: TensorDictBase, video: bool, source: dict | None = None, images: dict | None = None
+    td: TensorDictBase,
+    video: bool,
+    source: dict | None = None,
+    images: dict | None = None,
+    texts: dict | None = None,
 ) -> dict:
     """LeRobot ``features`` for the TED ``td``. ``source``: a LeRobot source's own features and
     their ``names`` (the TED record's ``feature_names``): their names are written again, and
     ``next.done`` only where the source had it (a teleoperation recording has none).
-    ``images``: the cameras the decoder declared (:func:`declared_images`)."""
+    ``images``: the cameras the decoder declared (:func:`declared_images`); ``texts``: the
+    TED's text leaves (its record's ``extra["texts"]``), exported as their strings."""
     feats = _features(td, video, images)
+    for path, value in _extra_leaves(td):
+        feats.setdefault(".".join(path), _extra_feature(path, value, texts or {}))
     if source is None:
         return feats
     if "next.done" not in source:
@@ -129,10 +174,22 @@ def image_sources(meta: TedRecord, td: TensorDictBase, feats: dict) -> dict[str,
     return out
 
 
-def columns_of(td: TensorDictBase, feats: dict) -> dict[str, np.ndarray]:
-    """The non-image features of ``td`` (one episode) as (N, ...) arrays, keyed by feature."""
+def columns_of(td: TensorDictBase, feats: dict, texts: dict | None = None) -> dict[str, np.ndarray]:
+    """The non-image features of ``td`` (one episode) as (N, ...) arrays, keyed by feature;
+    ``texts``: the episode's TED's text tables (a text leaf's indices become its strings)."""
     n = td.batch_size[0]
     cols: dict[str, np.ndarray] = {}
+    for path, value in _extra_leaves(td):
+        key = ".".join(path)
+        feature = feats.get(key)
+        if feature is None:
+            continue
+        if feature["dtype"] == "string":
+            table = np.asarray((texts or {})["/".join(path)], dtype=object)
+            cols[key] = table[value.numpy().astype(np.int64).reshape(n)]
+        else:
+            dtype = np.dtype(feature["dtype"])
+            cols[key] = value.numpy().astype(dtype).reshape(n, *feature["shape"])
     if "next.reward" in feats:
         cols["next.reward"] = td["next", "reward"].numpy().astype(np.float32).reshape(n, 1)
     if "next.done" in feats:
@@ -161,7 +218,9 @@ def images_of(
     return out
 
 
-def frames_of(td: TensorDictBase, feats: dict, declared: dict | None = None) -> list[dict]:
+def frames_of(
+    td: TensorDictBase, feats: dict, declared: dict | None = None, texts: dict | None = None
+) -> list[dict]:
     """One LeRobot frame dict per step of ``td`` (one episode), without ``task``."""
-    cols = {**columns_of(td, feats), **images_of(td, feats, declared)}
+    cols = {**columns_of(td, feats, texts), **images_of(td, feats, declared)}
     return [{k: v[i] for k, v in cols.items()} for i in range(td.batch_size[0])]

@@ -114,7 +114,7 @@ def _write_dataset(
             jobs, futures = pending.popleft()
             if index + ahead < len(episodes):
                 submit(index + ahead)
-            columns = columns_of(episode.steps(), features)
+            columns = columns_of(episode.steps(), features, episode.meta.extra.get("texts"))
             if index == 0:
                 _check_first_frame(episode, dataset, columns)
             writers.finish(jobs, futures)

@@ -23,7 +23,8 @@ def write_per_frame(
     dataset = create_dataset(repo_id, episodes, out, video)
     for episode in episodes:
         declared = declared_images(episode.meta)
-        for frame in frames_of(episode.steps(), dataset.meta.features, declared):
+        texts = episode.meta.extra.get("texts")
+        for frame in frames_of(episode.steps(), dataset.meta.features, declared, texts):
             frame["task"] = episode.task
             dataset.add_frame(frame)
         dataset.save_episode()

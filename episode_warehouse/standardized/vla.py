@@ -60,6 +60,46 @@ class _Part:
     state: Normalizer | None
     starts: np.ndarray  # each kept step's episode start (standardized rows)
     ends: np.ndarray  # ... and last row
+    rows: np.ndarray | None = None  # the standardized rows drawn from (None: every row)
+
+    @property
+    def size(self) -> int:
+        return self.opened.meta.rows if self.rows is None else len(self.rows)
+
+
+def _selected_rows(opened: Opened, ranges: np.ndarray):
+    """The standardized rows whose TED rows lie in one of ``ranges`` (``[start, stop)`` TED
+    rows, a selection's rows of this partition), and for each row the first and last
+    standardized row of its range: a window or chunk never leaves the selected steps."""
+    ted_row = np.asarray(opened.array("ted_row"))
+    order = np.argsort(ranges[:, 0], kind="stable")
+    first, stop = ranges[order, 0], ranges[order, 1]
+    at = np.searchsorted(first, ted_row, side="right") - 1
+    inside = (at >= 0) & (ted_row < stop[np.maximum(at, 0)])
+    if len(first) > 1 and (first[1:] < np.maximum.accumulate(stop)[:-1]).any():
+        raise ConfigError(
+            "the selection's rows of one partition overlap: a step would be drawn twice as often",
+            subject=f"VLADataset selection of {opened.meta.source}:{opened.meta.partition}",
+            fix="select each step once (DISTINCT, or ranges that do not overlap)",
+        )
+    rows = np.flatnonzero(inside)
+    group = at[rows]
+    change = np.r_[True, group[1:] != group[:-1]]
+    begin = rows[change][np.cumsum(change) - 1]
+    end_at = np.r_[np.flatnonzero(change)[1:], len(rows)] - 1
+    end = rows[end_at][np.cumsum(change) - 1]
+    starts = np.zeros(len(ted_row), np.int64)
+    ends = np.zeros(len(ted_row), np.int64)
+    starts[rows], ends[rows] = begin, end
+    return rows, starts, ends
+
+
+def _ranges_by_partition(selection) -> dict[tuple[str, str], np.ndarray]:
+    """(source, partition) -> the selection's ``[start, stop)`` TED rows there."""
+    out: dict[tuple[str, str], list] = {}
+    for source, partition, _, start, length in selection.rows():
+        out.setdefault((source, partition), []).append((start, start + length))
+    return {key: np.asarray(ranges, dtype=np.int64) for key, ranges in out.items()}
 
 
 def _episode_bounds(opened: Opened) -> tuple[np.ndarray, np.ndarray]:
@@ -89,6 +129,10 @@ class VLADataset(IterableDataset):
         seed: sampling seed. num_samples: items per epoch. rank, world_size: default to
             torch.distributed's when it is initialized.
         views: the views to deliver (default all three).
+        selection: a :class:`~episode_warehouse.loading.Selection` of steps (openpi's
+            successful, non-idle steps of DROID; rows may be parts of episodes): only those
+            steps are drawn, each range a unit of its own (a window or chunk is padded at its
+            ends, as at an episode's); datasets of the mix it does not select are left out.
 
     Raises:
         ConfigError: an empty mixture, an unknown normalization, views whose sizes differ
@@ -110,6 +154,7 @@ class VLADataset(IterableDataset):
         world_size: int | None = None,
         views: tuple[str, ...] = VIEWS,
         balance: bool = True,
+        selection=None,
     ) -> None:
         super().__init__()
         if normalization not in NORMALIZATIONS:
@@ -127,24 +172,46 @@ class VLADataset(IterableDataset):
         root = parse_root(root)  # once: every partition is read through this reader's root
         entries = resolve(mix, root)
         weights = sampling_weights(entries, balance)
+        chosen = _ranges_by_partition(selection) if selection is not None else None
         for source, partition, _, stats in entries:
             opened = locate(source, partition, root)
             name = registry.dataset_name(source, partition)
             weight = weights[name] * range_share(stats)  # a shard range: its share
-            starts, ends = _episode_bounds(opened)
+            rows = None
+            if chosen is None:
+                starts, ends = _episode_bounds(opened)
+            elif (source, partition) not in chosen:
+                continue
+            else:
+                rows, starts, ends = _selected_rows(opened, chosen[(source, partition)])
+                weight = weights[name]  # shared below among the dataset's parts by their rows
             self.parts.append(
                 _Part(
                     name, opened, weight,
                     Normalizer.of(stats["action"], normalization),
                     Normalizer.of(stats["proprio"], normalization) if "proprio" in stats else None,
-                    starts, ends,
+                    starts, ends, rows,
                 )
             )  # fmt: skip
+        self.parts = [p for p in self.parts if p.size]
+        if chosen is not None:  # a dataset's weight, shared by its parts' selected steps
+            selected: dict[str, int] = {}
+            for p in self.parts:
+                selected[p.name] = selected.get(p.name, 0) + p.size
+            for p in self.parts:
+                p.weight *= p.size / selected[p.name]
+        if not self.parts:
+            raise ConfigError(
+                "the selection selects no step of the mixture's datasets",
+                subject="VLADataset",
+                fix="select steps of the datasets the mix names (same root, standardized)",
+            )
         self.weights = np.array([p.weight for p in self.parts])
+        self.weights = self.weights / self.weights.sum()
         self.action_dim = max(p.opened.meta.action_dim for p in self.parts)
         self.state_dim = max(p.opened.meta.state_dim for p in self.parts)
         self.image_sizes = self._sizes(image_sizes or {})
-        self.num_samples = num_samples or sum(p.opened.meta.rows for p in self.parts)
+        self.num_samples = num_samples or sum(p.size for p in self.parts)
         dist = torch.distributed.is_available() and torch.distributed.is_initialized()
         self.rank = rank if rank is not None else (torch.distributed.get_rank() if dist else 0)
         self.world_size = world_size or (torch.distributed.get_world_size() if dist else 1)
@@ -188,8 +255,10 @@ class VLADataset(IterableDataset):
         parts = rng.choice(len(self.parts), size=BLOCK, p=self.weights)
         u = rng.random(BLOCK)
         part = int(parts[at])
-        return part, min(int(u[at] * self.parts[part].opened.meta.rows),
-                         self.parts[part].opened.meta.rows - 1)  # fmt: skip
+        size = self.parts[part].size
+        k = min(int(u[at] * size), size - 1)
+        rows = self.parts[part].rows
+        return part, k if rows is None else int(rows[k])
 
     def __len__(self) -> int:
         shard, shards = self._shard()

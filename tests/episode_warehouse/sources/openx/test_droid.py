@@ -231,6 +231,32 @@ def test_standardized_as_openvla_defines_droid(droid):
     assert td["language_instruction"][0] == first.instructions[0]
 
 
+def test_vla_dataset_draws_only_the_selected_steps(droid):
+    """openpi's selection feeds VLADataset: every item is a selected step, every selected step
+    is drawn, and a chunk never runs past its range (padded there, as at an episode's end)."""
+    from episode_warehouse.standardized import VLADataset
+    from episode_warehouse.standardized.stage import build_standardized_stage
+
+    layout, _, _ = droid
+    build_standardized_stage(layout, "openx", "droid", code_version="t")
+    selection = select_episodes(NONIDLE_SUCCESS, root=layout.folder)
+    wanted = {
+        int(a) + t for a, n in zip(selection.start, selection.length, strict=True)
+        for t in range(int(n))
+    }  # fmt: skip
+    ds = VLADataset([("droid", 1.0)], layout.folder, selection=selection, chunk=4,
+                    num_samples=4000, seed=1)  # fmt: skip
+    assert ds.parts[0].size == len(wanted)
+    ted_row = np.asarray(ds.parts[0].opened.array("ted_row"))
+    drawn = [ds.draw(i) for i in range(ds.num_samples)]
+    assert {int(ted_row[row]) for _, row in drawn} == wanted
+    ends = {int(a) + int(n) - 1 for a, n in zip(selection.start, selection.length, strict=True)}
+    for _, row in drawn[:200]:
+        item = ds.item(0, row)
+        last = ted_row[row] in ends
+        assert bool(item["action_is_pad"][0, 1]) == last  # past the range's end: padded
+
+
 def test_a_selection_exports_to_lerobot_v3_as_video(droid, tmp_path):
     """Successful, non-idle steps of DROID as a LeRobot v3 dataset with its three cameras as
     video (encoded once, from the JPEGs), read back by lerobot's own LeRobotDataset."""
@@ -261,4 +287,24 @@ def test_a_selection_exports_to_lerobot_v3_as_video(droid, tmp_path):
                 image = item[f"observation.images.{camera}"] * 255
                 truth = td["observation", camera][start + t].float()
                 assert (image - truth).abs().mean() < 12.0, (start, t, camera)  # AV1, crf 30
+        frame += length
+    # what DROID trains on comes along: action_dict's six leaves and all three instructions
+    leaves = ("cartesian_position", "cartesian_velocity", "gripper_position",
+              "gripper_velocity", "joint_position", "joint_velocity")  # fmt: skip
+    assert {f"action_dict.{leaf}" for leaf in leaves} <= set(ds.meta.features)
+    assert ds.meta.features["language_instruction_2"]["dtype"] == "string"
+    assert ds.meta.fps == 15
+    starts = np.cumsum([0] + [len(e.joint_velocity) for e in episodes])
+    frame = 0
+    for _, _, e, start, length in rows:
+        a = start - int(starts[e])
+        for t in (0, length - 1):
+            item = ds[frame + t]
+            np.testing.assert_allclose(
+                item["action_dict.joint_velocity"].numpy(),
+                _wire(episodes[e].joint_velocity[a + t]).astype(np.float32),
+            )
+            assert item["task"] == episodes[e].instructions[0]
+            assert item["language_instruction_2"] == episodes[e].instructions[1]
+            assert item["language_instruction_3"] == episodes[e].instructions[2]
         frame += length
