@@ -259,6 +259,7 @@ def open_dataset_ted(
     store = parse_root(root)
     readers = [TedReader.of(store, source, key) for key in dataset_ranges(store, source, dataset)]
     parts = [reader.whole(next_obs) for reader in readers]
+    _check_one_version_and_layout(dataset, readers, parts)
     episodes = [reader.meta.episodes for reader in readers]
     maps: dict[str, list[int | torch.Tensor]] = {
         EPISODE_KEY: np.concatenate([[0], np.cumsum(episodes)[:-1]]).astype(int).tolist()
@@ -272,6 +273,50 @@ def open_dataset_ted(
         out.set(key, ConcatTensor([td.get(key) for td in parts], maps.get(name)))
     log.info("opened %s %s as %d shard ranges, %d steps", source, dataset, len(parts), rows)
     return out
+
+
+def _check_one_version_and_layout(dataset: str, readers, parts: list[TensorDictBase]) -> None:
+    """The ranges join only when they are of one dataset version (each episode's
+    ``dataset_version``) and one layout (the same keys, each of one row shape and dtype).
+
+    Raises:
+        PartitionConflictError: naming the ranges that disagree and how.
+    """
+    keys = [r.meta.partition or str(i) for i, r in enumerate(readers)]
+    versions = []
+    for reader in readers:
+        table = reader.episodes()
+        column = "dataset_version"
+        found = set(table.column(column).to_pylist()) if column in table.column_names else set()
+        versions.append(sorted(str(v) for v in found if v is not None))
+    problems = []
+    if len({tuple(v) for v in versions}) > 1:
+        problems.append(
+            "dataset versions differ: "
+            + "; ".join(f"{k} {'/'.join(v) or '?'}" for k, v in zip(keys, versions, strict=True))
+        )
+    layouts = [
+        {
+            "/".join((k,) if isinstance(k, str) else k): (tuple(td.get(k).shape[1:]),
+                                                          str(td.get(k).dtype))
+            for k in td.keys(True, True)
+        }
+        for td in parts
+    ]  # fmt: skip
+    first = layouts[0]
+    for key, layout in zip(keys[1:], layouts[1:], strict=True):
+        if layout != first:
+            differ = sorted(k for k in set(first) | set(layout) if first.get(k) != layout.get(k))
+            shown = ", ".join(f"{k}: {first.get(k)} in {keys[0]}, {layout.get(k)} here"
+                              for k in differ[:3])  # fmt: skip
+            problems.append(f"{key} has another layout than {keys[0]} ({shown})")
+    if problems:
+        raise PartitionConflictError(
+            f"the shard ranges of {dataset} cannot be read as one: " + "; ".join(problems),
+            subject=f"{dataset} ({', '.join(keys)})",
+            fix=f"rebuild every range from one version (warehouse recut openx {dataset} "
+            "SHARDS_PER_RANGE), or pin the version with OPENX_VERSIONS",
+        )
 
 
 def union_tables(metas: list[TedRecord]) -> dict[str, tuple[list[str], list[np.ndarray]]]:

@@ -109,3 +109,31 @@ def test_recut_is_one_command(two_ranges, capsys):
     assert [r[0] for r in rows] == ["droid@00000-00002", "droid@00003-00005", "droid@00006-00007"]
     assert _counts(layout) == (24, sum(lengths))
     assert open_ted("openx", "droid", layout.folder).batch_size[0] == sum(lengths)
+
+
+def test_ranges_of_two_dataset_versions_are_not_joined(tmp_path):
+    """droid@00000-00001 read from version 1.0.1 and droid@00002-00003 from 1.0.2 (what a
+    re-published dataset and a pinned OPENX_VERSIONS give): opening the dataset names both."""
+    import json
+    import shutil
+
+    from episode_warehouse.sources.openx.raw import mirror_openx
+    from episode_warehouse.sources.openx.stage import decode_openx
+    from episode_warehouse.stages import build_ted_stage
+
+    write_droid(tmp_path / "src", shards=4, per_shard=1)
+    old = tmp_path / "src" / "droid" / "1.0.1"
+    new = old.parent / "1.0.2"
+    shutil.copytree(old, new)
+    info = json.loads((new / "dataset_info.json").read_text())
+    (new / "dataset_info.json").write_text(json.dumps({**info, "version": "1.0.2"}))
+    layout = WarehouseLayout.local(tmp_path / "wh")
+    for key, version in (("droid@00000-00001", "1.0.1"), ("droid@00002-00003", "1.0.2")):
+        mirror_openx(str(tmp_path / "src"), key, layout.raw_dir("openx", key), root=layout.root,
+                     code_version="t", versions={"droid": version})  # fmt: skip
+        decode_openx(layout, key, code_version="t")
+        build_ted_stage(layout, "openx", key, code_version="t")
+    with pytest.raises(PartitionConflictError, match="dataset versions differ") as caught:
+        open_ted("openx", "droid", layout.folder)
+    message = str(caught.value)
+    assert "droid@00000-00001 1.0.1" in message and "droid@00002-00003 1.0.2" in message
