@@ -7,13 +7,17 @@ is decoded with torchcodec's exact seek: the frame the decoded stage checked aga
 lerobot's timestamps, so the pixels equal the decoded layout's (tests compare them, and with
 lerobot's own ``LeRobotDataset``).
 
-Decoder state is bounded: each process keeps at most ``VideoFiles.KEPT`` decoders open (the
-least recently used is closed), where lerobot's unbounded cache reached 34.9 GB per worker
-(lerobot PR #3614).
+A decoder is never shared between threads: FFmpeg's decoder state is not thread-safe, and a
+viewer answering several frame requests at once, or statistics counted on a thread per core,
+crashed the process (exit 139) when two threads seeked one decoder. Each thread opens its own;
+the decoders of a process are bounded all the same: at most ``VideoFiles.KEPT`` open at once
+over every thread and camera (the least recently used is closed; TorchRL keeps at most 8),
+where lerobot's unbounded cache reached 34.9 GB per worker (lerobot PR #3614).
 """
 
 from __future__ import annotations
 
+import os
 import struct
 import threading
 from collections import OrderedDict
@@ -42,8 +46,46 @@ def parse_ref(blob: bytes | memoryview, where: str) -> tuple[int, int]:
     return _REF.unpack(bytes(blob[len(VIDEO_REF) :]))
 
 
+class _Decoders:
+    """The process's open decoders by (camera, video, thread), least recently used first,
+    at most ``VideoFiles.KEPT``. A decoder is only ever used by the thread it is keyed by;
+    one closed here while its thread decodes stays alive until that call returns (its thread
+    holds it), then that thread opens a new one."""
+
+    def __init__(self) -> None:
+        self._open: OrderedDict[tuple[int, int, int], tuple[object, object]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, int, int]):
+        with self._lock:
+            entry = self._open.get(key)
+            if entry is None:
+                return None
+            self._open.move_to_end(key)
+            return entry[0]
+
+    def put(self, key: tuple[int, int, int], decoder: object, owner: object) -> None:
+        with self._lock:  # the owner is kept with it: its id in the key is never reused
+            self._open[key] = (decoder, owner)
+            while len(self._open) > VideoFiles.KEPT:
+                self._open.popitem(last=False)
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self._open)
+
+    def clear(self) -> None:
+        """Forget every decoder (a forked child: its parent's share the file offsets)."""
+        self._open = OrderedDict()
+        self._lock = threading.Lock()
+
+
+_OPEN = _Decoders()
+os.register_at_fork(after_in_child=_OPEN.clear)
+
+
 class VideoFiles:
-    """The video files of one camera, opened on demand, at most ``KEPT`` at once.
+    """The video files of one camera, opened on demand by each thread that reads them.
 
     Args:
         names: the files, by number (paths relative to the artifact's folder).
@@ -52,18 +94,10 @@ class VideoFiles:
         where: the camera, for errors.
     """
 
-    KEPT = 4
+    KEPT = 8  # decoders open at once in a process, over every camera and thread
 
     def __init__(self, names: Sequence[str], source: Callable[[str], object], where: str) -> None:
         self.names, self.source, self.where = list(names), source, where
-        self._open: OrderedDict[int, object] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_open": OrderedDict(), "_lock": None}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, _lock=threading.Lock())
 
     def _decoder(self, video: int):
         from torchcodec.decoders import VideoDecoder
@@ -74,11 +108,10 @@ class VideoFiles:
                 subject=self.where,
                 fix=_FIX,
             )
-        with self._lock:
-            decoder = self._open.get(video)
-            if decoder is not None:
-                self._open.move_to_end(video)
-                return decoder
+        key = (id(self), video, threading.get_ident())  # this thread's own decoder
+        decoder = _OPEN.get(key)
+        if decoder is not None:
+            return decoder
         name = self.names[video]
         try:
             decoder = VideoDecoder(self.source(name), seek_mode="exact")
@@ -88,10 +121,7 @@ class VideoFiles:
                 subject=f"{self.where} {name}",
                 fix=_FIX,
             ) from None
-        with self._lock:
-            self._open[video] = decoder
-            while len(self._open) > self.KEPT:
-                self._open.popitem(last=False)
+        _OPEN.put(key, decoder, owner=self)
         return decoder
 
     def frame(self, blob: bytes | memoryview, shape: tuple[int, ...], where: str) -> np.ndarray:
