@@ -86,6 +86,11 @@ class Artifact(ABC):
         """The size in bytes of ``file`` of the version ``record`` describes."""
 
     @abstractmethod
+    def lists(self, record: dict, file: str) -> bool:
+        """Whether ``file`` (a name ``record`` gives) is a file of that version: listed in a
+        bucket record's published files; in a folder, a file inside it (no link out)."""
+
+    @abstractmethod
     def read_range(self, record: dict, file: str, start: int, stop: int) -> bytes:
         """Bytes ``[start, stop)`` of ``file`` of the version ``record`` describes.
 

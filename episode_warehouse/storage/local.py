@@ -13,6 +13,7 @@ from pathlib import Path
 
 from episode_warehouse.atomic import read_json, staging_path, unpublish
 from episode_warehouse.errors import ConcurrentWriteError
+from episode_warehouse.guards.names import name_problem
 from episode_warehouse.records import RECORD
 from episode_warehouse.settings import ROOT_ENV
 from episode_warehouse.storage.base import Artifact, Root, check_document_size, read_only
@@ -42,6 +43,12 @@ class LocalArtifact(Artifact):
 
     def size(self, record: dict, file: str) -> int:
         return (self.folder / file).stat().st_size
+
+    def lists(self, record: dict, file: str) -> bool:
+        if name_problem(file) is not None:
+            return False
+        path = self.folder / file
+        return path.is_file() and path.resolve().is_relative_to(self.folder.resolve())
 
     def read_range(self, record: dict, file: str, start: int, stop: int) -> bytes:
         with open(self.folder / file, "rb") as f:

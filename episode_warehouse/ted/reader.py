@@ -68,7 +68,15 @@ def read_meta(folder: Path) -> TedRecord:
             fix="materialize the ted stage of this partition, e.g. "
             "'warehouse materialize atari Pong/5 --through ted'",
         )
-    return checked_record(json.loads(meta_path.read_text()), str(meta_path))
+    meta = checked_record(json.loads(meta_path.read_text()), str(meta_path))
+    folder = Path(folder)
+    check_named_files(
+        meta,
+        lambda name: (folder / name).is_file()
+        and (folder / name).resolve().is_relative_to(folder.resolve()),
+        str(meta_path),
+    )
+    return meta
 
 
 def checked_record(data: object, subject: str) -> TedRecord:
@@ -81,6 +89,45 @@ def checked_record(data: object, subject: str) -> TedRecord:
     return TedRecord.from_json_checked(
         data, subject=subject, fix="re-materialize the ted stage with this warehouse version"
     )
+
+
+def named_files(meta: TedRecord) -> list[str]:
+    """Every file name a TED record gives: each key's file and final file, an encoded
+    camera's offsets and video files, the episodes table."""
+    from episode_warehouse.frames.rows import offsets_file
+
+    names = {EPISODES, "next/done.npy"}
+    for entry in meta.keys.values():
+        for field in ("file", "final"):
+            if field in entry:
+                names.add(entry[field])
+        if "frames" in entry:
+            names.add(offsets_file(entry["file"]))
+            names.update(entry["frames"].get("videos", []))
+    return sorted(str(n) for n in names)
+
+
+def check_named_files(meta: TedRecord, listed, subject: str) -> None:
+    """Refuse a record naming any file that is not a relative name of its own version
+    (``listed(name)``: the artifact's :meth:`~episode_warehouse.storage.Artifact.lists`): a
+    record is written by whoever can write the root, and an absolute name or one with ``..``
+    would make a reader open any file of this machine.
+
+    Raises:
+        CorruptInputError: naming the record and the name.
+    """
+    from episode_warehouse.guards.names import name_problem
+
+    for name in named_files(meta):
+        problem = name_problem(name)
+        if problem is None and not listed(name):
+            problem = "it is not a file of this version (not listed as published)"
+        if problem is not None:
+            raise CorruptInputError(
+                f"the TED record names the file {name!r}: {problem}",
+                subject=subject,
+                fix="re-materialize the ted stage of this partition (the record was altered)",
+            )
 
 
 def final_files_of(meta: TedRecord) -> list[str]:
@@ -256,6 +303,9 @@ class TedReader:
             )
         self.artifact, self.record = artifact, record
         self.meta = checked_record(record, f"{artifact.url}/{RECORD}")
+        check_named_files(
+            self.meta, lambda name: artifact.lists(record, name), f"{artifact.url}/{RECORD}"
+        )
         self._strategy: MappedRows | RangeRows | None = None
 
     @property

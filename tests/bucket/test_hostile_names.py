@@ -152,3 +152,31 @@ def test_inside_refuses_a_planted_link(tmp_path):
     (tmp_path / "box" / "link").symlink_to(tmp_path)
     with pytest.raises(CorruptInputError, match="outside"):
         inside(tmp_path / "box", "link/secret", subject="s")
+
+
+@pytest.mark.parametrize("name", ["ABSOLUTE", "../../../secret.npy", "unlisted.npy"])
+def test_a_key_file_outside_the_published_files_is_refused(bucket_url, tmp_path, name):
+    """A TED record's key naming an absolute path, a name with '..', or a file the record does
+    not list as published (#57 item 8): refused when the TED is opened, and the file named is
+    never read. Before, an absolute path made open_ted return that file's values."""
+    import numpy as np
+
+    secret = tmp_path / "secret.npy"
+    np.save(secret, np.full((10_000,), 7, np.int32))
+    name = str(secret) if name == "ABSOLUTE" else name
+    build_atari(layout_of(bucket_url), "Pong/1", 1, episodes=10)
+
+    def point_action_elsewhere(record):
+        record["keys"]["action"]["file"] = name
+
+    _tamper(bucket_url, TED, point_action_elsewhere)
+    with pytest.raises(CorruptInputError, match="the TED record names the file") as err:
+        open_ted("atari", "Pong/1")
+    assert repr(name) in str(err.value)
+    from episode_warehouse.loading import EpisodeStream, select_episodes
+
+    with pytest.raises(CorruptInputError, match="the TED record names the file"):
+        selection = select_episodes(
+            "SELECT source, partition, episode, start, length FROM episodes", root=bucket_url
+        )
+        next(iter(EpisodeStream(selection)))

@@ -62,7 +62,7 @@ class VideoFrames:
         decoder = self._open(path)
         query = from_s + timestamps.astype(np.float64)
         index = np.round(query * decoder.metadata.average_fps).astype(np.int64)
-        out = None
+        out: np.ndarray | None = None
         pts = np.empty(len(index), np.float64)
         for rows in _runs(index):
             lo, hi = int(index[rows[0]]), int(index[rows[-1]]) + 1
@@ -88,6 +88,10 @@ class VideoFrames:
                 f"lerobot's tolerance of {TOLERANCE_S} s)",
                 subject=str(path),
                 fix="the video and the data disagree in time; re-encode the dataset with lerobot",
+            )
+        if out is None:
+            raise CorruptInputError(
+                f"an episode of {self.key} has no frame", subject=str(path), fix="check the data"
             )
         return out, index
 

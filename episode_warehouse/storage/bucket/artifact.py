@@ -164,6 +164,10 @@ class RemoteArtifact(Artifact):
     def size(self, record: dict, file: str) -> int:
         return self.blob(record, file).size
 
+    def lists(self, record: dict, file: str) -> bool:
+        section = record.get(PUBLISHED)
+        return isinstance(section, dict) and file in section.get("files", {})
+
     def read_range(self, record: dict, file: str, start: int, stop: int) -> bytes:
         if stop <= start:
             return b""
