@@ -1,12 +1,14 @@
 """The size of an encoded image from its first bytes, without decoding it.
 
-PNG (IHDR) and JPEG (the SOF marker) are read directly, in microseconds; any other format goes
-through Pillow's header parser. Used to refuse images over the pixel limit before decoding.
+PNG (IHDR) and JPEG (the SOF marker) are read directly, in microseconds. No other format is a
+camera frame here: a camera declares JPEG or PNG (RLDS's ``encodingFormat``, LeRobot's and
+Minari's writers), and a GIF, WebP or TIFF in its place (an animated GIF decodes every frame:
+293 KB became 4.1 GB) is refused by its first bytes, before anything decodes it. Used to refuse
+images over the pixel limit before decoding.
 """
 
 from __future__ import annotations
 
-import io
 import struct
 import zlib
 
@@ -63,17 +65,30 @@ def _jpeg(data: bytes) -> tuple[int, int, int] | None:
     return None
 
 
+def image_format(data: bytes) -> str:
+    """``jpeg`` or ``png`` by the signature; else what the bytes look like (``gif``, ``webp``,
+    ``bmp``, ``tiff``) or ``unknown``: named in the error that refuses them."""
+    if data.startswith(PNG_SIGNATURE):
+        return "png"
+    if data.startswith(b"\xff\xd8"):
+        return "jpeg"
+    for signature, name in _OTHERS:
+        if data.startswith(signature):
+            return name
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "webp"
+    return "unknown"
+
+
+_OTHERS = ((b"GIF87a", "gif"), (b"GIF89a", "gif"), (b"BM", "bmp"), (b"II*\x00", "tiff"),
+           (b"MM\x00*", "tiff"))  # fmt: skip
+
+
 def image_size(data: bytes) -> tuple[int, int, int] | None:
-    """(channels, height, width) declared by ``data``'s header; None if it cannot be read."""
+    """(channels, height, width) declared by a JPEG's or PNG's header; None for any other
+    bytes (another format, or a header that cannot be read)."""
     if data.startswith(PNG_SIGNATURE):
         return _png(data)
     if data.startswith(b"\xff\xd8"):
         return _jpeg(data)
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(io.BytesIO(data)) as img:
-            width, height = img.size
-            return len(img.getbands()), height, width
-    except (UnidentifiedImageError, OSError, ValueError):
-        return None
+    return None

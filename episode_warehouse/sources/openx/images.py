@@ -7,17 +7,26 @@ from __future__ import annotations
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
-from episode_warehouse.image_header import image_size
+from episode_warehouse.image_header import image_format, image_size
 from episode_warehouse.limits import LIMITS_FIX as _LIMITS_FIX
 from episode_warehouse.limits import InputLimits
 
 
 def checked_image_size(data: bytes, subject: str, limits: InputLimits) -> tuple[int, int, int]:
     """(channels, height, width) of an encoded image from its header; checks the pixel limit."""
+    found = image_format(data)
+    if found not in ("jpeg", "png"):
+        raise CorruptInputError(
+            f"the image is {'a ' + found.upper() if found != 'unknown' else 'of no known format'}"
+            ", not the JPEG or PNG a camera holds: refused before decoding",
+            subject=subject,
+            fix="re-encode the camera's frames as JPEG or PNG at the source (or re-download the "
+            "shard if the bytes are corrupt)",
+        )
     size = image_size(data)
     if size is None:
         raise CorruptInputError(
-            "the image does not decode (no PNG/JPEG/known header)",
+            f"the image's {found.upper()} header cannot be read",
             subject=subject,
             fix="re-download the shard; the image bytes are corrupt",
         )
