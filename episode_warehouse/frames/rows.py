@@ -39,6 +39,39 @@ def offsets_file(frames_file: str) -> str:
     return frames_file.removesuffix(FRAMES_SUFFIX) + OFFSETS_SUFFIX
 
 
+def check_offsets(offsets: np.ndarray, size: int, where: str) -> np.ndarray:
+    """``offsets`` of a frame file of ``size`` bytes, when they can be its frames: int64, one
+    dimension, starting at 0, never decreasing, ending at the file's size, and no empty frame
+    but the last (an observation camera's extra row); checked whole when a camera is opened,
+    before any frame is read. Damaged offsets read as frames of zeros, or as ranges past the
+    file's end (a bucket then answered 416, six times over, as if it were unreachable).
+
+    Raises:
+        CorruptInputError: naming the file and the first offset that is wrong (terminal: the
+            data is damaged, a retry reads it again).
+    """
+    problem = None
+    if offsets.dtype != np.int64 or offsets.ndim != 1 or not len(offsets):
+        problem = f"they are {offsets.dtype} of shape {offsets.shape}, not int64 [frames + 1]"
+    elif offsets[0] != 0:
+        problem = f"the first frame starts at byte {int(offsets[0])}, not 0"
+    elif offsets[-1] != size:
+        problem = f"they end at byte {int(offsets[-1])}; the frame file holds {size}"
+    else:
+        steps = np.diff(offsets)
+        bad = np.flatnonzero(steps[:-1] <= 0)
+        if (steps < 0).any():
+            i = int(np.flatnonzero(steps < 0)[0])
+            problem = f"frame {i} ends before it starts ({int(offsets[i])} > {int(offsets[i + 1])})"
+        elif len(bad):
+            problem = f"frame {int(bad[0])} of {len(steps)} is empty (only the last may be)"
+    if problem is not None:
+        raise CorruptInputError(
+            f"the camera's frame offsets are damaged: {problem}", subject=where, fix=_FIX
+        )
+    return offsets
+
+
 class FrameRows:
     """Decoded rows of encoded frames.
 
@@ -280,13 +313,7 @@ def open_frames(
         raise CorruptInputError(
             f"the camera's frames cannot be read ({exc})", subject=str(frames_file), fix=_FIX
         ) from exc
-    if offsets.dtype != np.int64 or offsets.ndim != 1 or not len(offsets) or offsets[-1] != size:
-        raise CorruptInputError(
-            f"the frame file holds {size} bytes, its offsets ({where}) say "
-            f"{int(offsets[-1]) if offsets.ndim == 1 and len(offsets) else 'nothing'}",
-            subject=str(frames_file),
-            fix=_FIX,
-        )
+    check_offsets(offsets, size, f"{frames_file} ({where})")
     files = None
     if videos:
         base = Path(folder) if folder is not None else frames_file.parent

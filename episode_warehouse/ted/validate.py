@@ -82,10 +82,37 @@ def check_ted(folder: Path) -> TedReport:
     return report
 
 
+def _foreign_frames(path: Path, offsets: np.ndarray, video: bool) -> np.ndarray:
+    """Rows whose stored bytes do not start with a signature a camera may hold (JPEG, PNG,
+    Zstandard; a video camera's references): four bytes a frame, no decoding."""
+    from episode_warehouse.frames.codec import JPEG_SIGNATURE, ZSTD_SIGNATURE
+    from episode_warehouse.frames.video import VIDEO_REF
+    from episode_warehouse.image_header import PNG_SIGNATURE
+
+    sizes = np.diff(offsets)
+    rows = np.flatnonzero(sizes > 0)
+    if not len(rows):
+        return rows
+    data = np.memmap(path, dtype=np.uint8, mode="r")
+    short = sizes[rows] < 4
+    starts = offsets[rows][~short]
+    heads = np.stack([data[starts + k] for k in range(4)], axis=1)
+    allowed = [VIDEO_REF] if video else [JPEG_SIGNATURE, PNG_SIGNATURE, ZSTD_SIGNATURE]
+    ok = np.zeros(len(starts), dtype=bool)
+    for signature in allowed:
+        want = np.frombuffer(signature[:4], dtype=np.uint8)
+        if signature == JPEG_SIGNATURE:
+            ok |= (heads[:, :3] == want[:3]).all(axis=1)
+        else:
+            ok |= (heads == want).all(axis=1)
+    return np.sort(np.r_[rows[short], rows[~short][~ok]])
+
+
 def _check_cameras(folder: Path, rows: int, problems: list[str]) -> None:
-    """Each camera stored encoded: one frame a step and one more, offsets ascending and ending
-    at the file's size, and its first and last frames decoding to the camera's shape (every
-    frame was decoded once when it was built)."""
+    """Each camera stored encoded: one frame a step and one more, offsets starting at 0,
+    ascending, ending at the file's size, no empty frame but the last, every frame's bytes
+    of a kind a camera holds (their signature), and its first and last frames decoding to the
+    camera's shape (every frame was decoded once when it was built)."""
     from episode_warehouse.frames.rows import open_frames
     from episode_warehouse.ted.reader import frame_files, read_meta
 
@@ -95,8 +122,12 @@ def _check_cameras(folder: Path, rows: int, problems: list[str]) -> None:
             if len(frames) != rows + 1:
                 problems.append(f"{file}: {len(frames)} frames, expected {rows + 1}")
                 continue
-            if (np.diff(np.asarray(frames.offsets)) < 0).any():
-                problems.append(f"{file}: its offsets are not ascending")
+            foreign = _foreign_frames(folder / file, np.asarray(frames.offsets), bool(videos))
+            if len(foreign):
+                problems.append(
+                    f"{file}: {len(foreign)} frame(s) are not JPEG, PNG or Zstandard bytes "
+                    f"(the first: row {int(foreign[0])})"
+                )
                 continue
             for row in sorted({0, rows - 1}) if rows else []:
                 frames[row]

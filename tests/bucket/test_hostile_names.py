@@ -180,3 +180,38 @@ def test_a_key_file_outside_the_published_files_is_refused(bucket_url, tmp_path,
             "SELECT source, partition, episode, start, length FROM episodes", root=bucket_url
         )
         next(iter(EpisodeStream(selection)))
+
+
+def test_damaged_offsets_in_a_bucket_are_corrupt_input_fetched_once(bucket_url, tmp_path):
+    """Offsets past the frame file's end (#57 items 10, 15): refused when the camera is opened,
+    as corrupt input (never retried, never 'unreachable'), before a frame is fetched."""
+    import io
+
+    import numpy as np
+
+    from episode_warehouse.errors import SourceUnavailableError
+    from episode_warehouse.frames.rows import offsets_file
+    from episode_warehouse.loading import EpisodeStream, select_episodes
+
+    build_atari(layout_of(bucket_url), "Pong/1", 1, episodes=10)
+    store = Bucket.parse(bucket_url).store()
+
+    def damage(record):
+        section = record[PUBLISHED]
+        name = offsets_file(record["keys"]["observation"]["file"])
+        info = store.stat(f"{TED}/{section['prefix']}/{name}")
+        offsets = np.load(io.BytesIO(store.read_bytes(info.name, info.generation)))
+        offsets[2] = 10**12
+        out = io.BytesIO()
+        np.save(out, offsets)
+        planted = store.upload(f"{TED}/{section['prefix']}/{name}", data=out.getvalue())
+        section["files"][name] = planted.to_json()
+
+    _tamper(bucket_url, TED, damage)
+    selection = select_episodes(
+        "SELECT source, partition, episode, start, length FROM episodes", root=bucket_url
+    )
+    stream = EpisodeStream(selection, shuffle=False)
+    with pytest.raises(CorruptInputError, match="frame offsets are damaged") as err:
+        next(iter(stream))
+    assert not isinstance(err.value, SourceUnavailableError)
