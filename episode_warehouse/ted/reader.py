@@ -72,8 +72,9 @@ def read_meta(folder: Path) -> TedRecord:
     folder = Path(folder)
     check_named_files(
         meta,
-        lambda name: (folder / name).is_file()
-        and (folder / name).resolve().is_relative_to(folder.resolve()),
+        lambda name: (
+            (folder / name).is_file() and (folder / name).resolve().is_relative_to(folder.resolve())
+        ),
         str(meta_path),
     )
     return meta

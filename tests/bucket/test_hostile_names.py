@@ -215,3 +215,26 @@ def test_damaged_offsets_in_a_bucket_are_corrupt_input_fetched_once(bucket_url, 
     with pytest.raises(CorruptInputError, match="frame offsets are damaged") as err:
         next(iter(stream))
     assert not isinstance(err.value, SourceUnavailableError)
+
+
+def test_an_object_rewritten_under_a_current_record_is_not_called_a_replaced_version(
+    bucket_url,
+):
+    """A data object overwritten outside the warehouse while its record stays published
+    (#57 item 15): a reader is told the object was altered, not that its version was replaced
+    (which tells it to reopen, and reopening finds the same record)."""
+    from episode_warehouse.errors import StaleSelectionError
+    from episode_warehouse.loading import EpisodeStream, select_episodes
+
+    build_atari(layout_of(bucket_url), "Pong/1", 1, episodes=10)
+    store = Bucket.parse(bucket_url).store()
+    artifact = RemoteArtifact(Bucket.parse(bucket_url), TED)
+    record = artifact.read()[0]
+    file = record["keys"]["action"]["file"]
+    store.upload(f"{TED}/{record[PUBLISHED]['prefix']}/{file}", data=b"rewritten")
+    selection = select_episodes(
+        "SELECT source, partition, episode, start, length FROM episodes", root=bucket_url
+    )
+    with pytest.raises(CorruptInputError, match="not the generation .* its record lists") as err:
+        next(iter(EpisodeStream(selection, shuffle=False)))
+    assert not isinstance(err.value, StaleSelectionError)

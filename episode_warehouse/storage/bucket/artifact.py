@@ -183,6 +183,15 @@ class RemoteArtifact(Artifact):
         except SourceMissingError as exc:
             if not isinstance(exc.__cause__, NotFound):
                 raise
+            current = self.read()[0]
+            if current.get(PUBLISHED, {}).get("token") == record[PUBLISHED]["token"]:
+                raise CorruptInputError(  # the version is current: its object was changed
+                    f"the object of {file} is not the generation {blob.generation} its record "
+                    "lists (rewritten or deleted outside the warehouse); the version is "
+                    "still the published one",
+                    subject=f"{self.url} {file}",
+                    fix="re-materialize this partition's stage (its objects were altered)",
+                ) from None
             raise self.stale(record, file) from None
 
     def stale(self, record: dict, file: str) -> StaleSelectionError:
