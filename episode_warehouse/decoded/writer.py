@@ -122,6 +122,11 @@ class _Appender:
         return self.rows
 
 
+# a record is read whole by every reader (guards.json_input refuses documents over 64 MB); the
+# later stages' records carry its tables too, and a bucket's adds its list of files
+MAX_RECORD_CHARS = 16 << 20
+
+
 class DecodedWriter:
     """Fill one staging folder with arrays and episodes, then :meth:`finish` writes meta.json.
 
@@ -272,9 +277,19 @@ class DecodedWriter:
             **meta,
         }
         record = DecodedRecord.from_json(full, subject=str(self.folder / RECORD))
-        (self.folder / RECORD).write_text(
-            json.dumps(record.fields_json(), indent=1, sort_keys=True, allow_nan=False)
-        )
+        text = json.dumps(record.fields_json(), indent=1, sort_keys=True, allow_nan=False)
+        if len(text) > MAX_RECORD_CHARS:  # readers refuse it: never published
+            from episode_warehouse.errors import LimitExceededError
+
+            tables = len(json.dumps(meta.get("texts", {}))) + len(json.dumps(meta.get("tasks", [])))
+            raise LimitExceededError(
+                f"the decoded record would hold {len(text):,} characters ({tables:,} of them "
+                f"its tables of texts), over the {MAX_RECORD_CHARS:,} a reader takes",
+                subject=str(self.folder),
+                fix="lower the text limits (EPISODE_WAREHOUSE_LIMITS max_text_bytes, max_texts) "
+                "or fix the source's texts",
+            )
+        (self.folder / RECORD).write_text(text)
         return record
 
     def _check_values(self, episodes: pa.Table, meta: dict) -> dict[str, int]:

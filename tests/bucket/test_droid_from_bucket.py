@@ -94,3 +94,26 @@ def test_drop_and_the_overlap_rule_on_a_bucket_root(bucket_url, tmp_path):
     build_openx_stages(bucket, tmp_path / "src", "droid@00003-00003")  # the shards are free
     _, rows = run_query(reader, "SELECT count(*) FROM episodes WHERE dataset = 'droid'")
     assert rows == [(5,)]
+
+
+def test_an_oversized_instruction_is_refused_at_ingest_and_nothing_is_published(
+    bucket_url, tmp_path
+):
+    """A 100 KB language instruction (the limit is 64 KB; #57 item 12 met a 70 MB one): the
+    decoded stage refuses it naming the shard and record, before anything is published; before,
+    it published a record its readers refused, and every rebuild failed the same way."""
+    from episode_warehouse.errors import LimitExceededError
+    from episode_warehouse.storage import parse_root
+    from warehouse_fixtures import rlds_writer as w
+    from warehouse_fixtures.droid import FEATURES, NAME, VERSION, droid_episode
+
+    record = droid_episode(3).record
+    for step in record["steps"]:
+        step["language_instruction_2"] = "pick " * 20_000
+    w.write_dataset(tmp_path / "src", NAME, VERSION, FEATURES, {"train": [[record]]})
+    bucket = layout_of(bucket_url)
+    with pytest.raises(LimitExceededError, match="language_instruction_2 at step 0 is a text of"
+                       ) as err:  # fmt: skip
+        build_openx_stages(bucket, tmp_path / "src", "droid")
+    assert "droid-train.tfrecord-00000-of-00001 record at byte 0" in str(err.value)
+    assert not parse_root(bucket_url).artifact("decoded/openx/droid").read()[0]

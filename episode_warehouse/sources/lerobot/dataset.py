@@ -16,10 +16,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from episode_warehouse.errors import CorruptInputError, FormatVersionError
+from episode_warehouse.errors import CorruptInputError, FormatVersionError, LimitExceededError
 from episode_warehouse.guards.json_input import read_json_file
 from episode_warehouse.guards.shapes import checked_shape
 from episode_warehouse.guards.text import checked_identifier
+from episode_warehouse.limits import LIMITS_FIX, InputLimits, check_text
 
 CODEBASE_VERSION = "v3.0"
 INFO = "meta/info.json"
@@ -249,6 +250,16 @@ def open_lerobot_folder(folder: Path) -> LeRobotFolder:
     order = np.argsort(tasks_table.column("task_index").to_numpy())
     names = tasks_table.column("task").to_pylist()
     tasks = [names[i] for i in order]
+    limits = InputLimits()  # the defaults: a task is a sentence, a table of them small
+    for i, task in enumerate(tasks):  # each is kept in the decoded and TED records
+        check_text(str(task), limits, what=f"task {i}", subject=str(folder / TASKS))
+    if len(tasks) > limits.max_texts:
+        raise LimitExceededError(
+            f"meta/tasks.parquet holds {len(tasks):,} tasks, over the limit of "
+            f"{limits.max_texts:,}",
+            subject=str(folder / TASKS),
+            fix=LIMITS_FIX,
+        )
     videos = [n for n, f in features.items() if f.dtype == "video"]
     episodes = _episodes(folder, videos)
     data_files = sorted((folder / "data").glob("chunk-*/file-*.parquet"))

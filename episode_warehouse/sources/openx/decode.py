@@ -37,7 +37,7 @@ def _add(sink: EpisodeSink, shard: Shard, key: str, payload: bytes, limits, pool
         pool=pool,
     )
     columns = dict(episode.arrays)
-    columns["task_index"] = sink.task_index([episode.instruction or ""] * episode.length)
+    columns["task_index"] = sink.task_index([episode.instruction or ""] * episode.length, subject)
     row = EpisodeRow(source=shard.name, instruction=episode.instruction)
     sink.add(subject, episode.length, columns.items(), row)
 
@@ -64,7 +64,7 @@ def decode_shards(
     with (
         ThreadPoolExecutor(compute_threads(4), thread_name_prefix="image-decode") as pool,
         progress("decoding episodes", None, "episodes") as bar,
-        EpisodeSink(staging, previous) as out,
+        EpisodeSink(staging, previous, limits=limits) as out,
     ):
         for shard in shards:
             if out.shard(shard.name, fingerprint(shard.version, salt)):

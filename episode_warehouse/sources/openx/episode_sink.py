@@ -36,8 +36,9 @@ import pyarrow as pa
 from episode_warehouse.decoded import ArraySpec, DecodedEpisodes, DecodedWriter
 from episode_warehouse.decoded.format import episode_table
 from episode_warehouse.decoded.record import DecodedRecord
-from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.errors import CorruptInputError, LimitExceededError
 from episode_warehouse.frames.camera_rows import CameraRows
+from episode_warehouse.limits import LIMITS_FIX, InputLimits, check_text
 
 log = logging.getLogger(__name__)
 BOUNDARY_KEYS = ("is_first", "is_last")
@@ -71,6 +72,7 @@ class EpisodeSink:
     previous: DecodedEpisodes | None = None  # the build this one replaces: shards to copy
     writer: DecodedWriter = field(init=False)
     specs: dict[str, ArraySpec] | None = None  # the first episode's layout
+    limits: InputLimits = field(default_factory=InputLimits)
     tasks: dict[str, int] = field(default_factory=dict)
     texts: dict[str, dict[str, int]] = field(default_factory=dict)
     rows: list[tuple[int, int, float | None, bool, EpisodeRow]] = field(default_factory=list)
@@ -106,14 +108,32 @@ class EpisodeSink:
         for future in pending:
             future.result()
 
-    def task_index(self, texts: list[str]) -> np.ndarray:
+    def task_index(self, texts: list[str], where: str = "") -> np.ndarray:
         """Per-step task ids of per-step instructions (new ones are added to the tasks)."""
-        return np.array([self.tasks.setdefault(t, len(self.tasks)) for t in texts], np.int64)
+        return self._indices(self.tasks, "the language instruction", texts, where)
 
-    def text_index(self, key: str, texts: list[str]) -> np.ndarray:
+    def text_index(self, key: str, texts: list[str], where: str = "") -> np.ndarray:
         """Per-step indices of any other text leaf into its own list (meta.json ``texts``)."""
-        table = self.texts.setdefault(key, {})
-        return np.array([table.setdefault(t, len(table)) for t in texts], dtype=np.int64)
+        return self._indices(self.texts.setdefault(key, {}), key, texts, where)
+
+    def _indices(self, table: dict[str, int], what: str, texts: list[str], where: str):
+        """Each text's index in ``table``; a new text is checked against the limits first (its
+        table is kept in the record, which every reader reads whole: a 70 MB instruction made
+        a record readers refuse, and every rebuild published it again)."""
+        out = np.empty(len(texts), np.int64)
+        for t, text in enumerate(texts):
+            index = table.get(text)
+            if index is None:
+                check_text(text, self.limits, what=f"{what} at step {t}", subject=where)
+                if len(table) >= self.limits.max_texts:
+                    raise LimitExceededError(
+                        f"{what} holds more than {self.limits.max_texts:,} distinct texts",
+                        subject=where,
+                        fix=LIMITS_FIX,
+                    )
+                index = table[text] = len(table)
+            out[t] = index
+        return out
 
     def shard(self, name: str, fingerprint: str) -> bool:
         """Start shard ``name``; True when its episodes were copied from the previous build

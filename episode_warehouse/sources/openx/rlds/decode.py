@@ -71,11 +71,12 @@ def _columns(
     for leaf in record.features.steps:
         if leaf.kind == "text" or leaf.dtype == "string":
             values = record.texts(leaf)
+            where = record.subject  # the shard and the record's byte offset
             if leaf.path == instruction:
                 row.instruction = values[0]
-                yield "task_index", sink.task_index(values)
+                yield "task_index", sink.task_index(values, where)
             else:
-                yield leaf.path, sink.text_index(leaf.path, values)
+                yield leaf.path, sink.text_index(leaf.path, values, where)
         else:
             yield leaf.path, record.column(leaf)
 
@@ -120,7 +121,7 @@ def decode_rlds(
     with (
         ThreadPoolExecutor(compute_threads(4), thread_name_prefix="image-decode") as pool,
         progress("decoding episodes", total, "episodes") as bar,
-        EpisodeSink(staging, previous) as sink,
+        EpisodeSink(staging, previous, limits=limits) as sink,
     ):
         for shard in shards:
             name = shard.info.name
