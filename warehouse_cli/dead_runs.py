@@ -11,6 +11,12 @@ notebook or a script is alive whatever its command line says. Where ``/proc`` is
 (macOS) or a run recorded no start (older runs), a live pid counts as the run's: a slot is never
 taken from a run that may be alive.
 
+A pid means something only in its pid namespace (a container's, ``unshare --pid``): each run
+records its namespace (``warehouse/pid_namespace``, ``/proc/self/ns/pid``), and a run of
+another namespace, or of none recorded where this one has one, is never freed from here: its
+process cannot be seen (the same host name and boot id do not make it ours; a second CLI in
+another namespace freed a live run's slot).
+
 Runs of other machines (a cluster's workers) are left to the daemon's run monitoring.
 """
 
@@ -25,6 +31,7 @@ import dagster as dg
 
 log = logging.getLogger(__name__)
 PID_TAG, HOST_TAG, START_TAG = "warehouse/pid", "warehouse/host", "warehouse/process_start"
+NAMESPACE_TAG = "warehouse/pid_namespace"
 _UNFINISHED = (dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING)
 _STARTTIME_FIELD = 19  # /proc/<pid>/stat's 22nd field, counted after the ")" ending its name
 
@@ -43,10 +50,21 @@ def process_start(pid: int) -> str | None:
     return f"{boot}:{fields[_STARTTIME_FIELD].decode()}"
 
 
+def pid_namespace() -> str | None:
+    """This process's pid namespace (``pid:[4026531836]``), or None without ``/proc``."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
 def process_tags() -> dict[str, str]:
     """The tags that name this process as the run's owner."""
     tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     start = process_start(os.getpid())
+    namespace = pid_namespace()
+    if namespace:
+        tags[NAMESPACE_TAG] = namespace
     return {**tags, START_TAG: start} if start else tags
 
 
@@ -74,11 +92,13 @@ def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     for pool in storage.get_concurrency_keys():
         info = storage.get_concurrency_info(pool)
         owners |= {s.run_id for s in info.claimed_slots} | {s.run_id for s in info.pending_steps}
-    host, freed = socket.gethostname(), []
+    host, namespace, freed = socket.gethostname(), pid_namespace(), []
     for run_id in owners:
         run = instance.get_run_by_id(run_id)
         if run is None or run.tags.get(HOST_TAG) != host or not run.tags.get(PID_TAG):
             continue
+        if run.tags.get(NAMESPACE_TAG) != namespace:
+            continue  # a pid of a namespace we cannot see: its process may well be alive
         if run.status in _UNFINISHED and _alive(int(run.tags[PID_TAG]), run.tags.get(START_TAG)):
             continue
         storage.free_concurrency_slots_for_run(run_id)

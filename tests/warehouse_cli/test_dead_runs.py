@@ -7,6 +7,7 @@ and kept the slot of a dead run whose pid was reused by any process naming the w
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -17,8 +18,10 @@ from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
 
 from warehouse_cli.dead_runs import (
     HOST_TAG,
+    NAMESPACE_TAG,
     PID_TAG,
     START_TAG,
+    pid_namespace,
     process_start,
     process_tags,
     release_dead_runs,
@@ -27,8 +30,9 @@ from warehouse_cli.dead_runs import (
 pytestmark = pytest.mark.integration  # a child process gives a pid that is gone
 
 
-def _run(instance, pid: int, start: str | None) -> str:
-    tags = {PID_TAG: str(pid), HOST_TAG: socket.gethostname()}
+def _run(instance, pid: int, start: str | None, namespace: str | None = None) -> str:
+    tags = {PID_TAG: str(pid), HOST_TAG: socket.gethostname(),
+            NAMESPACE_TAG: namespace or pid_namespace() or ""}  # fmt: skip
     run = DagsterRun(job_name="__ASSET_JOB", status=DagsterRunStatus.STARTED,
                      tags={**tags, START_TAG: start} if start else tags)  # fmt: skip
     instance.add_run(run)
@@ -77,3 +81,34 @@ def test_dead_runs_slots_are_freed_and_live_ones_kept():
         for p in (notebook, reuser):
             p.kill()
             p.wait()
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0,
+                    reason="needs unshare and root for a pid namespace")  # fmt: skip
+def test_a_live_run_of_another_pid_namespace_keeps_its_slot():
+    """A CLI run in another pid namespace (a container on the same host name and boot): its pid
+    means nothing here, so its slot is never freed from here (#57 item 13). The run's process
+    is real: a sleeper in a namespace of its own, tagged as the CLI tags a run."""
+    script = (
+        "import os, time; "
+        "print(os.getpid(), os.readlink('/proc/self/ns/pid'), flush=True); time.sleep(120)"
+    )
+    inside = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", script],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        pid, namespace = inside.stdout.readline().split()
+        assert namespace != pid_namespace()
+        overrides = {"concurrency": {"pools": {"default_limit": 1}}}
+        with dg.instance_for_test(overrides=overrides) as instance:
+            storage = instance.event_log_storage
+            storage.set_concurrency_slots("download", 1)
+            # as a pid recorded there would be: no process of this namespace has it
+            theirs = _run(instance, int(pid) + 99_999, "0:1", namespace)
+            assert storage.claim_concurrency_slot("download", theirs, "step").is_claimed
+            assert release_dead_runs(instance) == []
+            assert instance.get_run_by_id(theirs).status == DagsterRunStatus.STARTED
+    finally:
+        inside.kill()
+        inside.wait()
