@@ -187,9 +187,30 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 def cmd_fixtures(args: argparse.Namespace) -> int:
     from episode_warehouse.atomic import ensure_writable_dir
-    from warehouse_fixtures.demo import write_demo_fixtures
 
     folder = ensure_writable_dir(Path(args.folder), "fixtures", "the FOLDER argument")
+    if args.kind == "droid":
+        from warehouse_fixtures.droid import write_droid
+
+        written, _ = write_droid(folder, args.shards, args.per_shard, keep=False)
+        print(
+            f"wrote DROID ({args.shards} shards of {args.per_shard} episodes, RLDS 1.0.1) to "
+            f"{written}; build it: OPENX_URL={args.folder} ./warehouse materialize openx droid "
+            f"(or as ranges: droid@00000-{min(args.shards, 4) - 1:05d}, ...)"
+        )
+        return 0
+    if args.kind == "mt_opt":
+        from warehouse_cli.oxe_folders import SAMPLES
+        from warehouse_fixtures.mt_opt import write_mt_opt_folder
+
+        written = write_mt_opt_folder(Path(args.samples or SAMPLES), folder)
+        print(
+            f"wrote {written} (the TFDS authors' mt_opt shard with its builder's features.json); "
+            f"build it: OPENX_URL={args.folder} ./warehouse materialize openx mt_opt_rlds"
+        )
+        return 0
+    from warehouse_fixtures.demo import write_demo_fixtures
+
     summary = write_demo_fixtures(folder)
     print(
         f"wrote fixtures to {args.folder}: Atari runs {sorted(summary['atari'])}, "
@@ -319,8 +340,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     partitions.add_parsers(sub)  # drop, recut
 
-    p = sub.add_parser("fixtures", help="write the demo fixtures (Atari bucket, OpenX mirror)")
+    p = sub.add_parser(
+        "fixtures",
+        help="write fixtures in the real formats: the demo's (Atari bucket, OpenX mirror), "
+        "DROID's, or the mt_opt sample as a published RLDS folder",
+    )
     p.add_argument("folder")
+    p.add_argument(
+        "--kind",
+        choices=("demo", "droid", "mt_opt"),
+        default="demo",
+        help="demo (default); droid: DROID's schema, --shards x --per-shard episodes; mt_opt: "
+        "the shared sample's shard with its TFDS builder's features.json",
+    )
+    p.add_argument("--shards", type=int, default=8, help="droid: TFRecord shards (default 8)")
+    p.add_argument(
+        "--per-shard", type=int, default=2, help="droid: episodes per shard (default 2)"
+    )
+    p.add_argument("--samples", help="mt_opt: the samples folder (default: ../shared/samples)")
     p.set_defaults(func=cmd_fixtures)
     return parser
 

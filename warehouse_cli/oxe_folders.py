@@ -18,7 +18,8 @@ from pathlib import Path
 from episode_warehouse.errors import ConfigError
 from warehouse_cli.environment import PROJECT_ROOT
 
-DEFAULT_FEATURES = PROJECT_ROOT.parent / "shared" / "samples" / "oxe_features"
+SAMPLES = PROJECT_ROOT.parent / "shared" / "samples"
+DEFAULT_FEATURES = SAMPLES / "oxe_features"
 TASKS = ["pick up the block", "open the drawer", "push the cup to the left"]
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import zlib
 
 import numpy as np
@@ -24,35 +23,10 @@ from episode_warehouse.stages import build_ted_stage
 from episode_warehouse.ted.reader import open_ted_folder
 from episode_warehouse.tfrecord.example import parse_example
 from episode_warehouse.tfrecord.records import iter_records
+from warehouse_fixtures import mt_opt as mt_opt_fixture
 from warehouse_fixtures import rlds_writer as w
 
-# mt_opt's "rlds" config, as its TFDS builder declares it (features.json is not in the sample)
-MT_OPT_RLDS = w.episode_features(
-    {
-        "action": w.features_dict(
-            {
-                "close_gripper": w.tensor((), "bool"),
-                "open_gripper": w.tensor((), "bool"),
-                "target_pose": w.tensor((7,), "float32", "zlib"),
-                "terminate": w.tensor((), "bool"),
-            }
-        ),
-        "is_first": w.tensor((), "bool"),
-        "is_last": w.tensor((), "bool"),
-        "is_terminal": w.tensor((), "bool"),
-        "observation": w.features_dict(
-            {
-                "gripper_closed": w.tensor((), "bool"),
-                "height_to_bottom": w.tensor((), "float32"),
-                "image": w.image((512, 640, 3), "uint8", ""),
-                "state_dense": w.tensor((7,), "float32", "zlib"),
-            }
-        ),
-    },
-    episode_id=w.tensor((), "string"),
-    skill=w.tensor((), "uint8"),
-    task_code=w.tensor((), "string"),
-)
+MT_OPT_RLDS = mt_opt_fixture.MT_OPT_RLDS  # the builder's "rlds" config
 # the "sd" config: success-detector images, no steps
 MT_OPT_SD = w.features_dict(
     {
@@ -103,15 +77,10 @@ def test_bridge_as_published(shared_samples, tmp_path):
 
 @pytest.fixture
 def mt_opt(shared_samples, tmp_path):
-    """mt_opt_rlds/1.0.0 with the builder's features.json and the info TFDS would write."""
-    folder = tmp_path / "src" / "mt_opt_rlds" / "1.0.0"
-    folder.mkdir(parents=True)
-    shard = "mt_opt_rlds-train.tfrecord-00000-of-00001"
-    shutil.copyfile(shared_samples / "rlds/mt_opt_rlds/1.0.0" / shard, folder / shard)
-    (folder / "features.json").write_text(json.dumps(MT_OPT_RLDS))
-    info = {"name": "mt_opt_rlds", "splits": [{"name": "train", "shardLengths": ["2"]}]}
-    (folder / "dataset_info.json").write_text(json.dumps(info))
-    return folder.parent.parent, folder / shard
+    """mt_opt_rlds/1.0.0 with the builder's features.json and the info TFDS would write
+    (``warehouse fixtures FOLDER --kind mt_opt`` writes the same)."""
+    folder = mt_opt_fixture.write_mt_opt_folder(shared_samples, tmp_path / "src")
+    return folder.parent.parent, folder / mt_opt_fixture.SHARD
 
 
 def test_mt_opt_rlds_jpeg_and_zlib_tensors(mt_opt, tmp_path):
@@ -166,3 +135,17 @@ def test_mt_opt_sd_is_refused_as_not_an_episode_dataset(shared_samples):
             shapes = [_pil(feature[f"image_{i}"].bytes_list.value[0]).shape for i in range(3)]
             assert shapes == [(3, 512, 640), (3, 480, 640), (3, 480, 640)]
             assert feature["success"].int64_list.value[0] in (0, 1)
+
+
+def test_the_fixtures_command_writes_mt_opt_as_a_published_folder(shared_samples, tmp_path):
+    """``warehouse fixtures FOLDER --kind mt_opt`` (the docs' first-hour command): the folder
+    builds as published RLDS, the two real episodes of 13 and 20 steps."""
+    from tests.helpers import build_openx_stages
+    from warehouse_cli.main import main
+
+    assert main(["fixtures", str(tmp_path / "src"), "--kind", "mt_opt",
+                 "--samples", str(shared_samples)]) == 0  # fmt: skip
+    layout = WarehouseLayout.local(tmp_path / "wh")
+    build_openx_stages(layout, tmp_path / "src", "mt_opt_rlds")
+    episodes = pq.read_table(layout.ted_dir("openx", "mt_opt_rlds") / "episodes.parquet")
+    assert episodes.column("length").to_pylist() == [13, 20]
