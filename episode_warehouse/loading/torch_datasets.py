@@ -13,6 +13,7 @@ loading.read_ahead.ReadAhead`).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import tempfile
 import threading
@@ -31,6 +32,8 @@ from episode_warehouse.loading.schedule import Plan, epoch_items, remaining_item
 from episode_warehouse.loading.selection import Selection
 from episode_warehouse.storage import Root
 from episode_warehouse.ted.reader import TedReader
+
+log = logging.getLogger(__name__)
 
 
 def ted_collate(items: list[TensorDictBase]) -> TensorDictBase:
@@ -180,12 +183,40 @@ class _TedCache:
 
 class EpisodeSliceDataset(Dataset):
     """Map-style: item k is the k-th non-overlapping slice of ``slice_len`` steps of the
-    selected episodes (episodes shorter than ``slice_len`` contribute none)."""
+    selected episodes. Every item has ``slice_len`` steps (so the default collate stacks them):
+    the steps past an episode's last whole slice are not read, and an episode shorter than
+    ``slice_len`` gives none. What is left out is said once, as a warning with its counts
+    (``dropped_steps``, ``dropped_episodes``); a selection that would give no slice at all is
+    an error naming the fix. :class:`EpisodeStream` yields every step, whole episodes.
+
+    Raises:
+        ConfigError: ``slice_len`` below 1, or longer than every selected episode.
+    """
 
     def __init__(self, selection: Selection, slice_len: int) -> None:
+        if slice_len < 1:
+            raise ConfigError("slice_len must be >= 1", subject="EpisodeSliceDataset")
         self.cache = _TedCache(selection)
         self.slice_len = slice_len
         counts = selection.length // slice_len
+        self.dropped_steps = int((selection.length % slice_len).sum())
+        self.dropped_episodes = int((counts == 0).sum())
+        if len(selection) and not counts.any():
+            raise ConfigError(
+                f"every selected episode is shorter than slice_len={slice_len} (the longest has "
+                f"{int(selection.length.max())} steps): no slice to give",
+                subject="EpisodeSliceDataset",
+                fix="choose a slice_len no longer than the episodes, or read whole episodes "
+                "with EpisodeStream",
+            )
+        if self.dropped_steps:
+            log.warning(
+                "EpisodeSliceDataset: %d of %d selected steps are past the last whole slice of "
+                "%d steps and not read (%d episode(s) shorter than a slice give none); "
+                "EpisodeStream reads every step",
+                self.dropped_steps, int(selection.length.sum()), slice_len,
+                self.dropped_episodes,
+            )  # fmt: skip
         self._episode = np.repeat(np.arange(len(selection)), counts)
         self._offset = (
             np.concatenate([np.arange(c) * slice_len for c in counts])

@@ -180,3 +180,26 @@ def test_the_ted_records_the_fps_the_catalog_shows(warehouse_root):
     )
     ted = read_meta(warehouse_root / "ted" / "atari" / "Pong" / "1")
     assert ted.fps is not None and rows == [(ted.fps,)]
+
+
+def test_slices_say_what_they_leave_out(tmp_path, caplog):
+    """EpisodeSliceDataset reads whole slices only (#57 item 16): the steps past each episode's
+    last whole slice are counted in a warning, and slices longer than every episode are an
+    error naming EpisodeStream, where they gave an empty loader without a word."""
+    import logging
+
+    from episode_warehouse.errors import ConfigError
+    from episode_warehouse.loading import EpisodeSliceDataset, select_episodes
+    from tests.helpers import build_atari
+
+    build_atari(tmp_path, "Pong/1", seed=3, episodes=10, lengths=(30, 60))
+    sel = select_episodes("SELECT source, partition, episode, start, length FROM episodes",
+                          root=tmp_path)  # fmt: skip
+    caplog.set_level(logging.WARNING, "episode_warehouse.loading.torch_datasets")
+    ds = EpisodeSliceDataset(sel, slice_len=8)
+    want = int((sel.length % 8).sum())
+    assert ds.dropped_steps == want and want > 0
+    assert len(ds) * 8 + want == int(sel.length.sum())
+    assert f"{want} of {int(sel.length.sum())} selected steps" in caplog.text
+    with pytest.raises(ConfigError, match="every selected episode is shorter than slice_len"):
+        EpisodeSliceDataset(sel, slice_len=int(sel.length.max()) + 1)
