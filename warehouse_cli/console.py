@@ -10,6 +10,7 @@ its traceback.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 import time
@@ -85,6 +86,9 @@ def setup(verbose: bool) -> None:
     if not verbose:
         progress.set_display(_bar if sys.stderr.isatty() else _Lines)
         quiet_progress_bars_of_dependencies()
+        # SVT-AV1 (lerobot's video encoder) prints ~20 "Svt[info]" lines per video it opens,
+        # from C, past Python's logging; it reads this variable when an encoder starts
+        os.environ.setdefault("SVT_LOG", "1")  # errors only
 
 
 def quiet_progress_bars_of_dependencies() -> None:

@@ -354,9 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the shared sample's shard with its TFDS builder's features.json",
     )
     p.add_argument("--shards", type=int, default=8, help="droid: TFRecord shards (default 8)")
-    p.add_argument(
-        "--per-shard", type=int, default=2, help="droid: episodes per shard (default 2)"
-    )
+    p.add_argument("--per-shard", type=int, default=2, help="droid: episodes per shard (default 2)")
     p.add_argument("--samples", help="mt_opt: the samples folder (default: ../shared/samples)")
     p.set_defaults(func=cmd_fixtures)
     return parser
