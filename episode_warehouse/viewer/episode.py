@@ -45,9 +45,11 @@ def _order(key: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
     return first, key
 
 
-def plotted_leaves(rows: TensorDictBase, declared: dict | None):
-    """(path, leaf) of every numeric leaf other than cameras, flags and bookkeeping."""
+def plotted_leaves(rows: TensorDictBase, declared: dict | None, texts=()):
+    """(path, leaf) of every numeric leaf other than cameras, flags, bookkeeping and text
+    leaves (``texts``: the TED's text keys, indices into its tables: shown as their text)."""
     cameras = {path for path, _ in camera_leaves(rows, declared).values()}
+    cameras |= {tuple(name.split("/")) for name in texts}
     for key in sorted(rows.keys(True, True), key=lambda k: _order(_path(k))):
         path = _path(key)
         value = rows.get(key)
@@ -86,14 +88,14 @@ def envelope(values: np.ndarray, points: int) -> tuple[list[int], list]:
 
 
 def series(
-    rows: TensorDictBase, feature_names: dict, declared: dict | None = None
+    rows: TensorDictBase, feature_names: dict, declared: dict | None = None, texts=()
 ) -> tuple[list[dict], list[dict]]:
     """(plotted, not plotted): one entry per numeric leaf other than cameras, flags and
     bookkeeping. A plotted entry has ``key``, ``names``, ``values`` (``[dims][points]``; NaN
     and infinities as None) and ``steps`` (``[dims][points]``: the step of each point; every
     step when the page's :data:`MAX_POINTS` allow, else each bucket's minimum and maximum)."""
     leaves, plotted, wide = [], [], []
-    for path, value in plotted_leaves(rows, declared):
+    for path, value in plotted_leaves(rows, declared, texts):
         flat = np.asarray(value).reshape(len(value), -1)
         if flat.shape[1] > MAX_PLOTTED_DIMS:
             wide.append({"key": "/".join(path), "dims": flat.shape[1]})
@@ -125,7 +127,9 @@ def step_values(ted: PartitionTed, episode: int, step: int) -> dict[str, list]:
         )
     return {
         "/".join(path): _json_values(np.asarray(value[step]).reshape(-1).astype(np.float64))
-        for path, value in plotted_leaves(rows, declared_images(ted.record))
+        for path, value in plotted_leaves(
+            rows, declared_images(ted.record), ted.record.extra.get("texts", {})
+        )
         if int(np.prod(value.shape[1:], dtype=np.int64)) <= MAX_PLOTTED_DIMS
     }
 
@@ -156,6 +160,25 @@ def step_tasks(rows: TensorDictBase, ted: PartitionTed, episode: int) -> dict:
     return {"tasks": [text] if text else [], "per_step": None}
 
 
+def step_texts(rows: TensorDictBase, ted: PartitionTed) -> list[dict]:
+    """Each text leaf of the TED (DROID's ``language_instruction_2``, ``_3``) as the page shows
+    it: ``key``, ``texts`` (the distinct texts of this episode) and ``per_step`` (an index into
+    them per step); never plotted as the numbers they are stored as."""
+    out = []
+    keys = {_path(k) for k in rows.keys(True, True)}
+    for name, table in sorted(ted.record.extra.get("texts", {}).items()):
+        path = tuple(name.split("/"))
+        if path not in keys:
+            continue
+        index = rows.get(path).reshape(-1).numpy().astype(np.int64)
+        used, per_step = np.unique(index, return_inverse=True)
+        if len(used) and (used.min() < 0 or used.max() >= len(table)):
+            continue  # an index outside its table: the TED check reports it
+        out.append({"key": name, "texts": [str(table[i]) for i in used],
+                    "per_step": per_step.tolist()})  # fmt: skip
+    return out
+
+
 def snippet(root_url: str, source: str, partition: str, span: Span) -> str:
     """The Python that opens exactly this episode of the warehouse at ``root_url`` (the page
     adds the line of the step it shows)."""
@@ -172,7 +195,8 @@ def episode_page(ted: PartitionTed, episode: int, root_url: str) -> dict:
     span = ted.span(episode)
     rows = ted.rows(episode)
     declared = declared_images(ted.record)
-    plotted, wide = series(rows, ted.record.extra.get("feature_names") or {}, declared)
+    texts = ted.record.extra.get("texts", {})
+    plotted, wide = series(rows, ted.record.extra.get("feature_names") or {}, declared, texts)
     returns = ted.column("return")
     return {
         "source": ted.source,
@@ -193,6 +217,7 @@ def episode_page(ted: PartitionTed, episode: int, root_url: str) -> dict:
         "not_plotted": wide,
         "flags": flag_steps(rows),
         **step_tasks(rows, ted, episode),
+        "texts": step_texts(rows, ted),
         "python": snippet(root_url, ted.source, ted.partition, span),
     }
 

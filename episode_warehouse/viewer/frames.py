@@ -28,14 +28,24 @@ CHANNELS = (1, 3, 4)  # PIL's L, RGB and RGBA: the modes a uint8 array maps to
 COMPRESS_LEVEL = 1  # fast: a frame is encoded when it is asked for
 
 
-def frame_answer(column: torch.Tensor, step: int, layout: str) -> tuple[bytes, str]:
-    """The bytes and media type of frame ``step`` of a camera's ``column``: its stored JPEG or
-    PNG as it is (not a depth camera's, which is drawn), else :func:`frame_png` of its row."""
+def stored_image(column: torch.Tensor, step: int, layout: str) -> tuple[bytes, str] | None:
+    """Frame ``step`` of a camera's ``column`` as the JPEG or PNG bytes the source published
+    and the TED stores (with their media type), or None where the camera keeps no such bytes
+    (pixels compressed with zstd, a video, a depth camera: drawn, not served as stored)."""
     if isinstance(column, FrameTensor) and layout != DEPTH:
         blob = column.frames.blob(step)
         media = {"jpeg": "image/jpeg", "png": "image/png"}.get(kind(blob))
         if media is not None:
             return blob, media
+    return None
+
+
+def frame_answer(column: torch.Tensor, step: int, layout: str) -> tuple[bytes, str]:
+    """The bytes and media type of frame ``step`` of a camera's ``column``: its stored JPEG or
+    PNG as it is (:func:`stored_image`), else :func:`frame_png` of its row."""
+    stored = stored_image(column, step, layout)
+    if stored is not None:
+        return stored
     return frame_png(column[step].numpy(), layout), "image/png"
 
 

@@ -218,7 +218,8 @@ async function episodeView() {
     cursors.forEach((c) => { c.setAttribute("x1", t); c.setAttribute("x2", t); });
     readouts(t);
     const task = e.per_step ? e.tasks[e.per_step[t]] : e.tasks[0];
-    taskLine.textContent = task ? `task: ${task}` : "";
+    const more = (e.texts || []).map((x) => `${x.key}: ${x.texts[x.per_step[t]]}`);
+    taskLine.textContent = [task ? `task: ${task}` : "", ...more].filter(Boolean).join("\n");
     python.textContent = e.python + `step = episode[${t}]\n`;
     if (!timer) history.replaceState(null, "", "?" + new URLSearchParams({ view: "episode",
       source, partition, episode: number, t }));

@@ -308,3 +308,23 @@ def test_a_selection_exports_to_lerobot_v3_as_video(droid, tmp_path):
             assert item["language_instruction_2"] == episodes[e].instructions[1]
             assert item["language_instruction_3"] == episodes[e].instructions[2]
         frame += length
+
+
+def test_the_viewer_shows_the_instructions_as_text(droid):
+    """Instructions 2 and 3 are text leaves (indices into the TED's tables): the episode page
+    shows their text at each step and plots no number for them (#57 item 16)."""
+    from episode_warehouse.viewer.episode import episode_page, step_values
+    from episode_warehouse.viewer.partition import PartitionTed
+
+    layout, episodes, _ = droid
+    ted = PartitionTed(layout.root, "openx", "droid")
+    page = episode_page(ted, 1, str(layout.folder))
+    plotted = {s["key"] for s in page["series"]}
+    assert not plotted & {"language_instruction_2", "language_instruction_3"}
+    texts = {t["key"]: t for t in page["texts"]}
+    for n, key in ((1, "language_instruction_2"), (2, "language_instruction_3")):
+        shown = texts[key]
+        assert [shown["texts"][i] for i in shown["per_step"]] == (
+            [episodes[1].instructions[n]] * page["length"]
+        )
+    assert "language_instruction_2" not in step_values(ted, 1, 0)
