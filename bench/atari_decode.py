@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.measure import dispatch, run_child, save_report
+from bench.measure import dispatch, run_child, save_report, scaled
 
 DATA = Path(__file__).parent / "data"
 FRAME = 84 * 84
@@ -75,7 +75,7 @@ def child_ours(replay: str, out: str, workers: str) -> None:
     decode_run(Path(replay), suffixes, dec, workers=int(workers))
     meta = build_ted(open_decoded(dec), ted)
     compute = time.perf_counter() - started
-    print(json.dumps({"rows": meta["rows"], "ted_bytes": folder_bytes(ted), "compute_s": compute}))
+    print(json.dumps({"rows": meta.rows, "ted_bytes": folder_bytes(ted), "compute_s": compute}))
 
 
 def child_torchrl(replay: str, out: str) -> None:
@@ -91,8 +91,8 @@ def child_torchrl(replay: str, out: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--capacity", type=int, default=100_000)
-    parser.add_argument("--checkpoints", type=int, default=3)
+    parser.add_argument("--capacity", type=int, default=scaled(100_000, 5000))
+    parser.add_argument("--checkpoints", type=int, default=scaled(3, 1))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--skip-torchrl", action="store_true")
     args = parser.parse_args()

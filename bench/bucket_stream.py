@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.measure import save_report
+from bench.measure import save_report, scaled
 
-EPISODES, LENGTHS, SEED = 200, (100, 200), 7
+EPISODES, LENGTHS, SEED = scaled(200, 12), (100, 200), 7
 PARTITION = "Pong/1"
 
 
@@ -50,7 +50,7 @@ def build(root: str | Path) -> None:
     rng = np.random.default_rng(SEED)
     raw = Path(tempfile.mkdtemp(prefix="bench-bucket-raw-"))
     episodes = [play_episode(rng, int(n)) for n in rng.integers(*LENGTHS, EPISODES)]
-    write_run(raw, episodes, 10_000, final_log=False, compresslevel=1)
+    write_run(raw, episodes, scaled(10_000, 500), final_log=False, compresslevel=1)
     n = len(list(raw.glob("add_count_ckpt.*.gz")))
     layout = WarehouseLayout.from_root(root)
     lineage = {"source_url": "bench", "source_version": "bench"}

@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from bench.measure import median_ms, save_report
+from bench.measure import median_ms, save_report, scaled
 from episode_warehouse.catalog import EPISODES, CatalogStore
 from episode_warehouse.storage.local import LocalRoot
 from warehouse_fixtures.openx_writer import INSTRUCTIONS
@@ -105,8 +105,8 @@ def native_replace(con, source: str, key: str, table: pa.Table) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--episodes", type=int, default=1_000_000)
-    parser.add_argument("--partitions", type=int, default=300)
+    parser.add_argument("--episodes", type=int, default=scaled(1_000_000, 2000))
+    parser.add_argument("--partitions", type=int, default=scaled(300, 4))
     args = parser.parse_args()
     per = args.episodes // args.partitions
     rng = np.random.default_rng(0)

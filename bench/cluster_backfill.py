@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.measure import save_report
+from bench.measure import save_report, scaled
 
 DATA = Path(__file__).parent / "data"
 PARTITIONS = [f"Pong/{r}" for r in range(1, 6)] + [f"Breakout/{r}" for r in range(1, 4)]
@@ -127,7 +127,9 @@ def in_process(data: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, default=40000, help="steps per partition")
+    parser.add_argument(
+        "--steps", type=int, default=scaled(40000, 2000), help="steps per partition"
+    )
     args = parser.parse_args()
     data = make_runs(args.steps)
     report: dict = {"partitions": len(PARTITIONS), "steps_per_partition": args.steps}

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.measure import save_report
+from bench.measure import save_report, scaled
 
-BATCH, BATCHES = 256, 8
+BATCH, BATCHES = scaled(256, 16), scaled(8, 1)
 KEYS = ["observation", "action", ("next", "reward")]
 COPIES = 4  # partitions linking the same 300k-step TED: a 1.2M-step selection
 WORK = Path(__file__).parent / "data" / "data_plane"
@@ -31,12 +31,10 @@ WORK = Path(__file__).parent / "data" / "data_plane"
 def _root_with_copies() -> Path:
     """A warehouse root whose Pong/1..COPIES are the loading bench's TED: its files linked, and a
     record with a version, as the TED asset publishes it."""
-    from bench.loading import main as build_loading_data
+    from bench.loading import prepared
     from episode_warehouse.atomic import write_json
 
-    ted = (Path(__file__).parent / "data" / "loading" / "ted").resolve()
-    if not (ted / "meta.json").exists():
-        build_loading_data()
+    ted = (prepared() / "ted").resolve()  # built where bench.loading has not run yet
     root = WORK / "root"
     for n in range(1, COPIES + 1):
         folder = root / "ted" / "atari" / "Pong" / str(n)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.measure import _descendants, _status, dispatch, run_child, save_report
+from bench.measure import _descendants, _status, dispatch, run_child, save_report, scaled
 
 DATA = Path(__file__).parent / "data" / "droid"
 DROID_SHARDS, DROID_EPISODES, DROID_MEAN_STEPS = 2048, 95_658, 322  # droid_100: 32,212 / 100
@@ -336,13 +336,13 @@ def child_idle() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shards", type=int, default=64)
-    parser.add_argument("--per-shard", type=int, default=4)
-    parser.add_argument("--range", type=int, default=8)
-    parser.add_argument("--seconds", type=int, default=30)
-    parser.add_argument("--rss-seconds", type=int, default=600)
+    parser.add_argument("--shards", type=int, default=scaled(64, 4))
+    parser.add_argument("--per-shard", type=int, default=scaled(4, 1))
+    parser.add_argument("--range", type=int, default=scaled(8, 2))
+    parser.add_argument("--seconds", type=int, default=scaled(30, 3))
+    parser.add_argument("--rss-seconds", type=int, default=scaled(600, 0))
     parser.add_argument("--skip-cluster", action="store_true")
-    parser.add_argument("--loading-ranges", type=int, default=2)
+    parser.add_argument("--loading-ranges", type=int, default=scaled(2, 2))
     args = parser.parse_args()
     os.environ["BENCH_DROID_RANGES"] = str(args.loading_ranges)
     src = _source(args.shards, args.per_shard)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.measure import dispatch, run_child, save_report
+from bench.measure import dispatch, run_child, save_report, scaled
 
 DATA = Path(__file__).parent / "data" / "frames"
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples" / "oxe_features"
@@ -225,10 +225,10 @@ def child_export() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=40)
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--seconds", type=int, default=30)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--episodes", type=int, default=scaled(40, 4))
+    parser.add_argument("--steps", type=int, default=scaled(40, 10))
+    parser.add_argument("--seconds", type=int, default=scaled(30, 2))
+    parser.add_argument("--rounds", type=int, default=scaled(2, 1))
     args = parser.parse_args()
     src = _write_source(args.episodes, args.steps)
     published = _published_bytes(src)

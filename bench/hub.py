@@ -32,12 +32,12 @@ os.environ.setdefault("HF_HUB_DISABLE_XET", "1")  # the stand-in speaks LFS (rea
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
-from bench.measure import save_report  # noqa: E402
+from bench.measure import save_report, scaled  # noqa: E402
 
-EPISODES, LENGTH = 60, 100  # 6,000 frames
+EPISODES, LENGTH = scaled(60, 3), scaled(100, 10)  # 6,000 frames
 CAMERAS = {"top": (96, 128), "wrist": (64, 64)}
 TOKEN = "hf_bench_token"
-REPEAT = 3
+REPEAT = scaled(3, 1)
 
 
 def _size(folder: Path) -> int:

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 from bench.atari_decode import DATA, make_files
-from bench.measure import save_report
+from bench.measure import save_report, scaled
 
 
 def main() -> None:
-    replay = make_files(100_000, 3)
+    replay = make_files(scaled(100_000, 3000), scaled(3, 1))
     with tempfile.TemporaryDirectory(dir=DATA) as tmp:
         mirror = Path(tmp) / "mirror" / "Pong" / "1" / "replay_logs"
         mirror.mkdir(parents=True)

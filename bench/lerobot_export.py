@@ -16,9 +16,16 @@ import sys
 import time
 
 from bench.atari_decode import DATA
-from bench.measure import save_report
+from bench.measure import save_report, scaled
 
-ROOT = DATA / "loading" / "root"  # written by bench.loading (a 300k-frame Atari TED)
+
+def _root():
+    """bench.loading's warehouse root (a 300k-frame Atari TED; built if missing)."""
+    from bench.loading import prepared
+
+    return prepared() / "root"
+
+
 OUT = DATA / "export-bench"
 # variant -> (PNG worker processes, batched embedding); "per_frame" is the baseline
 VARIANTS = {"ours_1_worker": (1, True), "ours_2_workers": (2, True), "ours_rowwise": (1, False)}
@@ -27,7 +34,7 @@ VARIANTS = {"ours_1_worker": (1, True), "ours_2_workers": (2, True), "ours_rowwi
 def _rows(frames: int) -> list:
     import pyarrow.parquet as pq
 
-    eps = pq.read_table(ROOT / "ted" / "atari" / "Pong" / "1" / "episodes.parquet").to_pylist()
+    eps = pq.read_table(_root() / "ted" / "atari" / "Pong" / "1" / "episodes.parquet").to_pylist()
     rows, total = [], 0
     for e in eps:
         if total >= frames:
@@ -47,11 +54,11 @@ def child(variant: str, frames: int) -> None:
     rows = _rows(frames)
     t = time.perf_counter()
     if variant == "per_frame":
-        write_per_frame("bench/per-frame", ROOT, rows, OUT / variant)
+        write_per_frame("bench/per-frame", _root(), rows, OUT / variant)
     else:
         workers, batched = VARIANTS[variant]
         export_lerobot(
-            ExportRequest(variant, str(ROOT), rows),
+            ExportRequest(variant, str(_root()), rows),
             OUT / variant,
             workers=workers,
             batched_embedding=batched,
@@ -71,14 +78,13 @@ def run(variant: str, frames: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--frames", type=int, default=12_000)
+    parser.add_argument("--frames", type=int, default=scaled(12_000, 600))
     parser.add_argument("--child", choices=["per_frame", *VARIANTS])
     args = parser.parse_args()
     if args.child:
         child(args.child, args.frames)
         return
-    if not (ROOT / "ted" / "atari" / "Pong" / "1" / "meta.json").exists():
-        raise SystemExit("run `python -m bench.loading` first (it builds the TED used here)")
+    _root()  # built here where bench.loading has not run yet
     rows = _rows(args.frames)
     total = sum(r[4] for r in rows)
     shutil.rmtree(OUT, ignore_errors=True)

@@ -13,10 +13,10 @@ import shutil
 import time
 from pathlib import Path
 
-from bench.measure import save_report
+from bench.measure import save_report, scaled
 
 DATA = Path(__file__).parent / "data" / "lerobot-import-scene"
-EPISODES, LENGTH = 50, 100  # 5,000 frames
+EPISODES, LENGTH = scaled(50, 3), scaled(100, 10)  # 5,000 frames
 CAMERAS = {"top": (96, 128), "wrist": (64, 64)}
 
 
@@ -24,7 +24,13 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     report = {
         "png": measure("png", EPISODES, LENGTH, CAMERAS, video=False),
-        "video": measure("video", 20, 150, {"top": (96, 128), "wrist": (64, 64)}, video=True),
+        "video": measure(
+            "video",
+            scaled(20, 2),
+            scaled(150, 10),
+            {"top": (96, 128), "wrist": (64, 64)},
+            video=True,
+        ),  # fmt: skip
     }
     print(json.dumps(report, indent=1))
     save_report("lerobot_import", report)

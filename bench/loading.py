@@ -3,6 +3,7 @@ whose ("next", "observation") is stored twice (TensorDict.load_memmap), same epi
 Also: streaming throughput (EpisodeStream, slices of 64) with 0, 1 and 2 DataLoader workers.
 
     python -m bench.loading        # uses (or writes) bench/data/atari-C100000-n3
+    python -m bench.loading --capacity 5000 --checkpoints 1   # a tiny run (the slow tests')
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ import itertools
 import json
 import shutil
 import time
+from pathlib import Path
 
 from bench.atari_decode import DATA, make_files
-from bench.measure import save_report
+from bench.measure import save_report, scaled
 
 SLICES, SLICE_LEN, BATCHES = 256, 64, 20
 
@@ -93,26 +95,55 @@ def _current(ted_dir) -> bool:
     return True
 
 
+def prepared(capacity: int | None = None, checkpoints: int | None = None) -> Path:
+    """The folder of the Atari TED the loading benchmarks read (``ted/``, and ``root/``: a
+    warehouse root holding it as ``atari`` ``Pong/1``), built where it is missing or of an
+    older format (a fresh checkout has none). Default size: 3 checkpoints of 100,000 steps
+    (300k frames), or a tiny one where ``BENCH_SIZE=tiny``. Also read by bench.lerobot_export
+    and bench.root_walk."""
+    from episode_warehouse.decoded import open_decoded
+    from episode_warehouse.sources.atari.decode import decode_run
+    from episode_warehouse.ted import build_ted
+
+    capacity = capacity or scaled(100_000, 5000)
+    checkpoints = checkpoints or scaled(3, 1)
+    default = (capacity, checkpoints) == (100_000, 3)
+    work = DATA / ("loading" if default else f"loading-C{capacity}-n{checkpoints}")
+    ted_dir = work / "ted"
+    if (ted_dir / "meta.json").exists() and not _current(ted_dir):
+        shutil.rmtree(work)  # built by an older format (frames decoded, TED 4): build again
+    if not (ted_dir / "meta.json").exists():  # a fresh checkout: nothing built yet
+        replay = make_files(capacity, checkpoints)
+        shutil.rmtree(work, ignore_errors=True)
+        (work / "dec").mkdir(parents=True)
+        ted_dir.mkdir()
+        decode_run(replay, list(range(checkpoints)), work / "dec", workers=2)
+        build_ted(open_decoded(work / "dec"), ted_dir)
+    target = work / "root" / "ted" / "atari" / "Pong" / "1"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(ted_dir.resolve())
+    return work
+
+
 def main() -> None:
+    import argparse
+
     from tensordict import TensorDict
     from torchrl.data import ReplayBuffer, SliceSampler, TensorStorage
 
     from episode_warehouse.catalog.rows import folder_bytes
-    from episode_warehouse.decoded import open_decoded
     from episode_warehouse.loading import Selection, ted_collate
-    from episode_warehouse.sources.atari.decode import decode_run
-    from episode_warehouse.ted import build_ted, open_ted_folder
+    from episode_warehouse.ted import open_ted_folder
 
-    replay = make_files(100_000, 3)
-    work = DATA / "loading"
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--capacity", type=int, default=scaled(100_000, 5000), help="steps per checkpoint"
+    )
+    parser.add_argument("--checkpoints", type=int, default=scaled(3, 1))
+    args = parser.parse_args()
+    work = prepared(args.capacity, args.checkpoints)
     ted_dir, twice_dir = work / "ted", work / "ted-twice"
-    if (ted_dir / "meta.json").exists() and not _current(ted_dir):
-        shutil.rmtree(work)  # built by an older format (frames decoded, TED 4): build again
-        shutil.rmtree(work, ignore_errors=True)
-        (work / "dec").mkdir(parents=True)
-        ted_dir.mkdir()
-        decode_run(replay, [0, 1, 2], work / "dec", workers=2)
-        build_ted(open_decoded(work / "dec"), ted_dir)
     ours_td = open_ted_folder(ted_dir)
     if not (twice_dir / "meta.json").exists():
         full = TensorDict(
@@ -144,10 +175,6 @@ def main() -> None:
 
     eps = pq.read_table(ted_dir / "episodes.parquet")
     layout_root = work / "root"
-    target = layout_root / "ted" / "atari" / "Pong" / "1"
-    if not target.exists():
-        target.parent.mkdir(parents=True)
-        target.symlink_to(ted_dir.resolve())
     rows = [
         ("atari", "Pong/1", e, s, n)
         for e, s, n in zip(

@@ -91,3 +91,16 @@ def dispatch(children: dict, main) -> None:
         children[sys.argv[1]](*sys.argv[2:])
     else:
         main()
+
+
+def tiny() -> bool:
+    """Whether this is a tiny run (``BENCH_SIZE=tiny``: the slow tests run every benchmark so
+    from a fresh clone, to prove it runs; its figures mean nothing). Child processes inherit it."""
+    import os
+
+    return os.environ.get("BENCH_SIZE") == "tiny"
+
+
+def scaled(full, small):
+    """``small`` in a tiny run (:func:`tiny`), else ``full``: a benchmark's size."""
+    return small if tiny() else full

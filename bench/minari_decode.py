@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.measure import dispatch, run_child, save_report
+from bench.measure import dispatch, run_child, save_report, scaled
 
 DATA = Path(__file__).parent / "data" / "minari"
 
@@ -137,8 +137,8 @@ def measure(dataset_id: str, steps: int, image: bool) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--state-steps", type=int, default=1_000_000)
-    parser.add_argument("--image-steps", type=int, default=100_000)
+    parser.add_argument("--state-steps", type=int, default=scaled(1_000_000, 5000))
+    parser.add_argument("--image-steps", type=int, default=scaled(100_000, 2000))
     args = parser.parse_args()
     report = {
         "state": measure(f"bench/state/s{args.state_steps}-v0", args.state_steps, False),

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.measure import dispatch, run_child, save_report
+from bench.measure import dispatch, run_child, save_report, scaled
 
 DATA = Path(__file__).parent / "data"
 
@@ -60,8 +60,8 @@ def child_ours(root: str, out: str) -> None:
     print(
         json.dumps(
             {
-                "rows": meta["rows"],
-                "episodes": meta["episodes"],
+                "rows": meta.rows,
+                "episodes": meta.episodes,
                 "compute_s": time.perf_counter() - started,
             }
         )
@@ -135,8 +135,8 @@ def measure(root: Path, workdir: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--episodes", type=int, default=120)
-    parser.add_argument("--image-size", type=int, default=128)
+    parser.add_argument("--episodes", type=int, default=scaled(120, 6))
+    parser.add_argument("--image-size", type=int, default=scaled(128, 32))
     args = parser.parse_args()
     report = {}
     for n in (args.episodes, args.episodes * 4):

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.measure import dispatch, run_child, save_report
+from bench.measure import dispatch, run_child, save_report, scaled
 
 DATA = Path(__file__).parent / "data"
 HEIGHT, WIDTH = 256, 320  # fractal20220817_data's camera; bridge's is 480x640
@@ -190,9 +190,9 @@ def child_incremental(root: str, out: str) -> None:
     print(
         json.dumps(
             {
-                "rows": meta["rows"],
-                "shards": len(meta["shards"]),
-                "copied": meta["reused_shards"],
+                "rows": meta.rows,
+                "shards": len(meta.extra["shards"]),
+                "copied": meta.extra["reused_shards"],
                 "full_s": full_s,
                 "compute_s": again_s,
                 "cores": cores,
@@ -300,8 +300,8 @@ def measure(root: Path, workdir: str, tfds_python: str | None) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--episodes", type=int, default=40)
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--episodes", type=int, default=scaled(40, 4))
+    parser.add_argument("--steps", type=int, default=scaled(60, 10))
     parser.add_argument("--tfds-python", default=None)
     parser.add_argument(
         "--incremental-dir",

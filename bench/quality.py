@@ -16,15 +16,15 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from bench.measure import median_ms, save_report
+from bench.measure import median_ms, save_report, scaled
 from episode_warehouse.catalog.quality import quality_columns
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=1_000_000)
-    parser.add_argument("--episodes", type=int, default=2000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=scaled(1_000_000, 20000))
+    parser.add_argument("--episodes", type=int, default=scaled(2000, 40))
+    parser.add_argument("--repeats", type=int, default=scaled(3, 1))
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     td = TensorDict(

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.measure import dispatch, run_child, save_report
+from bench.measure import dispatch, run_child, save_report, scaled
 
 DATA = Path(__file__).parent / "data"
 
@@ -115,7 +115,7 @@ def child_ours(folder: str, out: str, workers: str) -> None:
     meta = decode_rlu_run(sources, dec, workers=int(workers))
     build_ted(open_decoded(dec), ted)
     seconds = time.perf_counter() - t
-    print(json.dumps({"seconds": seconds, "frames": meta["rows"], "rows": meta["rows"]}))
+    print(json.dumps({"seconds": seconds, "frames": meta.rows, "rows": meta.rows}))
 
 
 def child_naive(folder: str, out: str) -> None:
@@ -151,7 +151,9 @@ def child_naive(folder: str, out: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=50_000, help="transitions per file")
+    parser.add_argument(
+        "--steps", type=int, default=scaled(50_000, 2000), help="transitions per file"
+    )
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     report: dict = {"files": args.files, "cores": args.workers}

@@ -22,7 +22,13 @@ import tomllib
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
-DEFAULT_ROOT = PROJECT / "bench" / "data" / "loading" / "root"
+
+
+def default_root() -> Path:
+    """bench.loading's warehouse root (built if missing)."""
+    from bench.loading import prepared
+
+    return prepared() / "root"
 
 
 def _layers() -> list[set[str]]:
@@ -124,7 +130,7 @@ def _bucket_root(endpoint: str, tmp: Path) -> str:
     url = "gs://walk/wh"
     settings = Settings.from_env(root=url, local_copy=tmp / "copy", gcs_endpoint=endpoint)
     root = parse_root(None, settings, writer=True)
-    ted = DEFAULT_ROOT / "ted" / "atari" / "Pong" / "1"
+    ted = default_root() / "ted" / "atari" / "Pong" / "1"
 
     def build(staging: Path) -> None:
         shutil.copytree(ted, staging, dirs_exist_ok=True, symlinks=False)
@@ -144,7 +150,7 @@ def compare(projects: list[str]) -> dict:
     with running_emulator() as endpoint, tempfile.TemporaryDirectory() as tmp:
         url = _bucket_root(endpoint, Path(tmp))
         for project in projects:
-            for kind, root in (("folder", str(DEFAULT_ROOT)), ("bucket", url)):
+            for kind, root in (("folder", str(default_root())), ("bucket", url)):
                 name = Path(project).name
                 env = {**os.environ, "PYTHONPATH": project, "STORAGE_EMULATOR_HOST": endpoint,
                        "EPISODE_WAREHOUSE_CACHE": f"{tmp}/{name}-cache",
@@ -168,7 +174,7 @@ def main() -> None:
     if sys.argv[1:2] == ["--compare"]:
         print(json.dumps(compare(sys.argv[2:]), indent=1))
         return
-    root = sys.argv[1] if len(sys.argv) > 1 else str(DEFAULT_ROOT)
+    root = sys.argv[1] if len(sys.argv) > 1 else str(default_root())
     print(json.dumps(walk(root), indent=1))
 
 

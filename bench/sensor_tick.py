@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.measure import save_report
+from bench.measure import save_report, scaled
 
 DATA = Path(__file__).parent / "data"
 
@@ -68,7 +68,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=3, help="files per run (2 runs)")
-    parser.add_argument("--gb", type=float, default=3.0, help="size of each file")
+    parser.add_argument("--gb", type=float, default=scaled(3.0, 0.01), help="size of each file")
     args = parser.parse_args()
     root = write_mirror(args.files, args.gb)
     store = open_blob_store(str(root))

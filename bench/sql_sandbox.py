@@ -18,7 +18,7 @@ import duckdb
 import numpy as np
 
 from bench.catalog import QUERIES, partition_rows
-from bench.measure import median_ms, save_report
+from bench.measure import median_ms, save_report, scaled
 from episode_warehouse.catalog import CatalogStore
 from episode_warehouse.catalog.query import run_query
 from episode_warehouse.storage.local import LocalRoot
@@ -41,9 +41,9 @@ def _in_process(root: LocalRoot, sql: str) -> list:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--episodes", type=int, default=100_000)
-    parser.add_argument("--partitions", type=int, default=30)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--episodes", type=int, default=scaled(100_000, 2000))
+    parser.add_argument("--partitions", type=int, default=scaled(30, 3))
+    parser.add_argument("--repeats", type=int, default=scaled(7, 1))
     args = parser.parse_args()
     per = args.episodes // args.partitions
     rng = np.random.default_rng(0)

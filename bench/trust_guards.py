@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from bench.measure import median_ms, save_report
+from bench.measure import median_ms, save_report, scaled
 from episode_warehouse.blobstore import file_crc32c
 from episode_warehouse.decoded.format import ArraySpec, episode_table
 from episode_warehouse.decoded.writer import DecodedWriter
@@ -75,8 +75,8 @@ def _landlock_ms(confine: bool) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=2_000_000)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rows", type=int, default=scaled(2_000_000, 20000))
+    parser.add_argument("--repeats", type=int, default=scaled(5, 1))
     args = parser.parse_args()
     report: dict = {"rows": args.rows}
     with tempfile.TemporaryDirectory() as tmp:

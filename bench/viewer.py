@@ -30,17 +30,29 @@ from episode_warehouse.viewer.partition import PartitionTed
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default="demo-data/warehouse")
+    parser.add_argument(
+        "--root",
+        default=None,
+        help="a warehouse root (default: ./demo-data/warehouse where the demo ran, else the "
+        "Atari TED bench.loading builds)",
+    )
     parser.add_argument("--source", default="atari")
     parser.add_argument("--partition", default="Pong/1")
     parser.add_argument("--episode", type=int, default=1)
     args = parser.parse_args()
+    if args.root is None:
+        from pathlib import Path
+
+        from bench.loading import prepared
+
+        demo = Path("demo-data/warehouse")
+        args.root = str(demo if demo.is_dir() else prepared() / "root")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # starlette's note on its test client's httpx
         from starlette.testclient import TestClient
 
     layout = WarehouseLayout.from_root(args.root)
-    client = TestClient(build_app(layout.root))
+    client = TestClient(build_app(layout.root), base_url="http://127.0.0.1")  # loopback only
     ted = PartitionTed(layout.root, args.source, args.partition)
     span = ted.span(args.episode)
     query = {"source": args.source, "partition": args.partition, "episode": args.episode}

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 from torch.utils.data import IterableDataset
 
-from bench.measure import dispatch, run_child, save_report
+from bench.measure import dispatch, run_child, save_report, scaled
 
 DATA = Path(__file__).parent / "data" / "vla_mixture"
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples" / "oxe_features"
@@ -221,10 +221,10 @@ def child_stream(kind: str, seconds: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=30)
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--seconds", type=int, default=600)
-    parser.add_argument("--baseline-seconds", type=int, default=120)
+    parser.add_argument("--episodes", type=int, default=scaled(30, 3))
+    parser.add_argument("--steps", type=int, default=scaled(40, 10))
+    parser.add_argument("--seconds", type=int, default=scaled(600, 5))
+    parser.add_argument("--baseline-seconds", type=int, default=scaled(120, 5))
     args = parser.parse_args()
     costs = _prepare(args.episodes, args.steps)
     ours = run_child("bench.vla_mixture", ["stream", "ours", str(args.seconds)]).result

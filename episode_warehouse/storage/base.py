@@ -87,8 +87,9 @@ class Artifact(ABC):
 
     @abstractmethod
     def lists(self, record: dict, file: str) -> bool:
-        """Whether ``file`` (a name ``record`` gives) is a file of that version: listed in a
-        bucket record's published files; in a folder, a file inside it (no link out)."""
+        """Whether ``file`` (a name ``record`` gives, checked to be a safe relative name first)
+        is a file of that version: listed in a bucket record's published files; in a folder,
+        a file there."""
 
     @abstractmethod
     def read_range(self, record: dict, file: str, start: int, stop: int) -> bytes:

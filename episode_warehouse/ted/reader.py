@@ -70,13 +70,7 @@ def read_meta(folder: Path) -> TedRecord:
         )
     meta = checked_record(json.loads(meta_path.read_text()), str(meta_path))
     folder = Path(folder)
-    check_named_files(
-        meta,
-        lambda name: (
-            (folder / name).is_file() and (folder / name).resolve().is_relative_to(folder.resolve())
-        ),
-        str(meta_path),
-    )
+    check_named_files(meta, lambda name: (folder / name).is_file(), str(meta_path))
     return meta
 
 
