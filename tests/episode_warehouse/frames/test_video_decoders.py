@@ -88,6 +88,11 @@ def test_statistics_of_a_video_camera_on_a_thread_per_core(video_root):
         from episode_warehouse.loading import select_episodes, selection_stats
         sel = select_episodes(
             "SELECT source, partition, episode, start, length FROM episodes", root="{video_root}")
+        from episode_warehouse.catalog.statistics import publish_statistics
+        from episode_warehouse.paths import WarehouseLayout
+        # the statistics stage of `warehouse materialize lerobot` (it exited 139 there)
+        publish_statistics(WarehouseLayout.local("{video_root}"), "lerobot", "{SPEC.repo_id}",
+                           code_version="t")
         stats = selection_stats(sel, [("observation", "image", "top")], use_catalog=False)
         frames = open_ted("lerobot", "{SPEC.repo_id}", "{video_root}")["observation", "image",
                                                                           "top"][:].numpy()
