@@ -174,12 +174,13 @@ def child_stream(kind: str, layout: str, seconds: str) -> None:
     elapsed = time.perf_counter() - started
     stop.set()
     window = min(60.0, elapsed / 4)  # the first and the last minute (a quarter of short runs)
-    first = max(m for t, m in rss if t <= window)
-    last = max(m for t, m in rss if t >= elapsed - window)
+    seen = [m for _, m in rss] or [0.0]  # a tiny run may end between two samples
+    first = max((m for t, m in rss if t <= window), default=seen[0])
+    last = max((m for t, m in rss if t >= elapsed - window), default=seen[-1])
     print(json.dumps({"frames_per_s": round(frames / elapsed, 1), "seconds": round(elapsed, 1),
                       "anon_rss_first_window_mb": round(first, 1),
                       "anon_rss_last_window_mb": round(last, 1), "rss_window_s": round(window),
-                      "anon_rss_peak_mb": round(max(m for _, m in rss), 1)}))  # fmt: skip
+                      "anon_rss_peak_mb": round(max(seen), 1)}))  # fmt: skip
 
 
 EXPORT_REPO = "episode-warehouse/bench_frames"

@@ -39,7 +39,7 @@ from bench.measure import dispatch, run_child, save_report, scaled
 
 DATA = Path(__file__).parent / "data"
 HEIGHT, WIDTH = 256, 320  # fractal20220817_data's camera; bridge's is 480x640
-PER_SHARD = 10
+PER_SHARD = scaled(10, 2)  # episodes a shard (the incremental part changes the 4th shard)
 
 
 def _pin_two_cores() -> int:
@@ -51,7 +51,7 @@ def _pin_two_cores() -> int:
 def make_dataset(episodes: int, steps: int) -> Path:
     from warehouse_fixtures import rlds_writer as w
 
-    root = DATA / f"rlds-{episodes}-{steps}"
+    root = DATA / f"rlds-{episodes}-{steps}-{PER_SHARD}"
     if (root / "done").exists():
         return root
     shutil.rmtree(root, ignore_errors=True)
