@@ -12,6 +12,7 @@ from assets import versions
 from assets.results import decoded_result
 from assets.sources.spec import SourceAssets, SourceMode, SourceResource, Stage, StageRun
 from episode_warehouse.incremental import Built
+from episode_warehouse.sources.openx.datasets import RATES_SETTING, parse_rate_setting
 from episode_warehouse.sources.openx.fingerprints import openx_fingerprints
 from episode_warehouse.sources.openx.mirror import MODES
 from episode_warehouse.sources.openx.raw import LAYOUTS, mirror_openx
@@ -20,6 +21,7 @@ from episode_warehouse.sources.openx.rlds.listing import parse_version_pins
 from episode_warehouse.sources.openx.shard_ranges import SETTING, parse_range_setting
 from episode_warehouse.sources.openx.stage import decode_openx
 from episode_warehouse.storage import Root
+from episode_warehouse.ted.chunks import dataset_of
 from resources.settings import setting
 
 DEFAULT_OPENX_URL = "gs://gresearch/robotics"
@@ -38,7 +40,9 @@ class OpenXSource(SourceResource):
     ``hf://datasets/OWNER/REPO[@rev]`` (the WebDataset repack) or a folder of either;
     ``OPENX_FORMAT`` (auto, rlds, webdataset); ``OPENX_VERSIONS`` pins RLDS versions
     (``bridge=0.1.0,...``; else the newest is read); ``OPENX_SHARD_RANGES`` (``droid=32``) lists
-    a dataset as partitions of that many shards (``droid@00000-00031`` ...); ``OPENX_MODE``:
+    a dataset as partitions of that many shards (``droid@00000-00031`` ...);
+    ``OPENX_CONTROL_HZ`` (``my_robot=10``) states the rate of datasets the OXE table of rates
+    does not know; ``OPENX_MODE``:
     ``download`` mirrors the shards under the warehouse root first, ``streaming`` decodes
     straight from the source. Requests are bounded by ``OPENX_TIMEOUT_S`` (60);
     ``STORAGE_EMULATOR_HOST`` points GCS at an emulator."""
@@ -48,6 +52,7 @@ class OpenXSource(SourceResource):
     format: Format | None = None
     versions: str | None = None
     shard_ranges: str | None = None
+    control_hz: str | None = None
 
     def source_url(self) -> str:
         return setting(self.url, "OPENX_URL", DEFAULT_OPENX_URL)
@@ -62,6 +67,13 @@ class OpenXSource(SourceResource):
 
     def version_pins(self) -> dict[str, str]:
         return parse_version_pins(setting(self.versions, "OPENX_VERSIONS", ""))
+
+    def control_rate(self, key: str) -> float | None:
+        """The rate ``OPENX_CONTROL_HZ`` (``my_robot=10``) states for ``key``'s dataset, if
+        any: for datasets the OXE table of rates does not know (their fps is otherwise empty,
+        and a LeRobot export of them refused)."""
+        rates = parse_rate_setting(setting(self.control_hz, RATES_SETTING, ""))
+        return rates.get(dataset_of(key))
 
     def range_sizes(self) -> dict[str, int]:
         """``OPENX_SHARD_RANGES`` (``droid=32``): the datasets the sensor lists as shard ranges
@@ -122,6 +134,7 @@ def decode_episodes(stage: StageRun) -> dg.MaterializeResult:
         code_version=stage.code_version,
         limits=stage.settings.input_limits(),
         endpoint=openx_source.endpoint(),
+        fps=openx_source.control_rate(dataset),
     )
     return decoded_result(
         built,

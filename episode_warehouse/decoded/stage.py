@@ -40,19 +40,24 @@ def decode_from_raw[Raw: RawRecord](
     raw_type: type[Raw],
     code_version: str,
     make_build: Callable[[Path, Raw, dict], Callable[[Path], DecodedRecord]],
+    fps: float | None = None,
 ) -> Built[DecodedRecord]:
     """The one shape of every decode stage: hold the raw folder still, require its record (a
-    ``raw_type``), and rebuild the decoded folder when the raw version or the code version
-    changed. ``make_build(raw_dir, raw_record, lineage)`` returns the build function."""
+    ``raw_type``), and rebuild the decoded folder when the raw version, the code version or
+    ``fps`` changed. ``make_build(raw_dir, raw_record, lineage)`` returns the build function;
+    ``fps``: a rate the user stated for the data (recorded in the decoded record, where the
+    TED and every later stage read it)."""
     raw_dir = layout.raw_dir(source, key)
     # a bucket root: pull first; a pull swaps the folder, never under reading()
     checkout(layout.root, raw_dir, raw_type)
     with reading(raw_dir):
         raw = require(layout.root, raw_dir, raw_asset, key, raw_type, here=True)
+        inputs = {"raw": raw.version, "code_version": code_version, "format": decoded_layout()}
+        stated = {"fps": fps} if fps else {}
         return build_if_changed(
             layout.root,
             layout.decoded_dir(source, key),
-            {"raw": raw.version, "code_version": code_version, "format": decoded_layout()},
-            make_build(raw_dir, raw, lineage(source, key, raw)),
+            {**inputs, **stated},
+            make_build(raw_dir, raw, {**lineage(source, key, raw), **stated}),
             record_type=DecodedRecord,
         )

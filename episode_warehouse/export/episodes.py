@@ -76,8 +76,8 @@ def create_dataset(repo_id: str, episodes: list[ExportEpisode], out: Path, video
             "the data's control rate is unknown (its source records none and the OXE table of "
             "rates has no entry); a LeRobot dataset needs one",
             subject=f"{first.source}/{first.partition}",
-            fix="export partitions whose rate is known, or add the dataset's published rate "
-            "to CONTROL_HZ in episode_warehouse/sources/openx/datasets.py and rebuild its TED",
+            fix="state the dataset's published rate (OPENX_CONTROL_HZ=DATASET=HZ for an OXE "
+            "dataset) and materialize it again, or export partitions whose rate is known",
         )
     if fps != int(fps):
         raise ExportError(

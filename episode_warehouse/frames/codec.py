@@ -125,9 +125,9 @@ def decode_frame(
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         import zstandard
 
-        declared = declared_size(blob)
-        if declared is not None and declared != nbytes:
-            raise _other_size(where, f"{declared:,} bytes (its header says)", shape, dtype)
+        said = declared_size(blob)
+        if said is not None and said != nbytes:
+            raise _other_size(where, f"{said:,} bytes (its header says)", shape, dtype)
         try:
             raw = _zstd()[1].decompress(blob, max_output_size=nbytes)
         except zstandard.ZstdError as exc:

@@ -42,6 +42,8 @@ def test_an_rlds_dataset_from_a_folder_and_a_bucket(
     warehouse_env, rlds_folder, gcs_endpoint, monkeypatch, tmp_path
 ):
     monkeypatch.setenv("OPENX_URL", str(rlds_folder))
+    # a dataset the OXE table of rates does not know: its rate stated (never guessed, #57)
+    monkeypatch.setenv("OPENX_CONTROL_HZ", "toy_robot=10")
     assert main(["materialize", "openx", "toy_robot"]) == 0
     td = open_ted("openx", "toy_robot", root=warehouse_env)
     assert td.batch_size[0] == sum(n for parts in SHARDS.values() for s in parts for _, n, _ in s)
@@ -89,6 +91,7 @@ def _assert_export_holds_the_steps(root, td):
     ted = WarehouseLayout.local(root).ted_dir("openx", "toy_robot")
     tasks = json.loads((ted / "meta.json").read_text())["tasks"]
     starts = pq.read_table(ted / "episodes.parquet")["start"].to_pylist()
+    assert ours.meta.fps == 10  # the rate OPENX_CONTROL_HZ stated
     names = ours.meta.features["action"]["names"]
     assert names[:4] == ["gripper", "mode", "raw_bytes_0", "raw_bytes_1"]
     assert len(ours) == td.batch_size[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from episode_warehouse.errors import PartitionKeyError
+from episode_warehouse.errors import ConfigError, PartitionKeyError
 from episode_warehouse.ted.chunks import parse_range
 
 KNOWN_DATASETS: tuple[str, ...] = (
@@ -50,7 +50,32 @@ CONTROL_HZ: dict[str, int] = {
     "berkeley_cable_routing": 10, "roboturk": 10, "viola": 20, "berkeley_autolab_ur5": 5,
     "toto": 30, "language_table": 10, "cmu_stretch": 10, "bc_z": 10, "droid": 15,
 }  # fmt: skip
+RATES_SETTING = "OPENX_CONTROL_HZ"  # the user's rates for datasets the table does not know
+_RATE_RE = re.compile(r"^([a-z0-9_]+)=([0-9]+(?:\.[0-9]+)?)$", re.ASCII)
 _KEY_RE = re.compile(r"^[a-z0-9_]+$")
+
+
+def parse_rate_setting(text: str | None) -> dict[str, float]:
+    """``OPENX_CONTROL_HZ`` (``toy_robot=10,other=2.5``): rates the user states for datasets
+    (a dataset's published rate where the table has none; it wins over the table).
+
+    Raises:
+        ConfigError: an entry that is not ``dataset=Hz`` with Hz > 0.
+    """
+    rates: dict[str, float] = {}
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        match = _RATE_RE.match(part)
+        if not match or float(match.group(2)) <= 0:
+            raise ConfigError(
+                f"control rate setting {part!r} is not dataset=Hz (Hz > 0)",
+                subject=RATES_SETTING,
+                fix="write e.g. OPENX_CONTROL_HZ=my_robot=10 (the dataset's published rate)",
+            )
+        rates[match.group(1)] = float(match.group(2))
+    return rates
 
 
 def check_dataset_id(key: str) -> str:

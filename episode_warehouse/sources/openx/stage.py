@@ -22,10 +22,12 @@ def decode_openx(
     code_version: str,
     limits: InputLimits | None = None,
     endpoint: str | None = None,
+    fps: float | None = None,
 ) -> Built[DecodedRecord]:
     """Decoded episodes of one OpenX dataset, from its mirrored shards or the source itself
     (``endpoint`` reaches the bucket when the raw stage only listed them: streaming). Shards
-    unchanged since the published build are copied from it, not decoded again."""
+    unchanged since the published build are copied from it, not decoded again. ``fps``: the
+    dataset's rate where the user stated it (``OPENX_CONTROL_HZ``), else the table's, if any."""
 
     check_fits(layout.root, "openx", key)  # a part of the dataset published meanwhile
     target = layout.decoded_dir("openx", key)
@@ -64,5 +66,5 @@ def decode_openx(
         )
 
     return decode_from_raw(
-        layout, "openx", key, "openx_shards", RawRecord, code_version, make_build
+        layout, "openx", key, "openx_shards", RawRecord, code_version, make_build, fps=fps
     )
