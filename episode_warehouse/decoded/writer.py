@@ -281,7 +281,9 @@ class DecodedWriter:
         if len(text) > MAX_RECORD_CHARS:  # readers refuse it: never published
             from episode_warehouse.errors import LimitExceededError
 
-            tables = len(json.dumps(meta.get("texts", {}))) + len(json.dumps(meta.get("tasks", [])))
+            tables = sum(
+                len(json.dumps(meta.get(k, {}), allow_nan=False)) for k in ("texts", "tasks")
+            )
             raise LimitExceededError(
                 f"the decoded record would hold {len(text):,} characters ({tables:,} of them "
                 f"its tables of texts), over the {MAX_RECORD_CHARS:,} a reader takes",
