@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import argparse
 import time
-
-import dagster as dg
+from typing import TYPE_CHECKING
 
 from episode_warehouse.errors import BusyError, ConfigError, PartitionKeyError
 from warehouse_cli.environment import cli_instance
 
-_LIVE = (
-    dg.DagsterRunStatus.QUEUED,
-    dg.DagsterRunStatus.NOT_STARTED,
-    dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED,
-    dg.DagsterRunStatus.CANCELING,
-)
+if TYPE_CHECKING:  # the pipeline extra: imported where a command runs (a bare install parses)
+    import dagster as dg
+
+# the run states that hold a partition: queued, starting, running, being cancelled
+_LIVE = ("QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING")
 PARTITION_TAG = "dagster/partition"
 
 
@@ -34,13 +31,16 @@ def check_not_running(instance: dg.DagsterInstance, source: str, keys: list[str]
     Raises:
         BusyError: naming the runs and the partitions they hold.
     """
+    import dagster as dg
+
     from warehouse_cli.dead_runs import release_dead_runs
 
     release_dead_runs(instance)
     wanted = set(keys)
+    statuses = [dg.DagsterRunStatus[name] for name in _LIVE]
     held = [
         (run.run_id, run.tags[PARTITION_TAG])
-        for run in instance.get_runs(filters=dg.RunsFilter(statuses=list(_LIVE)))
+        for run in instance.get_runs(filters=dg.RunsFilter(statuses=statuses))
         if run.tags.get(PARTITION_TAG) in wanted
         and run.tags.get("warehouse/source", source) == source
     ]
