@@ -56,7 +56,10 @@ def selection_stats(selection, keys: list, *, use_catalog: bool = True) -> dict:
     whole = _whole_episodes(selection) if use_catalog else None
     stored = _stored_partials(selection, keys, whole) if whole is not None else None
     # without stored partials every row is counted by the pass; with them, parts of episodes
-    parts = np.flatnonzero(~whole) if stored is not None else np.arange(len(selection))
+    if stored is not None and whole is not None:
+        parts = np.flatnonzero(~whole)
+    else:
+        parts = np.arange(len(selection))
     result = {}
     for key in keys:
         if stored is not None:  # whole episodes from the catalog, parts of episodes by a pass
