@@ -51,8 +51,34 @@ CONTROL_HZ: dict[str, int] = {
     "toto": 30, "language_table": 10, "cmu_stretch": 10, "bc_z": 10, "droid": 15,
 }  # fmt: skip
 RATES_SETTING = "OPENX_CONTROL_HZ"  # the user's rates for datasets the table does not know
-_RATE_RE = re.compile(r"^([a-z0-9_]+)=([0-9]+(?:\.[0-9]+)?)$", re.ASCII)
 _KEY_RE = re.compile(r"^[a-z0-9_]+$")
+
+
+def per_dataset(
+    text: str | None, setting: str, what: str, example: str, *, whole: bool
+) -> dict[str, float]:
+    """A ``dataset=value,...`` setting (``OPENX_SHARD_RANGES``, ``OPENX_CONTROL_HZ``) as
+    ``{dataset: value}``, each value positive (``whole``: ASCII digits only).
+
+    Raises:
+        ConfigError: an entry that is not ``dataset=value`` with value > 0, naming ``setting``.
+    """
+    number = r"[0-9]+" if whole else r"[0-9]+(?:\.[0-9]+)?"
+    entry = re.compile(rf"^([a-z0-9_]+)=({number})$", re.ASCII)
+    values: dict[str, float] = {}
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        match = entry.match(part)
+        if not match or float(match.group(2)) <= 0:
+            raise ConfigError(
+                f"{setting} entry {part!r} is not dataset={what} ({what} > 0)",
+                subject=setting,
+                fix=f"write e.g. {setting}={example}",
+            )
+        values[match.group(1)] = float(match.group(2))
+    return values
 
 
 def parse_rate_setting(text: str | None) -> dict[str, float]:
@@ -62,20 +88,7 @@ def parse_rate_setting(text: str | None) -> dict[str, float]:
     Raises:
         ConfigError: an entry that is not ``dataset=Hz`` with Hz > 0.
     """
-    rates: dict[str, float] = {}
-    for part in (text or "").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        match = _RATE_RE.match(part)
-        if not match or float(match.group(2)) <= 0:
-            raise ConfigError(
-                f"control rate setting {part!r} is not dataset=Hz (Hz > 0)",
-                subject=RATES_SETTING,
-                fix="write e.g. OPENX_CONTROL_HZ=my_robot=10 (the dataset's published rate)",
-            )
-        rates[match.group(1)] = float(match.group(2))
-    return rates
+    return per_dataset(text, RATES_SETTING, "Hz", "my_robot=10", whole=False)
 
 
 def check_dataset_id(key: str) -> str:

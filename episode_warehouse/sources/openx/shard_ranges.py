@@ -17,12 +17,10 @@ A key is ``<dataset>@<first>-<last>``: shard indices (five digits, ``last`` incl
 
 from __future__ import annotations
 
-import re
-
 from episode_warehouse.errors import ConfigError
+from episode_warehouse.sources.openx.datasets import per_dataset
 from episode_warehouse.ted.chunks import ShardRange
 
-_SETTING_RE = re.compile(r"^([a-z0-9_]+)=([0-9]+)$", re.ASCII)
 SETTING = "OPENX_SHARD_RANGES"
 
 
@@ -42,17 +40,5 @@ def parse_range_setting(text: str | None) -> dict[str, int]:
     Raises:
         ConfigError: an entry that is not ``dataset=N`` with N >= 1.
     """
-    sizes: dict[str, int] = {}
-    for part in (text or "").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        match = _SETTING_RE.match(part)
-        if not match or int(match.group(2)) < 1:
-            raise ConfigError(
-                f"shard range setting {part!r} is not dataset=N (N >= 1)",
-                subject=SETTING,
-                fix="write e.g. OPENX_SHARD_RANGES=droid=32",
-            )
-        sizes[match.group(1)] = int(match.group(2))
-    return sizes
+    sizes = per_dataset(text, SETTING, "N", "droid=32", whole=True)
+    return {dataset: int(size) for dataset, size in sizes.items()}

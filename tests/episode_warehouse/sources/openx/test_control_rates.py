@@ -42,3 +42,13 @@ def test_a_dataset_without_a_known_rate_gets_null_and_a_warning(tmp_path, caplog
                         "SELECT partition, fps FROM partitions")  # fmt: skip
     assert rows == [(name, None)]
     assert any("control rate of openx " + name in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("text", ["droid=0", "droid=-1", "droid", "droid=ten", "droid=\u0663"])
+def test_a_stated_rate_is_a_positive_number_per_dataset(text):
+    from episode_warehouse.errors import ConfigError
+    from episode_warehouse.sources.openx.datasets import parse_rate_setting
+
+    assert parse_rate_setting("toy_robot=10, other=2.5") == {"toy_robot": 10.0, "other": 2.5}
+    with pytest.raises(ConfigError, match="OPENX_CONTROL_HZ entry .* is not dataset=Hz"):
+        parse_rate_setting(text)
