@@ -241,3 +241,24 @@ def read_json(path: Path) -> dict:
         return json.loads(Path(path).read_text())
     except FileNotFoundError:
         return {}
+
+
+def copy_range(src: int, dst: int, offset: int, nbytes: int) -> None:
+    """Copy ``nbytes`` from ``offset`` of ``src`` to the current position of ``dst``."""
+    done = 0
+    try:
+        while done < nbytes:
+            n = os.copy_file_range(src, dst, nbytes - done, offset + done)
+            if n == 0:
+                raise OSError(f"the source file ends {nbytes - done} bytes early")
+            done += n
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+    while done < nbytes:  # no kernel copy between these files: through a buffer
+        chunk = os.pread(src, min(nbytes - done, 8 << 20), offset + done)
+        if not chunk:
+            raise OSError(f"the source file ends {nbytes - done} bytes early")
+        os.write(dst, chunk)
+        done += len(chunk)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from episode_warehouse.atomic import link_or_copy
+from episode_warehouse.atomic import copy_range, link_or_copy
 from episode_warehouse.decoded.format import ArraySpec
 from episode_warehouse.frames.camera_rows import CameraRows
 from episode_warehouse.frames.codec import encode_pixels
@@ -26,8 +26,6 @@ ENCODE_CHUNK = 256  # raw frames compressed per batch of the encoding pool
 
 
 def _copy_bytes(src: Path, dst, start: int, stop: int) -> None:
-    from episode_warehouse.decoded.writer import copy_range  # one kernel-copy helper
-
     with open(src, "rb") as source:
         copy_range(source.fileno(), dst.fileno(), start, stop - start)
 

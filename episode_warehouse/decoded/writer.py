@@ -9,7 +9,6 @@ counted in the record (``nonfinite``) and shown with the materialization (``nonf
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import struct
@@ -19,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from episode_warehouse.atomic import copy_range
 from episode_warehouse.decoded.format import (
     ARRAYS,
     DEPTH,
@@ -58,27 +58,6 @@ def _npy_header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
         + struct.pack("<H", _PREAMBLE - 10)
         + (body + " " * pad + "\n").encode("latin1")
     )
-
-
-def copy_range(src: int, dst: int, offset: int, nbytes: int) -> None:
-    """Copy ``nbytes`` from ``offset`` of ``src`` to the current position of ``dst``."""
-    done = 0
-    try:
-        while done < nbytes:
-            n = os.copy_file_range(src, dst, nbytes - done, offset + done)
-            if n == 0:
-                raise OSError(f"the source file ends {nbytes - done} bytes early")
-            done += n
-        return
-    except OSError as exc:
-        if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
-            raise
-    while done < nbytes:  # no kernel copy between these files: through a buffer
-        chunk = os.pread(src, min(nbytes - done, 8 << 20), offset + done)
-        if not chunk:
-            raise OSError(f"the source file ends {nbytes - done} bytes early")
-        os.write(dst, chunk)
-        done += len(chunk)
 
 
 class _Appender:
