@@ -40,6 +40,7 @@ from episode_warehouse.guards.json_input import load_json
 from episode_warehouse.guards.names import checked_name, checked_segment, inside
 from episode_warehouse.records import RECORD
 from episode_warehouse.storage.base import VERIFIED, Artifact, read_only  # file -> [size, mtime_ns]
+from episode_warehouse.storage.bucket.cache import cached_version
 from episode_warehouse.storage.bucket.objects import Bucket
 from episode_warehouse.threads import TRANSFER_THREADS
 
@@ -212,9 +213,7 @@ class RemoteArtifact(Artifact):
         return None
 
     def fetch(self, record: dict) -> Path:
-        from episode_warehouse.storage.bucket.cache import cached_version
-
-        return cached_version(self, record)
+        return cached_version(self, record, record[PUBLISHED]["token"])
 
     def file_url(self, record: dict, file: str) -> str:
         return f"{self.root.url}/{self.rel}/{record[PUBLISHED]['prefix']}/{file}"

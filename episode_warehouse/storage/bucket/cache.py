@@ -19,27 +19,48 @@ from __future__ import annotations
 import logging
 import shutil
 from pathlib import Path
+from typing import Protocol
 
 from episode_warehouse.atomic import write_lock
 from episode_warehouse.guards.names import no_links_below
 from episode_warehouse.records import RECORD
 from episode_warehouse.settings import CACHE_ENV
-from episode_warehouse.storage.bucket.artifact import PUBLISHED, RemoteArtifact
+from episode_warehouse.storage.bucket.objects import Bucket
 
 log = logging.getLogger(__name__)
+
+
+class Fetched(Protocol):
+    """What the cache asks of a bucket artifact (``RemoteArtifact``, which calls
+    :func:`cached_version` from its ``fetch``: the cache imports nothing of it, so the two
+    modules import each other in no circle)."""
+
+    root: Bucket
+    rel: str
+
+    @property
+    def url(self) -> str: ...
+
+    def changed_files(self, record: dict, folder: Path) -> list[str]: ...
+
+    def corrupt_files(self, record: dict, folder: Path) -> list[str]: ...
+
+    def download(self, record: dict, folder: Path) -> None: ...
+
+
 _HASHED: set[Path] = set()  # versions whose every byte this process checked against the record
 
 
-def cached_version(artifact: RemoteArtifact, record: dict) -> Path:
-    """The cache folder of ``record``'s version of ``artifact``, downloaded and checked first
-    if it is not complete there.
+def cached_version(artifact: Fetched, record: dict, token: str) -> Path:
+    """The cache folder of ``record``'s version (its token ``token``) of ``artifact``,
+    downloaded and checked first if it is not complete there.
 
     Raises:
         SourceMissingError: an object of that version is gone (it was replaced and retired, or
             lost).
     """
     root = artifact.root
-    folder = root.cache() / artifact.rel / record[PUBLISHED]["token"]
+    folder = root.cache() / artifact.rel / token
     no_links_below(root.cache_base, folder, setting=CACHE_ENV)  # before anything is written
     if (
         (folder / RECORD).is_file()
