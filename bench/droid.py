@@ -301,7 +301,8 @@ def child_idle() -> None:
     from episode_warehouse.catalog.episode_facts import episode_fact_columns
     from episode_warehouse.catalog.idle import nonidle_ranges
     from episode_warehouse.catalog.quality import quality_columns
-    from episode_warehouse.ted.reader import open_ted_folder, read_meta
+    from episode_warehouse.ted.files import read_meta
+    from episode_warehouse.ted.open import open_ted_folder
 
     teds = sorted((DATA / "root" / "ted" / "openx").glob("droid@*"))
 

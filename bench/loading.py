@@ -86,7 +86,7 @@ def _transform_vs_read(selection) -> float:
 
 def _current(ted_dir) -> bool:
     from episode_warehouse.errors import FormatVersionError
-    from episode_warehouse.ted.reader import read_meta
+    from episode_warehouse.ted.files import read_meta
 
     try:
         read_meta(ted_dir)

@@ -74,7 +74,7 @@ def _imports(frame, module: str) -> bool:
 
 
 def walk(root: str, source: str = "atari", partition: str = "Pong/1") -> dict:
-    from episode_warehouse.ted.reader import open_ted
+    from episode_warehouse.ted.open import open_ted
 
     layers = _layers()
     forms = {str(root), str(Path(root).absolute()), str(Path(root).resolve())}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from episode_warehouse.ted.reader import open_ted
+    from episode_warehouse.ted.open import open_ted
 
 __all__ = ["open_ted"]
 
@@ -16,7 +16,7 @@ __all__ = ["open_ted"]
 def __getattr__(name: str):
     # Lazy: importing the package stays cheap for worker processes that only need numpy.
     if name == "open_ted":
-        from episode_warehouse.ted.reader import open_ted
+        from episode_warehouse.ted.open import open_ted
 
         return open_ted
     raise AttributeError(name)

@@ -3,58 +3,14 @@
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 from episode_warehouse.errors import PartitionKeyError
-from episode_warehouse.guards.names import MAX_SEGMENT_BYTES, name_problem
+from episode_warehouse.partition_keys import check_partition_key, check_source_name
 from episode_warehouse.settings import Settings
 from episode_warehouse.storage import Root, parse_root
 from episode_warehouse.storage.local import LocalRoot
-
-# a source folder: a registered source's name (episode_warehouse.sources.registry checks which)
-_SOURCE_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-# a folder name the warehouse makes from a partition key, with room for the siblings that
-# publishing it makes (".staging-<name>-<12 hex>", ".readers-<name>", ".lock-<name>")
-MAX_FOLDER_NAME = MAX_SEGMENT_BYTES - 32
-
-
-def partition_key_problem(source: str, partition: str) -> str | None:
-    """Why ``partition`` cannot name every folder the warehouse will make for it (each stage's
-    folders, one per segment; the catalog's, the whole key quoted; a LeRobot export's,
-    ``<source>-<key with '-'>-video``), or None. Checked where a key enters, so a key is
-    never refused after its first stages were published."""
-    problem = name_problem(partition)
-    if problem is not None:
-        return problem
-    names = [
-        *((seg, "a segment") for seg in partition.split("/")),
-        (quote(partition, safe=""), "its catalog folder name (the key quoted)"),
-        (f"{source}-{partition.replace('/', '-')}-video", "its LeRobot export's name"),
-    ]
-    for name, what in names:
-        size = len(name.encode("utf-8", "surrogatepass"))
-        if size > MAX_FOLDER_NAME:
-            return f"{what} would be {size} bytes, over the {MAX_FOLDER_NAME} a folder name may be"
-    return None
-
-
-def check_partition_key(source: str, partition: str) -> str:
-    """``partition`` when :func:`partition_key_problem` finds none.
-
-    Raises:
-        PartitionKeyError: naming the key and the folder name that would not fit.
-    """
-    problem = partition_key_problem(source, partition)
-    if problem is not None:
-        raise PartitionKeyError(
-            f"not a usable partition key: {problem}",
-            subject=repr(partition),
-            fix="use a shorter key of plain names (the warehouse makes folders of it)",
-        )
-    return partition
 
 
 def artifact_name(stage: str, source: str, partition: str) -> str:
@@ -64,10 +20,7 @@ def artifact_name(stage: str, source: str, partition: str) -> str:
     Raises:
         PartitionKeyError: naming the source or the key.
     """
-    if not _SOURCE_RE.match(source or ""):
-        raise PartitionKeyError(
-            "not a source name (lowercase letters, digits, '_')", subject=repr(source)
-        )
+    check_source_name(source)
     if not isinstance(partition, str) or not partition:
         raise PartitionKeyError("not a valid partition key", subject=repr(partition))
     check_partition_key(source, partition)

@@ -87,8 +87,8 @@ def cmd_drop(args: argparse.Namespace) -> int:
 
 
 def cmd_recut(args: argparse.Namespace) -> int:
+    from episode_warehouse.partition_keys import SEPARATOR
     from episode_warehouse.paths import WarehouseLayout
-    from episode_warehouse.ted.chunks import SEPARATOR
     from episode_warehouse.ted.dataset_parts import dataset_partitions
     from warehouse_cli.console import partition_line
     from warehouse_cli.runner import materialize_catalog, materialize_partition

@@ -12,6 +12,7 @@ from assets import versions
 from assets.results import decoded_result
 from assets.sources.spec import SourceAssets, SourceMode, SourceResource, Stage, StageRun
 from episode_warehouse.incremental import Built
+from episode_warehouse.partition_keys import dataset_of
 from episode_warehouse.sources.openx.datasets import RATES_SETTING, parse_rate_setting
 from episode_warehouse.sources.openx.fingerprints import openx_fingerprints
 from episode_warehouse.sources.openx.mirror import MODES
@@ -21,7 +22,6 @@ from episode_warehouse.sources.openx.rlds.listing import parse_version_pins
 from episode_warehouse.sources.openx.shard_ranges import SETTING, parse_range_setting
 from episode_warehouse.sources.openx.stage import decode_openx
 from episode_warehouse.storage import Root
-from episode_warehouse.ted.chunks import dataset_of
 from resources.settings import setting
 
 DEFAULT_OPENX_URL = "gs://gresearch/robotics"

@@ -13,8 +13,9 @@ import pyarrow.parquet as pq
 from episode_warehouse.catalog.episode_facts import episode_fact_columns
 from episode_warehouse.catalog.quality import quality_columns
 from episode_warehouse.sources import registry
+from episode_warehouse.ted.files import read_meta
 from episode_warehouse.ted.layout import EPISODES
-from episode_warehouse.ted.reader import open_ted_folder, read_meta
+from episode_warehouse.ted.open import open_ted_folder
 
 
 def folder_bytes(folder: Path) -> int:

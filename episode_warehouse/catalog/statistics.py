@@ -28,7 +28,7 @@ def publish_statistics(
 ) -> Built[StatisticsRecord]:
     """Compute (once per TED version) and publish one partition's statistics rows."""
     from episode_warehouse.incremental import require
-    from episode_warehouse.ted.reader import open_ted_folder
+    from episode_warehouse.ted.open import open_ted_folder
     from episode_warehouse.ted.statistics import numeric_keys, partition_partials
 
     ted_dir = layout.ted_dir(source, partition)

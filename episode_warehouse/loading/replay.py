@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.ted.reader import open_ted
+from episode_warehouse.ted.open import open_ted
 
 
 def replay_buffer(

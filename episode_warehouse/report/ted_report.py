@@ -14,7 +14,7 @@ PICTURES = ("distributions", "first_frames")
 
 def write_ted_report(folder: Path, thumbnails: int = 6) -> None:
     """Return/length histograms and the first frames of a few episodes, as PNG files."""
-    from episode_warehouse.ted.reader import open_ted_folder
+    from episode_warehouse.ted.open import open_ted_folder
 
     episodes = pq.read_table(Path(folder) / "episodes.parquet")
     if not episodes.num_rows:

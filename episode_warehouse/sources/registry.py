@@ -79,7 +79,7 @@ def get(name: str) -> Source:
 def check_partition(name: str, partition: str) -> str:
     """``partition`` checked by its source's rule and as the folder names the warehouse makes
     of it (``PartitionKeyError`` naming the shape or the name that would not fit)."""
-    from episode_warehouse.paths import check_partition_key
+    from episode_warehouse.partition_keys import check_partition_key
 
     get(name).check_partition(partition)
     return check_partition_key(name, partition)

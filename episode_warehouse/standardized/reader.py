@@ -97,7 +97,8 @@ def locate(source: str, partition: str, root: Root | str | os.PathLike | None = 
 def standardized_ranges(source: str, dataset: str, root=None) -> list[str]:
     """The standardized shard ranges of ``dataset`` (``droid@00000-00031`` ...) in shard
     order, or [] where it has none."""
-    from episode_warehouse.ted.chunks import SEPARATOR, published_ranges
+    from episode_warehouse.partition_keys import SEPARATOR
+    from episode_warehouse.ted.chunks import published_ranges
 
     if SEPARATOR in dataset:
         return []

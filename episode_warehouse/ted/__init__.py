@@ -19,7 +19,7 @@ __all__ = ["build_ted", "open_ted", "open_ted_folder"]
 def __getattr__(name: str):
     # The reader needs torch and tensordict (seconds to import); load them only when used.
     if name in ("open_ted", "open_ted_folder"):
-        from episode_warehouse.ted import reader
+        from episode_warehouse.ted import open as opener
 
-        return getattr(reader, name)
+        return getattr(opener, name)
     raise AttributeError(name)

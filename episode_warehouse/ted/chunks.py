@@ -21,69 +21,19 @@ names it.
 from __future__ import annotations
 
 import logging
-import os
-import re
-from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tensordict import TensorDict, TensorDictBase
 
-from episode_warehouse.errors import (
-    NotMaterializedError,
-    PartitionConflictError,
-    PartitionKeyError,
-)
+from episode_warehouse.errors import NotMaterializedError, PartitionConflictError, PartitionKeyError
 from episode_warehouse.frames.tensor import placeholder
+from episode_warehouse.partition_keys import SEPARATOR, ShardRange, parse_range
 from episode_warehouse.stand_in import StandIn
-from episode_warehouse.storage import Root, parse_root
+from episode_warehouse.storage import Root
 from episode_warehouse.ted.record import TedRecord
 
 log = logging.getLogger(__name__)
 EPISODE_KEY = "episode"
-
-
-SEPARATOR = "@"
-# ASCII digits only (``\d`` takes any script's): one spelling per range
-_KEY_RE = re.compile(r"^([a-z0-9_]+)@([0-9]{5})-([0-9]{5})$", re.ASCII)
-
-
-@dataclass(frozen=True)
-class ShardRange:
-    """Shards ``first`` to ``last`` (both included, in ``dataset_info.json``'s order) of
-    ``dataset``: the partition ``<dataset>@<first>-<last>``, five digits each."""
-
-    dataset: str
-    first: int
-    last: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.dataset}{SEPARATOR}{self.first:05d}-{self.last:05d}"
-
-
-def dataset_of(key: str) -> str:
-    """The dataset a partition key names (``droid`` for ``droid@00000-00031``)."""
-    return key.split(SEPARATOR, 1)[0]
-
-
-def parse_range(key: str) -> ShardRange | None:
-    """The shard range a key names, or None for a whole dataset's key.
-
-    Raises:
-        PartitionKeyError: a key with ``@`` that is not ``dataset@NNNNN-NNNNN`` (first <= last).
-    """
-    if SEPARATOR not in key:
-        return None
-    match = _KEY_RE.match(key)
-    if not match or int(match.group(2)) > int(match.group(3)):
-        raise PartitionKeyError(
-            "not a shard range key",
-            subject=repr(key),
-            fix="write DATASET@FIRST-LAST with five-digit shard indices, FIRST <= LAST, "
-            "e.g. droid@00000-00031",
-        )
-    return ShardRange(match.group(1), int(match.group(2)), int(match.group(3)))
 
 
 class ConcatTensor(StandIn):
@@ -244,79 +194,6 @@ def dataset_ranges(root: Root, source: str, dataset: str) -> list[str]:
             )
         expected = r.last + 1
     return [r.key for r in ranges]
-
-
-def open_dataset_ted(
-    source: str,
-    dataset: str,
-    root: str | os.PathLike | Root | None = None,
-    *,
-    next_obs: str = "view",
-) -> TensorDictBase:
-    """Every step of ``dataset``'s shard ranges as one TensorDict (see the module)."""
-    from episode_warehouse.ted.reader import TedReader
-
-    store = parse_root(root)
-    readers = [TedReader.of(store, source, key) for key in dataset_ranges(store, source, dataset)]
-    parts = [reader.whole(next_obs) for reader in readers]
-    _check_one_version_and_layout(dataset, readers, parts)
-    episodes = [reader.meta.episodes for reader in readers]
-    maps: dict[str, list[int | torch.Tensor]] = {
-        EPISODE_KEY: np.concatenate([[0], np.cumsum(episodes)[:-1]]).astype(int).tolist()
-    }
-    for key, (_, lookups) in union_tables([r.meta for r in readers]).items():
-        maps[key] = [torch.from_numpy(lookup) for lookup in lookups]
-    rows = sum(td.batch_size[0] for td in parts)
-    out = TensorDict(batch_size=[rows])
-    for key in parts[0].keys(True, True):
-        name = key if isinstance(key, str) else "/".join(key)
-        out.set(key, ConcatTensor([td.get(key) for td in parts], maps.get(name)))
-    log.info("opened %s %s as %d shard ranges, %d steps", source, dataset, len(parts), rows)
-    return out
-
-
-def _check_one_version_and_layout(dataset: str, readers, parts: list[TensorDictBase]) -> None:
-    """The ranges join only when they are of one dataset version (each episode's
-    ``dataset_version``) and one layout (the same keys, each of one row shape and dtype).
-
-    Raises:
-        PartitionConflictError: naming the ranges that disagree and how.
-    """
-    keys = [r.meta.partition or str(i) for i, r in enumerate(readers)]
-    versions = []
-    for reader in readers:
-        table = reader.episodes()
-        column = "dataset_version"
-        found = set(table.column(column).to_pylist()) if column in table.column_names else set()
-        versions.append(sorted(str(v) for v in found if v is not None))
-    problems = []
-    if len({tuple(v) for v in versions}) > 1:
-        problems.append(
-            "dataset versions differ: "
-            + "; ".join(f"{k} {'/'.join(v) or '?'}" for k, v in zip(keys, versions, strict=True))
-        )
-    layouts = [
-        {
-            "/".join((k,) if isinstance(k, str) else k): (tuple(td.get(k).shape[1:]),
-                                                          str(td.get(k).dtype))
-            for k in td.keys(True, True)
-        }
-        for td in parts
-    ]  # fmt: skip
-    first = layouts[0]
-    for key, layout in zip(keys[1:], layouts[1:], strict=True):
-        if layout != first:
-            differ = sorted(k for k in set(first) | set(layout) if first.get(k) != layout.get(k))
-            shown = ", ".join(f"{k}: {first.get(k)} in {keys[0]}, {layout.get(k)} here"
-                              for k in differ[:3])  # fmt: skip
-            problems.append(f"{key} has another layout than {keys[0]} ({shown})")
-    if problems:
-        raise PartitionConflictError(
-            f"the shard ranges of {dataset} cannot be read as one: " + "; ".join(problems),
-            subject=f"{dataset} ({', '.join(keys)})",
-            fix=f"rebuild every range from one version (warehouse recut openx {dataset} "
-            "SHARDS_PER_RANGE), or pin the version with OPENX_VERSIONS",
-        )
 
 
 def union_tables(metas: list[TedRecord]) -> dict[str, tuple[list[str], list[np.ndarray]]]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from urllib.parse import unquote
 
 from episode_warehouse.errors import PartitionConflictError, PartitionKeyError
+from episode_warehouse.partition_keys import ShardRange, dataset_of, parse_range
 from episode_warehouse.storage import Root
-from episode_warehouse.ted.chunks import ShardRange, dataset_of, parse_range
 
 # the artifacts of one partition, by stage, in the order a drop removes them after the catalog's
 STAGES = ("standardized", "ted", "decoded", "raw")

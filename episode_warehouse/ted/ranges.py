@@ -11,7 +11,7 @@ range of its frame file too (its offsets are read whole, once: 8 bytes a frame),
 indexed; a single frame picked by :meth:`RangeRows.file_rows` is one range of its own bytes.
 The fetched rows are
 assembled by the same code that opens a memory-mapped TED (:func:`~episode_warehouse.ted.
-reader.assemble`), so an episode read here equals the same rows of the downloaded TED.
+assemble.assemble`), so an episode read here equals the same rows of the downloaded TED.
 
 A RangeRows reads the version whose record it opened, even after the partition is
 republished: a replaced version stays in the bucket for a day. Past that its objects are gone
@@ -38,8 +38,9 @@ from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames.rows import FrameRows, check_offsets, offsets_file
 from episode_warehouse.frames.video import VideoFiles
 from episode_warehouse.storage import Artifact
+from episode_warehouse.ted.assemble import assemble
+from episode_warehouse.ted.files import files_of, final_files_of, frame_files
 from episode_warehouse.ted.layout import EPISODES
-from episode_warehouse.ted.reader import assemble, files_of, final_files_of, frame_files
 from episode_warehouse.ted.record import TedRecord
 from episode_warehouse.threads import TRANSFER_THREADS
 

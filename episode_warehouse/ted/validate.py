@@ -31,7 +31,7 @@ def check_ted(folder: Path) -> TedReport:
 
     A TED without ``("next", "reward")`` is consistent: sources that record no reward (LeRobot
     teleoperation datasets) get none rather than an invented one."""
-    from episode_warehouse.ted.reader import open_ted_folder
+    from episode_warehouse.ted.open import open_ted_folder
 
     episodes = pq.read_table(Path(folder) / EPISODES)
     try:
@@ -114,7 +114,7 @@ def _check_cameras(folder: Path, rows: int, problems: list[str]) -> None:
     of a kind a camera holds (their signature), and its first and last frames decoding to the
     camera's shape (every frame was decoded once when it was built)."""
     from episode_warehouse.frames.rows import open_frames
-    from episode_warehouse.ted.reader import frame_files, read_meta
+    from episode_warehouse.ted.files import frame_files, read_meta
 
     for file, (shape, dtype, videos) in frame_files(read_meta(folder)).items():
         try:

@@ -11,7 +11,8 @@ from episode_warehouse.records import RECORD
 from episode_warehouse.storage import parse_root
 from episode_warehouse.storage.bucket.artifact import VERIFIED
 from episode_warehouse.storage.bucket.objects import Bucket
-from episode_warehouse.ted.reader import TedReader, open_ted_folder
+from episode_warehouse.ted.open import open_ted_folder
+from episode_warehouse.ted.reader import TedReader
 from tests.bucket.conftest import layout_of, scratch_of
 from tests.helpers import build_atari
 

@@ -22,7 +22,7 @@ from episode_warehouse.storage.bucket import artifact as artifact_module
 from episode_warehouse.storage.bucket.artifact import PUBLISHED, RemoteArtifact
 from episode_warehouse.storage.bucket.bucket_root import BucketRoot, bind
 from episode_warehouse.storage.bucket.objects import Bucket
-from episode_warehouse.ted.reader import open_ted_folder
+from episode_warehouse.ted.open import open_ted_folder
 from tests.bucket.conftest import layout_of, root_of, scratch_of
 from tests.helpers import build_atari
 from tests.reliability.fault_proxy import FaultProxy

@@ -12,7 +12,8 @@ from episode_warehouse.errors import ConcurrentWriteError, ReadOnlyRootError
 from episode_warehouse.loading import EpisodeStream, select_episodes
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.storage import parse_root
-from episode_warehouse.ted.reader import TedReader, open_ted
+from episode_warehouse.ted.open import open_ted
+from episode_warehouse.ted.reader import TedReader
 from episode_warehouse.viewer.partition import PartitionTed
 from tests.bucket.conftest import layout_of
 from tests.helpers import build_atari

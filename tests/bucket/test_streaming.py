@@ -25,7 +25,8 @@ from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.storage import parse_root
 from episode_warehouse.storage.bucket.objects import Bucket
 from episode_warehouse.ted import ranges as ted_ranges
-from episode_warehouse.ted.reader import TedReader, open_ted_folder
+from episode_warehouse.ted.open import open_ted_folder
+from episode_warehouse.ted.reader import TedReader
 from tests.bucket.conftest import layout_of, root_of, scratch_of
 from tests.helpers import build_atari
 from tests.reliability.fault_proxy import FaultProxy

@@ -1,7 +1,8 @@
-"""The subpackages (and top-level modules) of ``episode_warehouse`` import each other in no
-cycle, every import counted (those inside functions too): checked here with grimp's graph on its
-own, apart from the layers contract that implies it, and shown to catch a cycle made inside a
-function."""
+"""No import cycle, every import counted (those inside functions too): neither between the
+subpackages (and top-level modules) of ``episode_warehouse`` nor between any two modules of the
+project's packages (issue #58: ``ted/reader`` <-> ``ranges`` <-> ``chunks`` was the last one).
+Checked with grimp's graph on its own, apart from the layers contract that implies the first,
+and shown to catch a cycle made inside a function."""
 
 from __future__ import annotations
 
@@ -11,15 +12,36 @@ from collections import defaultdict
 import grimp
 
 
+PACKAGES = (
+    "episode_warehouse", "warehouse_cli", "warehouse_fixtures", "assets", "resources", "sensors",
+)
+
+
+def _first_level(module: str) -> str | None:
+    names = module.split(".")
+    return names[1] if len(names) > 1 else None  # the package's own __init__: no part
+
+
+def _module(module: str) -> str | None:
+    return module
+
+
 def subpackage_cycles(package: str) -> list[list[str]]:
     """The strongly connected groups (more than one member) of ``package``'s first-level
     subpackages and modules, by direct imports between their modules."""
-    graph = grimp.build_graph(package, cache_dir=None)
-    edges: dict[str, set[str]] = defaultdict(set)
+    return cycles((package,), _first_level)
 
-    def part(module: str) -> str | None:
-        names = module.split(".")
-        return names[1] if len(names) > 1 else None  # the package's own __init__: no part
+
+def module_cycles(*packages: str) -> list[list[str]]:
+    """The strongly connected groups of modules of ``packages`` (a package's ``__init__`` is a
+    module: importing a name from the package imports it)."""
+    return cycles(packages, _module)
+
+
+def cycles(packages: tuple[str, ...], part) -> list[list[str]]:
+    """The strongly connected groups of ``part(module)`` over the modules of ``packages``."""
+    graph = grimp.build_graph(*packages, cache_dir=None)
+    edges: dict[str, set[str]] = defaultdict(set)
 
     for module in graph.modules:
         for imported in graph.find_modules_directly_imported_by(module):
@@ -60,6 +82,10 @@ def test_the_domain_package_has_no_import_cycle_between_subpackages():
     assert subpackage_cycles("episode_warehouse") == []
 
 
+def test_no_two_modules_of_the_project_import_each_other():
+    assert module_cycles(*PACKAGES) == []
+
+
 def test_a_cycle_through_an_import_inside_a_function_is_found(tmp_path, monkeypatch):
     root = tmp_path / "toy_cycle"
     for sub in ("low", "high"):
@@ -72,6 +98,7 @@ def test_a_cycle_through_an_import_inside_a_function_is_found(tmp_path, monkeypa
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         assert subpackage_cycles("toy_cycle") == [["high", "low"]]
+        assert module_cycles("toy_cycle") == [["toy_cycle.high.stage", "toy_cycle.low.reader"]]
     finally:
         for name in [m for m in sys.modules if m.startswith("toy_cycle")]:
             del sys.modules[name]

@@ -14,7 +14,8 @@ import pytest
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames.rows import offsets_file
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.ted.reader import open_ted_folder, read_meta
+from episode_warehouse.ted.files import read_meta
+from episode_warehouse.ted.open import open_ted_folder
 from episode_warehouse.ted.validate import check_ted
 from tests.helpers import build_openx_stages
 from warehouse_fixtures.droid import write_droid

@@ -16,7 +16,7 @@ import zstandard
 
 from episode_warehouse.frames.rows import offsets_file
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.ted.reader import read_meta
+from episode_warehouse.ted.files import read_meta
 from tests.helpers import build_atari
 
 pytestmark = pytest.mark.integration
@@ -51,7 +51,7 @@ def test_a_zstd_frame_declaring_2_gib_is_refused_before_it_inflates(tmp_path):
     np.save(ted / offsets_file(file), offsets)
     script = f"""
 from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.ted.reader import open_ted_folder
+from episode_warehouse.ted.open import open_ted_folder
 def peak():
     return int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) // 1024
 td = open_ted_folder({str(ted)!r})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from episode_warehouse.errors import ConfigError, PartitionKeyError
-from episode_warehouse.ted.chunks import parse_range
+from episode_warehouse.partition_keys import parse_range
 
 KNOWN_DATASETS: tuple[str, ...] = (
     "fractal20220817_data", "kuka", "bridge", "taco_play", "jaco_play", "berkeley_cable_routing",

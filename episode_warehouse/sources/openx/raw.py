@@ -15,6 +15,7 @@ from episode_warehouse.blobstore import open_blob_store
 from episode_warehouse.errors import ConfigError, SourceMissingError
 from episode_warehouse.gcs import url_scheme
 from episode_warehouse.incremental import Built
+from episode_warehouse.partition_keys import dataset_of, parse_range
 from episode_warehouse.retry import RetryPolicy
 from episode_warehouse.sources.openx.datasets import did_you_mean
 from episode_warehouse.sources.openx.mirror import mirror_shards
@@ -23,7 +24,6 @@ from episode_warehouse.sources.openx.rlds.listing import list_rlds, list_version
 from episode_warehouse.sources.openx.rlds.mirror import mirror_rlds
 from episode_warehouse.sources.openx.shards import list_shards
 from episode_warehouse.storage import Root
-from episode_warehouse.ted.chunks import dataset_of, parse_range
 from episode_warehouse.ted.dataset_parts import check_fits
 
 LAYOUTS = ("auto", "rlds", "webdataset")

@@ -18,8 +18,8 @@ A key is ``<dataset>@<first>-<last>``: shard indices (five digits, ``last`` incl
 from __future__ import annotations
 
 from episode_warehouse.errors import ConfigError
+from episode_warehouse.partition_keys import ShardRange
 from episode_warehouse.sources.openx.datasets import per_dataset
-from episode_warehouse.ted.chunks import ShardRange
 
 SETTING = "OPENX_SHARD_RANGES"
 

@@ -2,9 +2,9 @@
 (``droid@00000-00031``); fps is the dataset's control frequency where the OXE table knows it
 (else None: unknown)."""
 
+from episode_warehouse.partition_keys import dataset_of
 from episode_warehouse.sources.openx.datasets import CONTROL_HZ, check_dataset_id
 from episode_warehouse.sources.source import Source
-from episode_warehouse.ted.chunks import dataset_of
 
 SOURCE = Source(
     name="openx",

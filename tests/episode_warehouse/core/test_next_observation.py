@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from episode_warehouse.ted.next_view import NextObservation
-from episode_warehouse.ted.reader import open_ted_folder
+from episode_warehouse.ted.open import open_ted_folder
 from tests.helpers import build_atari
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from episode_warehouse.errors import PartitionKeyError
-from episode_warehouse.paths import MAX_FOLDER_NAME, WarehouseLayout, check_partition_key
+from episode_warehouse.partition_keys import MAX_FOLDER_NAME, check_partition_key
+from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources import registry
 from episode_warehouse.sources.minari.dataset_id import check_dataset_id
 

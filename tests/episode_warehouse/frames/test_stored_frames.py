@@ -21,7 +21,7 @@ from episode_warehouse.sources.atari.stage import decode_atari
 from episode_warehouse.sources.openx.raw import mirror_openx
 from episode_warehouse.sources.openx.stage import decode_openx
 from episode_warehouse.stages import build_ted_stage
-from episode_warehouse.ted.reader import open_ted_folder
+from episode_warehouse.ted.open import open_ted_folder
 from episode_warehouse.tfrecord.example import parse_example
 from episode_warehouse.tfrecord.records import iter_records
 from tests.episode_warehouse.sources.openx.test_rlds_samples import mt_opt  # noqa: F401

@@ -173,7 +173,7 @@ def test_the_ted_records_the_fps_the_catalog_shows(warehouse_root):
     """#43: a TED's meta.json said fps null where the catalog said the source's rate."""
     from episode_warehouse.catalog.query import run_query
     from episode_warehouse.storage.local import LocalRoot
-    from episode_warehouse.ted.reader import read_meta
+    from episode_warehouse.ted.files import read_meta
 
     _, rows = run_query(
         LocalRoot(warehouse_root), "SELECT fps FROM partitions WHERE partition = 'Pong/1'"

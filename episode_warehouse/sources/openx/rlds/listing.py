@@ -21,9 +21,9 @@ from episode_warehouse.errors import (
     SourceMissingError,
 )
 from episode_warehouse.guards.json_input import load_json
+from episode_warehouse.partition_keys import ShardRange
 from episode_warehouse.sources.openx.rlds.dataset_info import DatasetInfo, parse_dataset_info
 from episode_warehouse.sources.openx.rlds.features import RldsFeatures, parse_features
-from episode_warehouse.ted.chunks import ShardRange
 
 DATASET_INFO = "dataset_info.json"
 FEATURES = "features.json"

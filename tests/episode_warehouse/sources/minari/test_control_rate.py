@@ -11,7 +11,7 @@ import pytest
 from episode_warehouse.errors import ExportError
 from episode_warehouse.export.lerobot import ExportRequest, export_lerobot
 from episode_warehouse.sources import registry
-from episode_warehouse.ted.reader import read_meta
+from episode_warehouse.ted.files import read_meta
 from tests.helpers import build_minari
 from warehouse_fixtures.minari_writer import MinariSpec, write_minari_dataset
 

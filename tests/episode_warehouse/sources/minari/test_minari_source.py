@@ -214,7 +214,7 @@ def test_only_the_images_minari_declares_are_cameras(written):
     the decoder declares which (Minari's is_image_space), the export and the viewer follow."""
     from episode_warehouse.export.features import features_for
     from episode_warehouse.ted.cameras import declared_images
-    from episode_warehouse.ted.reader import read_meta
+    from episode_warehouse.ted.files import read_meta
 
     _, root = written
     for name, camera, state in (

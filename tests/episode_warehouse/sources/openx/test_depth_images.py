@@ -18,7 +18,7 @@ from episode_warehouse.export.features import features_for
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.ted import open_ted
 from episode_warehouse.ted.cameras import camera_leaves, declared_images, image_layout
-from episode_warehouse.ted.reader import read_meta
+from episode_warehouse.ted.files import read_meta
 from episode_warehouse.viewer.frames import frame_png
 from tests.episode_warehouse.standardized.conftest import build_ted, features_json
 from warehouse_fixtures import rlds_writer as w

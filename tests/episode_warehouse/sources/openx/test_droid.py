@@ -16,7 +16,7 @@ from episode_warehouse.catalog import run_query
 from episode_warehouse.catalog.idle import nonidle_ranges
 from episode_warehouse.loading import EpisodeStream, select_episodes
 from episode_warehouse.paths import WarehouseLayout
-from episode_warehouse.ted.reader import open_ted_folder
+from episode_warehouse.ted.open import open_ted_folder
 from tests.helpers import build_openx_stages
 from warehouse_fixtures import rlds_writer as w
 from warehouse_fixtures.droid import CAMERAS, write_droid

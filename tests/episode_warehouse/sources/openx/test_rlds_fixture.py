@@ -26,7 +26,7 @@ from episode_warehouse.sources.openx.raw import detect_layout, mirror_openx
 from episode_warehouse.sources.openx.rlds.listing import parse_version_pins
 from episode_warehouse.sources.openx.stage import decode_openx
 from episode_warehouse.stages import build_ted_stage
-from episode_warehouse.ted.reader import open_ted_folder
+from episode_warehouse.ted.open import open_ted_folder
 from warehouse_fixtures import rlds_writer as w
 from warehouse_fixtures.rlds_robot import TASKS, write_robot_dataset
 

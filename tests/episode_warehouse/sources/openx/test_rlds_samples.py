@@ -20,7 +20,7 @@ from episode_warehouse.sources.openx.raw import mirror_openx
 from episode_warehouse.sources.openx.rlds.features import parse_features
 from episode_warehouse.sources.openx.stage import decode_openx
 from episode_warehouse.stages import build_ted_stage
-from episode_warehouse.ted.reader import open_ted_folder
+from episode_warehouse.ted.open import open_ted_folder
 from episode_warehouse.tfrecord.example import parse_example
 from episode_warehouse.tfrecord.records import iter_records
 from warehouse_fixtures import mt_opt as mt_opt_fixture

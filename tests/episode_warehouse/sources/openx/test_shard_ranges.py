@@ -14,11 +14,12 @@ import torch
 from episode_warehouse import open_ted
 from episode_warehouse.catalog import run_query
 from episode_warehouse.errors import NotMaterializedError, PartitionKeyError
+from episode_warehouse.partition_keys import ShardRange, key_form, parse_range
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.sources import registry
 from episode_warehouse.sources.openx.raw import mirror_openx
 from episode_warehouse.sources.openx.shard_ranges import parse_range_setting, plan_ranges
-from episode_warehouse.ted.chunks import ConcatTensor, ShardRange, parse_range
+from episode_warehouse.ted.chunks import ConcatTensor
 from tests.helpers import build_openx_stages
 from warehouse_fixtures import rlds_writer as w
 from warehouse_fixtures.droid import FEATURES, droid_episode, write_droid
@@ -68,11 +69,19 @@ def test_a_range_mirrors_and_decodes_only_its_shards(built, tmp_path):
         "droid@0-3", "droid@00003-00001", "droid@", "Droid@00000-00001",
         "droid@\u0660\u0660\u0660\u0660\u0660-\u0660\u0660\u0660\u0660\u0661",  # Arabic-Indic
         "droid@\uff10\uff10\uff10\uff10\uff10-\uff10\uff10\uff10\uff10\uff11",  # fullwidth
+        "droid@00000-00001\n",  # `$` matches before a final newline; the key is matched whole
     ],
 )  # fmt: skip
 def test_malformed_range_keys_are_refused_by_name(key):
     with pytest.raises(PartitionKeyError, match="DATASET@FIRST-LAST|dataset id"):
         registry.check_partition("openx", key)
+    with pytest.raises(PartitionKeyError, match="DATASET@FIRST-LAST"):
+        key_form(key)
+
+
+def test_the_key_form_is_told_from_the_key_alone():
+    assert key_form("droid@00000-00031") == "range"
+    assert key_form("droid") == key_form("Pong/5") == "name"
 
 
 def test_ranges_are_planned_and_configured():

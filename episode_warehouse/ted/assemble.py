@@ -1,0 +1,160 @@
+"""The TensorDict of a TED's rows, assembled from its record and the rows of its files: one
+function (:func:`assemble`) for every way rows are read, and :class:`MappedRows`, the rows of a
+TED whose files are on this machine (memory-mapped)."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from episode_warehouse.errors import CorruptInputError, NotMaterializedError
+from episode_warehouse.frames.rows import FrameRows, open_frames
+from episode_warehouse.frames.tensor import FrameTensor
+from episode_warehouse.ted.files import final_files_of, frame_files
+from episode_warehouse.ted.layout import ARRAY, EPISODES, NEXT_OF, UNSQUEEZE, ZEROS
+from episode_warehouse.ted.next_view import NextObservation
+from episode_warehouse.ted.record import TedRecord
+
+NEXT_OBS = ("view", "copy")
+
+
+def _map(path: Path) -> torch.Tensor:
+    # mode "c": a private copy-on-write mapping; pages are read lazily, writes never reach disk.
+    try:
+        array = np.load(path, mmap_mode="c")
+    except (OSError, ValueError) as exc:
+        raise CorruptInputError(
+            f"a TED array cannot be read ({exc})",
+            subject=str(path),
+            fix="re-materialize the ted stage of this partition",
+        ) from exc
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.from_numpy(array)
+
+
+def assemble(meta: TedRecord, tensor_of, rows: int, next_obs: str = "view") -> TensorDictBase:
+    """The TensorDict of ``rows`` steps of a TED from its record and ``tensor_of(file)``: the
+    rows of each per-step file (one more row for observation files; an encoded camera's as
+    :class:`~episode_warehouse.frames.rows.FrameRows`, which become tensors that decode when
+    indexed). A memory-mapped folder and the rows of one episode fetched from a bucket are
+    assembled by this same code, so both give the same values."""
+    if next_obs not in NEXT_OBS:
+        raise ValueError(f"next_obs must be one of {NEXT_OBS}, not {next_obs!r}")
+    leaves: dict[tuple[str, ...], torch.Tensor] = {}
+    done = tensor_of("next/done.npy")
+    for name, entry in meta.keys.items():
+        key = tuple(name.split("/"))
+        kind = entry["kind"]
+        if kind == ZEROS:
+            leaves[key] = torch.zeros(
+                1, *entry["shape"], dtype=getattr(torch, entry["dtype"])
+            ).expand(rows, *entry["shape"])
+            continue
+        tensor = tensor_of(entry["file"])
+        if kind == ARRAY:
+            if isinstance(tensor, FrameRows):  # an encoded camera: decoded when indexed
+                leaves[key] = FrameTensor(tensor.window(0, rows))
+            else:
+                leaves[key] = tensor[:rows] if entry.get("rows_plus_one") else tensor
+        elif kind == UNSQUEEZE:
+            leaves[key] = tensor.unsqueeze(-1)
+        elif kind == NEXT_OF:
+            final = tensor_of(entry["final"]) if "final" in entry else None
+            episode = tensor_of("episode.npy") if final is not None else None
+            shifted = (
+                FrameTensor(tensor.window(1, rows + 1))
+                if isinstance(tensor, FrameRows)
+                else tensor[1 : rows + 1]
+            )
+            view = NextObservation(shifted, done, final, episode)
+            leaves[key] = view if next_obs == "view" else view.corrected()
+        else:
+            raise NotMaterializedError(f"unknown key kind {kind!r}", subject="TED meta.json")
+    td = TensorDict(batch_size=[rows])
+    for key, value in leaves.items():
+        td.set(key, value)
+    return td
+
+
+class MappedRows:
+    """The rows of a TED whose files are on this machine: memory-mapped, sliced without a
+    copy (``bytes_fetched`` stays 0; nothing is worth reading ahead)."""
+
+    bytes_fetched = 0
+    read_ahead = 0
+    KEPT = 1024  # episodes' assembled views kept (a few KB each: no frame is copied)
+
+    def __init__(self, folder: Path, ted: TedRecord) -> None:
+        self.folder, self.ted = folder, ted
+        self._finals = set(final_files_of(ted))
+        self._frames = frame_files(ted)
+        self._maps: dict[str, torch.Tensor | FrameRows] = {}
+        self._views: OrderedDict[tuple[int, int], TensorDictBase] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_maps": {}, "_views": OrderedDict(), "_lock": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
+
+    def _mapped(self, file: str) -> torch.Tensor | FrameRows:
+        if file not in self._maps:
+            if file in self._frames:
+                shape, dtype, videos = self._frames[file]
+                self._maps[file] = open_frames(
+                    self.folder / file, shape, dtype, videos, self.folder
+                )
+            else:
+                self._maps[file] = _map(self.folder / file)
+        return self._maps[file]
+
+    def episodes(self) -> pa.Table:
+        return pq.read_table(self.folder / EPISODES)
+
+    def file_rows(self, file: str) -> np.ndarray | FrameRows:
+        """Every row of ``file``, memory-mapped (indexing reads the rows it picks; an encoded
+        camera's decodes them)."""
+        rows = self._mapped(file)
+        return rows if isinstance(rows, FrameRows) else rows.numpy()
+
+    def whole(self, next_obs: str = "view") -> TensorDictBase:
+        """Every step (see :func:`open_ted` for the keys and ``next_obs``)."""
+        return assemble(self.ted, self._mapped, self.ted.rows, next_obs)
+
+    def read(self, start: int, length: int) -> TensorDictBase:
+        """Steps ``[start, start + length)``, assembled as :class:`RangeRows` assembles them
+        (views of the maps, kept for the next epoch's read of the same episode)."""
+        key = (start, length)
+        with self._lock:
+            kept = self._views.get(key)
+            if kept is not None:
+                self._views.move_to_end(key)
+                return kept
+        view = self._assemble(start, length)
+        with self._lock:
+            self._views[key] = view
+            while len(self._views) > self.KEPT:
+                self._views.popitem(last=False)
+        return view
+
+    def _assemble(self, start: int, length: int) -> TensorDictBase:
+        def tensor_of(file: str) -> torch.Tensor | FrameRows:
+            full = self._mapped(file)
+            if file in self._finals:
+                return full
+            extra = 1 if len(full) == self.ted.rows + 1 else 0  # observation files
+            if isinstance(full, FrameRows):
+                return full.window(start, start + length + extra)
+            return full[start : start + length + extra]
+
+        return assemble(self.ted, tensor_of, length)
