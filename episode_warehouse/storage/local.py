@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from episode_warehouse.atomic import read_json, staging_path, unpublish
+from episode_warehouse.atomic import read_json, staged, staging_path, unpublish, write_lock
 from episode_warehouse.errors import ConcurrentWriteError
 from episode_warehouse.guards.names import name_problem
 from episode_warehouse.records import RECORD
@@ -168,19 +168,21 @@ class LocalRoot(Root):
         if not rebuild and _views_key(path) == key:
             return path
         self.check_writer()
-        tmp = staging_path(path)
-        con = duckdb.connect(str(tmp))
-        try:
-            for statement in statements():
-                con.execute(statement)
-            con.execute(
-                "CREATE OR REPLACE TABLE catalog_info AS SELECT ? AS key, ? AS built_at",
-                [key, datetime.now(UTC)],
-            )
-        finally:
-            con.close()
-        os.replace(tmp, path)
-        Path(str(tmp) + ".wal").unlink(missing_ok=True)
+        with write_lock(path):  # also removes what a killed builder left aside
+            if not rebuild and _views_key(path) == key:
+                return path  # another writer built it while this one waited
+            with staged(path, is_dir=False) as tmp:
+                con = duckdb.connect(str(tmp))
+                try:
+                    for statement in statements():
+                        con.execute(statement)
+                    con.execute(
+                        "CREATE OR REPLACE TABLE catalog_info AS SELECT ? AS key, ? AS built_at",
+                        [key, datetime.now(UTC)],
+                    )
+                finally:
+                    con.close()
+                Path(str(tmp) + ".wal").unlink(missing_ok=True)
         return path
 
     def reader(self) -> LocalRoot:
