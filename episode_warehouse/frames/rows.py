@@ -208,6 +208,26 @@ class FrameRows:
             out[i] = each
         return out
 
+    def decode_into(self, rows: np.ndarray, out: np.ndarray, positions: np.ndarray) -> None:
+        """Rows ``rows`` (distinct, in range) decoded into ``out[positions]``, a buffer the
+        caller owns (each a row of this camera's shape and dtype, in any memory order): each
+        run of consecutive rows is one read of its bytes, each frame one decoder call and one
+        copy into its place. The cache is neither read nor filled (a batch decodes each of
+        its frames once by itself)."""
+        offsets = np.asarray(self.offsets)
+        order = np.argsort(rows, kind="stable")
+        ordered = rows[order]
+        breaks = np.flatnonzero(np.diff(ordered) != 1) + 1
+        at = 0
+        for run in np.split(ordered, breaks):
+            base = int(offsets[run[0]])
+            data = memoryview(self.read(base, int(offsets[run[-1] + 1])))
+            starts, stops = offsets[run].tolist(), offsets[run + 1].tolist()
+            for k, row in enumerate(run.tolist()):
+                blob = data[starts[k] - base : stops[k] - base]
+                out[positions[order[at + k]]] = self._decode_one(blob, row)
+            at += len(run)
+
     def _one(self, row: int) -> np.ndarray:
         """Row ``row`` decoded (from the cache where it is there; the cache's own: a copy is
         the caller's to make)."""

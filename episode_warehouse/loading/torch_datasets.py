@@ -27,6 +27,7 @@ from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.incremental import fingerprint
+from episode_warehouse.loading.batch_read import SliceRef, read_batch
 from episode_warehouse.loading.read_ahead import ReadAhead
 from episode_warehouse.loading.schedule import Plan, epoch_items, remaining_items, shard_items
 from episode_warehouse.loading.selection import Selection
@@ -36,8 +37,11 @@ from episode_warehouse.ted.reader import TedReader
 log = logging.getLogger(__name__)
 
 
-def ted_collate(items: list[TensorDictBase]) -> TensorDictBase:
-    """``collate_fn`` for DataLoader: stack equal-length slices into one TensorDict.
+def ted_collate(items: list[TensorDictBase] | list[SliceRef]) -> TensorDictBase:
+    """``collate_fn`` for DataLoader: stack equal-length slices into one TensorDict; slices
+    given as :class:`~episode_warehouse.loading.batch_read.SliceRef` (``decode="batch"``) are
+    read and decoded here, as one batch (:func:`~episode_warehouse.loading.batch_read.
+    read_batch`).
 
     In a DataLoader worker the batch is stacked into one of the worker's reused shared-memory
     slots (:mod:`~episode_warehouse.loading.shared_batches`): it stays valid while the main
@@ -47,19 +51,25 @@ def ted_collate(items: list[TensorDictBase]) -> TensorDictBase:
         ConfigError: the slices come from TEDs of different schemas (another source), naming
             the keys that differ.
     """
+    refs = [item for item in items if isinstance(item, SliceRef)]
+    if refs and len(refs) == len(items):
+        batch = read_batch(refs)
+        if batch is not None:
+            return batch
+    slices = [item.read() if isinstance(item, SliceRef) else item for item in items]
     if get_worker_info() is not None:
         from episode_warehouse.loading.shared_batches import stack_into_slot
 
-        batch = stack_into_slot(items)
+        batch = stack_into_slot(slices)
         if batch is not None:
             return batch
     try:
-        return torch.stack(items).contiguous()
+        return torch.stack(slices).contiguous()
     except (RuntimeError, KeyError, ValueError, TypeError):
         from episode_warehouse.loading.schema import require_one_schema
 
-        labels = [f"item {k} (selection row {_row(td)})" for k, td in enumerate(items)]
-        require_one_schema(list(zip(labels, items, strict=True)), "ted_collate")
+        labels = [f"item {k} (selection row {_row(td)})" for k, td in enumerate(slices)]
+        require_one_schema(list(zip(labels, slices, strict=True)), "ted_collate")
         raise  # same schema: another reason, e.g. slices of different lengths
 
 
@@ -75,6 +85,17 @@ def no_collate(item: TensorDictBase) -> TensorDictBase:
 
 
 EPISODE_BUFFER = 8  # episodes' rows kept per process (fetched ones, from a bucket root)
+DECODE_MODES = ("item", "batch")
+
+
+def _decode_mode(decode: str, who: str) -> str:
+    if decode not in DECODE_MODES:
+        raise ConfigError(
+            f"decode must be one of {DECODE_MODES}, not {decode!r}",
+            subject=who,
+            fix='pass decode="batch" to decode whole batches in ted_collate',
+        )
+    return decode
 
 
 class _TedCache:
@@ -139,6 +160,13 @@ class _TedCache:
         """Bytes this process fetched from object storage (0 for a local root)."""
         return self._fetched_earlier + sum(t.bytes_fetched for t in self._readers.values())
 
+    def mapped(self, i: int) -> bool:
+        """Whether selected episode ``i``'s TED is memory-mapped here (its files on this
+        machine): a batch of its slices is read at once (:mod:`~episode_warehouse.loading.
+        batch_read`)."""
+        s = self.selection
+        return self.reader(s.source[i], s.partition[i]).mapped_rows() is not None
+
     def read_ahead(self, first: int | None) -> int:
         """Episodes a stream reads ahead, as the reader of its first episode's partition asks
         (0 where rows are memory-mapped; one root's partitions are read alike): one record
@@ -193,7 +221,8 @@ class EpisodeSliceDataset(Dataset):
         ConfigError: ``slice_len`` below 1, or longer than every selected episode.
     """
 
-    def __init__(self, selection: Selection, slice_len: int) -> None:
+    def __init__(self, selection: Selection, slice_len: int, *, decode: str = "item") -> None:
+        self.decode = _decode_mode(decode, "EpisodeSliceDataset")
         if slice_len < 1:
             raise ConfigError("slice_len must be >= 1", subject="EpisodeSliceDataset")
         self.cache = _TedCache(selection)
@@ -227,8 +256,13 @@ class EpisodeSliceDataset(Dataset):
     def __len__(self) -> int:
         return len(self._episode)
 
-    def __getitem__(self, k: int) -> TensorDictBase:
-        return self.cache.read(int(self._episode[k]), int(self._offset[k]), self.slice_len)
+    def __getitem__(self, k: int) -> TensorDictBase | SliceRef:
+        """Slice ``k``: read (``decode="item"``), or a reference ``ted_collate`` reads with
+        its batch (``decode="batch"``)."""
+        row, offset = int(self._episode[k]), int(self._offset[k])
+        if self.decode == "batch" and self.cache.mapped(row):
+            return SliceRef(self.cache, row, offset, self.slice_len)
+        return self.cache.read(row, offset, self.slice_len)
 
 
 STATE_MARKER = "episode_warehouse_stream"
@@ -314,6 +348,12 @@ class EpisodeStream(IterableDataset):
         rank, world_size: default to torch.distributed's when it is initialized, else 0 and 1.
         weighted: draw ``num_samples`` items per epoch by the selection's weights.
         num_samples: draws per epoch (default: the number of selected episodes).
+        decode: ``"item"`` (default): each item is its slice read and decoded;
+            ``"batch"``: items are :class:`~episode_warehouse.loading.batch_read.SliceRef`
+            (nothing read) and ``ted_collate`` reads each batch at once, its frames decoded
+            straight into the batch in the worker (:mod:`~episode_warehouse.loading.
+            batch_read`): the same values, at the decoder's speed. Slices from a bucket root
+            are read ahead and yielded decoded either way.
     """
 
     def __init__(
@@ -328,8 +368,10 @@ class EpisodeStream(IterableDataset):
         world_size: int | None = None,
         weighted: bool = False,
         num_samples: int | None = None,
+        decode: str = "item",
     ) -> None:
         super().__init__()
+        self.decode = _decode_mode(decode, "EpisodeStream")
         self.cache = _TedCache(selection)
         if weighted and selection.weight is None:
             raise ConfigError(
@@ -429,7 +471,10 @@ class EpisodeStream(IterableDataset):
                 if row != previous:  # a new run: its episode is the next one fetched
                     self.cache._episodes.pop(int(row), None)
                 previous = row
-                yield self.cache.read(int(row), int(offset), int(length), ahead)
+                if self.decode == "batch" and self.cache.mapped(int(row)):
+                    yield SliceRef(self.cache, int(row), int(offset), int(length))
+                else:
+                    yield self.cache.read(int(row), int(offset), int(length), ahead)
         self._ended = True
 
     def state_dict(self) -> dict:

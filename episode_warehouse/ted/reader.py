@@ -58,6 +58,12 @@ class TedReader:
                 self._strategy = RangeRows(self.artifact, self.record, self.meta)
         return self._strategy
 
+    def mapped_rows(self) -> MappedRows | None:
+        """The rows memory-mapped where the TED's files are on this machine (a folder root,
+        a writer's local copy), else None (a bucket's: read by ranges)."""
+        rows = self._rows
+        return rows if isinstance(rows, MappedRows) else None
+
     @classmethod
     def of(cls, root: Root, source: str, partition: str) -> TedReader:
         """The current TED of ``source``/``partition`` in ``root``.

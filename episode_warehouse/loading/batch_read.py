@@ -1,0 +1,91 @@
+"""Decoding as one step of its own: a stream's items as references, read as a whole batch.
+
+``EpisodeStream(selection, 8, decode="batch")`` yields :class:`SliceRef` items (a selection
+row, an offset, a length: nothing read); :func:`~episode_warehouse.loading.torch_datasets.
+ted_collate` reads a batch of them with :func:`read_batch`, in the DataLoader worker that
+collates (as TorchRL's ``DecodeVideoTransform`` decodes on the sample path): every key's rows
+gathered at once and every camera's frames decoded straight into the worker's shared-memory
+slot (:func:`~episode_warehouse.ted.gather.gather`), each distinct frame once. The default,
+``decode="item"``, yields each slice decoded, as before; both give the same batch values.
+
+A batch is read so when its slices are of one partition whose files are on this machine and of
+one length; any other batch (a bucket root's, which reads episodes ahead by ranges; slices of
+several partitions or lengths) is read slice by slice and stacked, the same values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch.utils.data import get_worker_info
+
+from episode_warehouse.loading.selection import Selection
+from episode_warehouse.ted.gather import batch_leaves, fresh, gather
+from episode_warehouse.ted.reader import TedReader
+
+
+class Episodes(Protocol):
+    """What a reference reads through (a dataset's per-process cache of opened TEDs)."""
+
+    selection: Selection
+
+    def read(self, i: int, offset: int, length: int) -> TensorDictBase: ...
+
+    def reader(self, source: str, partition: str) -> TedReader: ...
+
+
+EXTRA = (("selection_index",), ("step",))  # int64 leaves every read adds
+
+
+@dataclass(frozen=True)
+class SliceRef:
+    """Steps ``[offset, offset + length)`` of the selection's episode ``row``, not yet read;
+    :meth:`read` reads it alone (what ``decode="item"`` yields)."""
+
+    cache: Episodes
+    row: int
+    offset: int
+    length: int
+
+    def read(self) -> TensorDictBase:
+        return self.cache.read(self.row, self.offset, self.length)
+
+
+def read_batch(refs: list[SliceRef]) -> TensorDictBase | None:
+    """The batch of ``refs`` (batch size ``(len(refs), length)``), as ``ted_collate`` of the
+    slices read one by one gives it; None where it is not read at once (see the module)."""
+    cache, s = refs[0].cache, refs[0].cache.selection
+    parts = {(s.source[r.row], s.partition[r.row]) for r in refs}
+    lengths = {r.length for r in refs}
+    rows = cache.reader(*next(iter(parts))).mapped_rows() if len(parts) == 1 else None
+    if rows is None or len(lengths) != 1 or any(r.cache is not cache for r in refs):
+        return None
+    (length,) = lengths
+    selected = np.array([r.row for r in refs], dtype=np.int64)
+    starts = np.asarray(s.start, dtype=np.int64)[selected] + [r.offset for r in refs]
+    offsets = np.array([r.offset for r in refs], dtype=np.int64)
+
+    def fill(alloc) -> TensorDict:
+        td = gather(rows, starts, length, alloc)
+        shape = (len(refs), length)
+        index = alloc(EXTRA[0], shape, torch.int64, False)
+        index.copy_(torch.from_numpy(np.repeat(selected[:, None], length, axis=1)))
+        step = alloc(EXTRA[1], shape, torch.int64, False)
+        step.copy_(torch.from_numpy(offsets[:, None] + np.arange(length)))
+        td.set(EXTRA[0], index)
+        td.set(EXTRA[1], step)
+        return td
+
+    if get_worker_info() is not None:
+        from episode_warehouse.loading.shared_batches import fill_slot, plan
+
+        specs = batch_leaves(rows, len(refs), length)
+        specs += [(key, (len(refs), length), torch.int64, False) for key in EXTRA]
+        batch = fill_slot(plan(specs), lambda views: fill(lambda key, *_: views[key]))
+        if batch is not None:
+            return batch
+    return fill(fresh)

@@ -1,0 +1,133 @@
+"""``decode="batch"``: a batch read at once (every key gathered, every frame decoded straight into
+the batch) equals the same slices read one by one and stacked (``decode="item"``, the TED's
+stand-ins), on every kind of TED: Atari (zstd frames, terminations), Minari written by Minari
+(a JPEG camera and final observations, with part-episode selections), the real mt_opt RLDS
+sample's JPEGs, in the main process and in DataLoader workers (the shared-memory slot)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from episode_warehouse.loading import EpisodeSliceDataset, EpisodeStream, Selection, ted_collate
+from episode_warehouse.loading.batch_read import SliceRef
+from episode_warehouse.paths import WarehouseLayout
+from tests.episode_warehouse.sources.openx.test_rlds_samples import mt_opt  # noqa: F401
+from tests.helpers import build_minari, build_openx_stages
+from warehouse_fixtures.minari_writer import ARM_ID, MinariSpec, write_minari_dataset
+
+SLICE, BATCH = 4, 6
+
+
+def _rows(root, source: str, partition: str, part: bool = False) -> list[tuple]:
+    ted = WarehouseLayout.local(root).ted_dir(source, partition)
+    table = pq.read_table(ted / "episodes.parquet").to_pylist()
+    if part:  # parts of episodes: the last step's next observation is a real next step
+        return [(source, partition, e["episode"], e["start"] + 2, e["length"] - 5)
+                for e in table if e["length"] >= 2 + 5 + SLICE]  # fmt: skip
+    return [(source, partition, e["episode"], e["start"], e["length"]) for e in table]
+
+
+def _batches(selection: Selection, decode: str, workers: int = 0) -> list:
+    stream = EpisodeStream(selection, SLICE, drop_last=True, seed=3, decode=decode)
+    loader = DataLoader(stream, batch_size=BATCH, num_workers=workers, collate_fn=ted_collate,
+                        drop_last=True)  # fmt: skip
+    return [batch.clone() for batch in loader]
+
+
+def _same(got: list, want: list) -> None:
+    assert len(got) == len(want) > 0
+    for n, (a, b) in enumerate(zip(got, want, strict=True)):
+        keys = sorted(b.keys(True, True), key=str)
+        assert sorted(a.keys(True, True), key=str) == keys, n
+        for key in keys:
+            x, y = a.get(key), b.get(key)
+            assert (x.shape, x.dtype) == (y.shape, y.dtype), (n, key)
+            assert torch.equal(x, y), (n, key)
+
+
+def _frames_keys(batch) -> list:
+    return [k for k in batch.keys(True, True) if batch.get(k).ndim == 5]
+
+
+@pytest.fixture(scope="module")
+def minari_root(tmp_path_factory):
+    base = tmp_path_factory.mktemp("batch-read")
+    spec = MinariSpec("fx/arm/batch-v0", env=ARM_ID, max_steps=20, episodes=4)
+    build_minari(base / "wh", write_minari_dataset(spec, base / "datasets"), spec.dataset_id)
+    return base / "wh", spec.dataset_id
+
+
+def test_atari_batches_equal_the_slices_stacked(warehouse_root):
+    selection = Selection.from_rows(_rows(warehouse_root, "atari", "Pong/1"), warehouse_root)
+    batched, items = _batches(selection, "batch"), _batches(selection, "item")
+    _same(batched, items)
+    assert any(bool(b["next", "done"].any()) for b in items)  # episode ends were met
+
+
+@pytest.mark.parametrize("part", [False, True])
+def test_minari_camera_and_final_observations(minari_root, part):
+    root, dataset_id = minari_root
+    selection = Selection.from_rows(_rows(root, "minari", dataset_id, part), root)
+    batched = _batches(selection, "batch")
+    _same(batched, _batches(selection, "item"))
+    assert _frames_keys(batched[0])  # a camera was decoded
+    if part:  # no step of a part-episode slice reads zeros or a final observation by mistake
+        assert not any(bool(b["next", "done"].any()) for b in batched)
+
+
+def test_real_jpegs_decode_into_the_batch_as_their_decoder_gives_them(
+    mt_opt,  # noqa: F811
+    tmp_path,
+):
+    src, _ = mt_opt
+    root = tmp_path / "wh"
+    build_openx_stages(WarehouseLayout.local(root), src, "mt_opt_rlds")
+    selection = Selection.from_rows(_rows(root, "openx", "mt_opt_rlds"), root)
+    batched = _batches(selection, "batch")
+    _same(batched, _batches(selection, "item"))
+    (camera, *_) = _frames_keys(batched[0])
+    c, h, w = batched[0].get(camera).shape[-3:]
+    assert batched[0].get(camera).stride()[-3:] == (1, w * c, c)  # pixels as decoded: HWC
+
+
+def test_the_map_style_dataset_reads_by_reference_too(warehouse_root):
+    selection = Selection.from_rows(_rows(warehouse_root, "atari", "Pong/2"), warehouse_root)
+    by_ref = EpisodeSliceDataset(selection, SLICE, decode="batch")
+    read = EpisodeSliceDataset(selection, SLICE)
+    assert isinstance(by_ref[0], SliceRef)
+    picks = [[0, 5, 3], [len(read) - 1, 1, 2]]
+    _same([ted_collate([by_ref[k] for k in p]) for p in picks],
+          [ted_collate([read[k] for k in p]) for p in picks])  # fmt: skip
+
+
+def test_an_unknown_decode_mode_is_refused_by_name(warehouse_root):
+    from episode_warehouse.errors import ConfigError
+
+    selection = Selection.from_rows(_rows(warehouse_root, "atari", "Pong/1"), warehouse_root)
+    with pytest.raises(ConfigError, match="decode must be one of"):
+        EpisodeStream(selection, SLICE, decode="lazy")
+
+
+@pytest.mark.integration  # DataLoader workers
+def test_worker_batches_come_through_the_slot_equal(minari_root):
+    root, dataset_id = minari_root
+    selection = Selection.from_rows(_rows(root, "minari", dataset_id), root)
+    want = _batches(selection, "item")
+    stream = EpisodeStream(selection, SLICE, drop_last=True, seed=3, decode="batch")
+    loader = DataLoader(stream, batch_size=BATCH, num_workers=2, collate_fn=ted_collate,
+                        drop_last=True, persistent_workers=True)  # fmt: skip
+    got = list(loader)
+
+    # two workers deal the episodes between them: compare slice by slice, keyed by origin
+    def by_origin(batches):
+        return {(int(b["selection_index"][i, 0]), int(b["step"][i, 0])): b[i]
+                for b in batches for i in range(b.batch_size[0])}  # fmt: skip
+
+    mine, theirs = by_origin(got), by_origin(want)
+    assert mine and mine.keys() <= theirs.keys()  # (each worker drops its own last batch)
+    _same([mine[k] for k in sorted(mine)], [theirs[k] for k in sorted(mine)])
+    assert np.prod(got[0].batch_size) == BATCH * SLICE
