@@ -24,7 +24,7 @@ from tensordict import TensorDict, TensorDictBase
 from torch.utils.data import get_worker_info
 
 from episode_warehouse.loading.selection import Selection
-from episode_warehouse.ted.gather import batch_leaves, fresh, gather
+from episode_warehouse.ted.gather import Buffer, batch_buffers, fresh, gather, view_of
 from episode_warehouse.ted.reader import TedReader
 
 
@@ -69,23 +69,22 @@ def read_batch(refs: list[SliceRef]) -> TensorDictBase | None:
     starts = np.asarray(s.start, dtype=np.int64)[selected] + [r.offset for r in refs]
     offsets = np.array([r.offset for r in refs], dtype=np.int64)
 
-    def fill(alloc) -> TensorDict:
-        td = gather(rows, starts, length, alloc)
-        shape = (len(refs), length)
-        index = alloc(EXTRA[0], shape, torch.int64, False)
-        index.copy_(torch.from_numpy(np.repeat(selected[:, None], length, axis=1)))
-        step = alloc(EXTRA[1], shape, torch.int64, False)
-        step.copy_(torch.from_numpy(offsets[:, None] + np.arange(length)))
-        td.set(EXTRA[0], index)
-        td.set(EXTRA[1], step)
+    buffers = batch_buffers(rows, starts, length)
+    buffers += [Buffer(key, (len(refs), length), torch.int64) for key in EXTRA]
+
+    def fill(memory: dict) -> TensorDict:
+        td = gather(rows, starts, length, buffers[: -len(EXTRA)], memory)
+        extra = [np.repeat(selected[:, None], length, axis=1), offsets[:, None] + np.arange(length)]
+        for buffer, values in zip(buffers[-len(EXTRA) :], extra, strict=True):
+            leaf = view_of(memory[buffer.key], buffer)
+            leaf.copy_(torch.from_numpy(values))
+            td.set(buffer.key, leaf)
         return td
 
     if get_worker_info() is not None:
-        from episode_warehouse.loading.shared_batches import fill_slot, plan
+        from episode_warehouse.loading.shared_batches import fill_slot
 
-        specs = batch_leaves(rows, len(refs), length)
-        specs += [(key, (len(refs), length), torch.int64, False) for key in EXTRA]
-        batch = fill_slot(plan(specs), lambda views: fill(lambda key, *_: views[key]))
+        batch = fill_slot(buffers, fill)
         if batch is not None:
             return batch
-    return fill(fresh)
+    return fill(fresh(buffers))

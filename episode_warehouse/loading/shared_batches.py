@@ -43,6 +43,8 @@ import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, is_non_tensor
 from torch.multiprocessing.reductions import StorageWeakRef
 
+from episode_warehouse.ted.gather import Buffer, view_of
+
 log = logging.getLogger(__name__)
 MAX_SLOTS = 8  # per worker: batches in flight (prefetch) + held by the trainer + one late
 ALIGN = 64  # bytes: every leaf starts on a cache line (and on its dtype's alignment)
@@ -69,6 +71,8 @@ class Leaf:
     offset: int
     nbytes: int
     channels_last: bool = False  # (..., C, H, W) held as (..., H, W, C), as decoders give pixels
+    rows: int = 0  # a view of rows [skip, skip + L) of rows allocated an item (the memory of
+    skip: int = 0  # the leaf at the same offset: a camera and its ("next", camera))
 
 
 def channels_last(value: torch.Tensor) -> bool:
@@ -105,27 +109,30 @@ def _layout(items: list[TensorDictBase]) -> tuple[list[Leaf], int] | None:
     return leaves, offset
 
 
-def plan(specs: list[tuple[tuple[str, ...], tuple[int, ...], torch.dtype, bool]]) -> list[Leaf]:
-    """Where leaves of ``(key, shape, dtype, channels_last)`` go in a slot, one after another."""
-    leaves, offset = [], 0
-    for key, shape, dtype, last in specs:
-        nbytes = int(torch.Size(shape).numel()) * torch.empty((), dtype=dtype).element_size()
-        leaves.append(Leaf(key, dtype, tuple(shape), offset, nbytes, last))
-        offset += -(-nbytes // ALIGN) * ALIGN
+def plan(buffers: list[Buffer]) -> list[Leaf]:
+    """Where each of ``buffers`` goes in a slot, one after another (a view of another's memory
+    at that one's place)."""
+    leaves: list[Leaf] = []
+    at: dict[tuple[str, ...], tuple[int, int]] = {}
+    offset = 0
+    for b in buffers:
+        if b.owner is None:
+            at[b.key] = (offset, b.nbytes)
+            offset += -(-b.nbytes // ALIGN) * ALIGN
+    for b in buffers:
+        start, nbytes = at[b.owner or b.key]
+        leaves.append(Leaf(b.key, b.dtype, b.shape, start, nbytes, b.channels_last, b.rows,
+                           b.skip))  # fmt: skip
     return leaves
 
 
 def _views(data: torch.Tensor, leaves: list[Leaf]) -> list[torch.Tensor]:
-    return [_view(data[leaf.offset : leaf.offset + leaf.nbytes].view(leaf.dtype), leaf)
-            for leaf in leaves]  # fmt: skip
+    return [_view(data[leaf.offset : leaf.offset + leaf.nbytes], leaf) for leaf in leaves]
 
 
-def _view(flat: torch.Tensor, leaf: Leaf) -> torch.Tensor:
-    if not leaf.channels_last:
-        return flat.view(leaf.shape)
-    *outer, c, h, w = leaf.shape
-    n = len(outer)
-    return flat.view(*outer, h, w, c).permute(*range(n), n + 2, n, n + 1)
+def _view(memory: torch.Tensor, leaf: Leaf) -> torch.Tensor:
+    return view_of(memory, Buffer(leaf.key, leaf.shape, leaf.dtype, leaf.channels_last,
+                                  leaf.rows, leaf.skip))  # fmt: skip
 
 
 class _Pool:
@@ -224,19 +231,23 @@ def stack_into_slot(items: list[TensorDictBase]) -> TensorDictBase | None:
     return out
 
 
-def fill_slot(leaves: list[Leaf], fill) -> TensorDictBase | None:
-    """A batch of ``leaves`` (:func:`plan`) written into a free slot of this worker by
-    ``fill(views)`` (views by key; it returns the batch's TensorDict, made of them), or None
-    when no slot is free (the caller then fills fresh tensors)."""
+def fill_slot(buffers: list[Buffer], fill) -> TensorDictBase | None:
+    """A batch of ``buffers`` written into a free slot of this worker by ``fill(memory)``
+    (each owner buffer's bytes by key; it returns the batch's TensorDict, whose leaves are
+    :func:`~episode_warehouse.ted.gather.view_of` them), or None when no slot is free (the
+    caller then fills fresh memory)."""
+    leaves = plan(buffers)
     pool = _worker_pool()
     _forget_unsent(pool)
-    i = pool.take(leaves[-1].offset + leaves[-1].nbytes if leaves else 0)
+    i = pool.take(max((leaf.offset + leaf.nbytes for leaf in leaves), default=0))
     if i is None:
         return None
-    views = _views(pool.slots[i], leaves)  # type: ignore[arg-type]
-    out = fill({leaf.key: view for leaf, view in zip(leaves, views, strict=True)})
+    data = pool.slots[i]
+    memory = {b.key: data[leaf.offset : leaf.offset + leaf.nbytes]  # type: ignore[index]
+              for b, leaf in zip(buffers, leaves, strict=True) if b.owner is None}  # fmt: skip
+    out = fill(memory)
     pool.flags[i] = 1
-    _sent[id(out)] = (weakref.ref(out), i, leaves, views, {})
+    _sent[id(out)] = (weakref.ref(out), i, leaves, _views(data, leaves), {})  # type: ignore[arg-type]
     return out
 
 

@@ -37,7 +37,7 @@ from episode_warehouse.ted.reader import TedReader
 log = logging.getLogger(__name__)
 
 
-def ted_collate(items: list[TensorDictBase] | list[SliceRef]) -> TensorDictBase:
+def ted_collate(items: list[TensorDictBase] | list[SliceRef] | TensorDictBase) -> TensorDictBase:
     """``collate_fn`` for DataLoader: stack equal-length slices into one TensorDict; slices
     given as :class:`~episode_warehouse.loading.batch_read.SliceRef` (``decode="batch"``) are
     read and decoded here, as one batch (:func:`~episode_warehouse.loading.batch_read.
@@ -51,6 +51,8 @@ def ted_collate(items: list[TensorDictBase] | list[SliceRef]) -> TensorDictBase:
         ConfigError: the slices come from TEDs of different schemas (another source), naming
             the keys that differ.
     """
+    if isinstance(items, TensorDictBase):  # a batch its dataset made (``__getitems__``)
+        return items
     refs = [item for item in items if isinstance(item, SliceRef)]
     if refs and len(refs) == len(items):
         batch = read_batch(refs)

@@ -16,11 +16,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, get_worker_info
 
 from episode_warehouse.errors import ConfigError
+from episode_warehouse.frames.tensor import FrameTensor
 from episode_warehouse.loading.selection import Selection
 from episode_warehouse.loading.torch_datasets import _TedCache
+from episode_warehouse.ted.gather import Buffer, decode_rows, pixels_last, view_of
 
 Key = str | tuple[str, ...]
 
@@ -94,15 +96,60 @@ class StepWindowDataset(Dataset):
             raise IndexError(f"step index out of range 0..{len(self) - 1}")
         row = torch.searchsorted(self._ends, idx, right=True)
         step = idx - (self._ends[row] - self._lengths[row])
-        out = TensorDict({"selection_index": row, "step": step}, batch_size=[len(idx)])
+        windows = {}
         for key, offsets in self.deltas.items():
             at = step[:, None] + offsets[None, :]
             last = (self._lengths[row] - 1)[:, None]
             pad = (at < 0) | (at > last)
             rows = self._starts[row][:, None] + torch.minimum(torch.clamp(at, min=0), last)
+            windows[key] = (rows, pad)
+        parts = torch.unique(self._part_of[row]).tolist()
+        if get_worker_info() is not None and len(parts) == 1:  # straight into a shared slot
+            batch = self._into_slot(self._parts[parts[0]], row, step, windows)
+            if batch is not None:
+                return batch
+        out = TensorDict({"selection_index": row, "step": step}, batch_size=[len(idx)])
+        for key, (rows, pad) in windows.items():
             out.set(key, self._gather(key, row, rows))
             out.set(pad_key(key), pad)
         return out
+
+    def _into_slot(self, part, row, step, windows) -> TensorDictBase | None:
+        """The batch written into a shared-memory slot of this DataLoader worker: every
+        window gathered into its place, a camera's frames decoded straight into it (each
+        distinct frame once); None when no slot is free."""
+        from episode_warehouse.loading.shared_batches import fill_slot
+
+        td = self.cache.get(*part)
+        n = len(row)
+        buffers = [Buffer(("selection_index",), (n,), torch.int64),
+                   Buffer(("step",), (n,), torch.int64)]  # fmt: skip
+        for key, (rows, _) in windows.items():
+            leaf = td.get(_name(key))
+            shape = (n, rows.shape[1], *leaf.shape[1:])
+            camera = isinstance(leaf, FrameTensor) and pixels_last(tuple(leaf.shape[1:]))
+            buffers.append(Buffer(key, shape, leaf.dtype, camera))
+            buffers.append(Buffer(pad_key(key), rows.shape, torch.bool))
+
+        def fill(memory) -> TensorDict:
+            leaves = {b.key: view_of(memory[b.key], b) for b in buffers}
+            leaves[("selection_index",)].copy_(row)
+            leaves[("step",)].copy_(step)
+            for key, (rows, pad) in windows.items():
+                leaf, target = td.get(_name(key)), leaves[key]
+                flat = rows.reshape(-1)
+                if isinstance(leaf, FrameTensor):
+                    view = target.numpy().reshape(len(flat), *target.shape[2:])
+                    decode_rows(leaf.frames, flat.numpy(), view, {})
+                else:
+                    target.copy_(leaf[flat].reshape(target.shape))
+                leaves[pad_key(key)].copy_(pad)
+            out = TensorDict(batch_size=[n])
+            for key, value in leaves.items():
+                out.set(key, value)
+            return out
+
+        return fill_slot(buffers, fill)
 
     def _gather(self, key: tuple[str, ...], row: torch.Tensor, rows: torch.Tensor):
         """``td[key][rows]`` for each item's partition; one advanced index per partition."""

@@ -14,15 +14,19 @@ step is the source's final observation, or zeros), a camera's pixels those of it
 (:mod:`episode_warehouse.frames.codec`); ``tests/episode_warehouse/loading/test_batch_read.py``
 compares both ways on every source's layout.
 
-Buffers: ``alloc(key, shape, dtype, channels_last)`` returns a tensor of that shape to fill (a
-view of a DataLoader worker's shared-memory slot, or a fresh tensor). A camera of ``(C, H, W)``
-rows is asked for ``channels_last``: its memory is ``(..., H, W, C)``, as JPEG and PNG decoders
-give pixels, so nothing is transposed on the way (``.contiguous()`` reorders it, one copy).
+Memory: :func:`batch_buffers` says what each leaf needs (a :class:`Buffer`); the caller gives
+the memory (a DataLoader worker's shared-memory slot, or fresh bytes) and :func:`view_of` makes
+the leaves of it. A camera of ``(C, H, W)`` rows is held ``channels_last``: its memory is
+``(..., H, W, C)``, as JPEG and PNG decoders give pixels, so nothing is transposed on the way
+(``.contiguous()`` reorders it, one copy). Where no step but a slice's last ends its episode
+(always, for slices of one episode), ``("next", camera)`` is no copy either: the camera's
+buffer holds ``L + 1`` frames a slice and both leaves are views of it, rows ``[0, L)`` and
+``[1, L + 1)``, the last row of a slice holding what its last step's next reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -32,22 +36,71 @@ from episode_warehouse.frames.rows import FrameRows
 from episode_warehouse.ted.assemble import MappedRows
 from episode_warehouse.ted.layout import ARRAY, NEXT_OF, UNSQUEEZE, ZEROS
 
-Alloc = Callable[[tuple[str, ...], tuple[int, ...], torch.dtype, bool], torch.Tensor]
+Key = tuple[str, ...]
 
 
-def fresh(key: tuple[str, ...], shape: tuple[int, ...], dtype: torch.dtype, channels_last: bool):
-    """:data:`Alloc` of new tensors (outside a DataLoader worker)."""
-    if channels_last:
-        b, length, c, h, w = shape
-        return torch.empty((b, length, h, w, c), dtype=dtype).permute(0, 1, 4, 2, 3)
-    return torch.empty(shape, dtype=dtype)
+@dataclass(frozen=True)
+class Buffer:
+    """A leaf of a batch, ``shape`` ``(B, L, *row)``, and the memory it is a view of: its own
+    (``owner`` None), or ``owner``'s, whose ``rows`` rows an item hold it from row ``skip``."""
+
+    key: Key
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    channels_last: bool = False
+    rows: int = 0  # rows an item allocated (0: the leaf's own L)
+    skip: int = 0
+    owner: Key | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the memory this buffer allocates (0 for a view of another's)."""
+        if self.owner is not None:
+            return 0
+        count = int(np.prod(self.shape, dtype=np.int64))
+        if self.rows:
+            count = count // self.shape[1] * self.rows
+        return count * torch.empty((), dtype=self.dtype).element_size()
 
 
-def batch_leaves(
-    rows: MappedRows, batch: int, length: int
-) -> list[tuple[tuple[str, ...], tuple[int, ...], torch.dtype, bool]]:
-    """``(key, shape, dtype, channels_last)`` of every key of a batch of ``batch`` slices of
-    ``length`` steps of the TED ``rows`` reads, in the record's order."""
+def view_of(memory: torch.Tensor, buffer: Buffer) -> torch.Tensor:
+    """``buffer``'s leaf over ``memory`` (uint8, the owner's bytes)."""
+    typed = memory.view(buffer.dtype)
+    shape = buffer.shape
+    stored = (*shape[:-3], shape[-2], shape[-1], shape[-3]) if buffer.channels_last else shape
+    if buffer.rows:
+        items, length = stored[0], stored[1]
+        whole = typed[: items * buffer.rows * int(np.prod(stored[2:], dtype=np.int64))]
+        tensor = whole.view(items, buffer.rows, *stored[2:])[:, buffer.skip : buffer.skip + length]
+    else:
+        tensor = typed[: int(np.prod(stored, dtype=np.int64))].view(stored)
+    if buffer.channels_last:
+        n = len(shape) - 3
+        tensor = tensor.permute(*range(n), n + 2, n, n + 1)
+    return tensor
+
+
+def pixels_last(row: tuple[int, ...]) -> bool:
+    """Whether a camera's ``(C, H, W)`` rows are held as ``(H, W, C)``, as JPEG and PNG
+    decoders give them (3 or 4 channels)."""
+    return len(row) == 3 and row[0] in (3, 4)
+
+
+def fresh(buffers: list[Buffer]) -> dict[Key, torch.Tensor]:
+    """New memory for ``buffers`` (outside a DataLoader worker): bytes by owner key."""
+    return {b.key: torch.empty(b.nbytes, dtype=torch.uint8) for b in buffers if b.owner is None}
+
+
+def batch_buffers(rows: MappedRows, starts: np.ndarray, length: int) -> list[Buffer]:
+    """The :class:`Buffer` of every key of the batch of slices ``[s, s + length)`` of the TED
+    ``rows`` reads, one for each ``s`` in ``starts``, in the record's order."""
+    batch = len(starts)
+    last = _last_steps(rows, starts, length)
+    shares = not last[:, :-1].any()  # no episode ends inside a slice
+    finals = {e["file"] for e in rows.ted.keys.values() if "final" in e}  # read apart
+    cameras = {e["file"]: name for name, e in rows.ted.keys.items()
+               if e["kind"] == ARRAY and "frames" in e and e.get("rows_plus_one")
+               and e["file"] not in finals}  # fmt: skip
     out = []
     for name, entry in rows.ted.keys.items():
         key = tuple(name.split("/"))
@@ -61,25 +114,48 @@ def batch_leaves(
             shape, dtype = tuple(array.shape[1:]), _torch_dtype(array.dtype)
             if entry["kind"] == UNSQUEEZE:
                 shape = (*shape, 1)
-        channels_last = "frames" in entry and len(shape) == 3
-        out.append((key, (batch, length, *shape), dtype, channels_last))
+        buffer = Buffer(
+            key, (batch, length, *shape), dtype, "frames" in entry and pixels_last(shape)
+        )
+        camera = cameras.get(entry.get("file", ""))
+        if shares and camera is not None:
+            if entry["kind"] == ARRAY:
+                buffer = replace(buffer, rows=length + 1)
+            elif entry["kind"] == NEXT_OF:
+                buffer = replace(buffer, rows=length + 1, skip=1, owner=tuple(camera.split("/")))
+        out.append(buffer)
     return out
 
 
-def gather(rows: MappedRows, starts: np.ndarray, length: int, alloc: Alloc = fresh) -> TensorDict:
+def gather(
+    rows: MappedRows,
+    starts: np.ndarray,
+    length: int,
+    buffers: list[Buffer] | None = None,
+    memory: dict[Key, torch.Tensor] | None = None,
+) -> TensorDict:
     """Slices ``[s, s + length)`` of the TED for each ``s`` in ``starts`` as one TensorDict of
-    batch size ``(len(starts), length)``, every leaf written into ``alloc``'s buffer."""
+    batch size ``(len(starts), length)``, its leaves views of ``memory`` (uint8 tensors by
+    owner key, of ``buffers``, those of :func:`batch_buffers`; default: new memory)."""
     starts = np.asarray(starts, dtype=np.int64)
+    buffers = batch_buffers(rows, starts, length) if buffers is None else buffers
+    memory = fresh(buffers) if memory is None else memory
     index = starts[:, None] + np.arange(length, dtype=np.int64)  # (B, L) TED rows
     flat = index.reshape(-1)
+    last = _last_steps(rows, starts, length).reshape(-1)
     out = TensorDict(batch_size=[len(starts), length])
-    last = rows.file_rows("next/done.npy")[flat].astype(bool)  # a step whose next is no step
     memo: dict[str, dict[int, np.ndarray]] = {}  # frame file -> row -> where it was decoded
-    for key, shape, dtype, channels_last in batch_leaves(rows, len(starts), length):
-        entry = rows.ted.keys["/".join(key)]
-        buffer = alloc(key, shape, dtype, channels_last)
-        target = _flat(buffer.numpy(), (len(flat), *shape[2:]))
+    for buffer in buffers:
+        entry = rows.ted.keys["/".join(buffer.key)]
+        leaf = view_of(memory[buffer.owner or buffer.key], buffer)
+        out.set(buffer.key, leaf)
+        if buffer.owner is not None:
+            continue  # a view of the camera's rows, filled with them
         kind = entry["kind"]
+        if buffer.rows:  # the camera and its next rows: L + 1 rows a slice
+            _camera_and_next(rows, entry, index, last, memory[buffer.key], buffer, memo)
+            continue
+        target = _flat(leaf.numpy(), (len(flat), *buffer.shape[2:]))
         if kind == ZEROS:
             target[...] = 0
         elif kind == NEXT_OF:
@@ -87,13 +163,35 @@ def gather(rows: MappedRows, starts: np.ndarray, length: int, alloc: Alloc = fre
         elif kind in (ARRAY, UNSQUEEZE):
             source = rows.file_rows(entry["file"])
             if isinstance(source, FrameRows):
-                _decode(source, flat, target, memo.setdefault(entry["file"], {}))
+                decode_rows(source, flat, target, memo.setdefault(entry["file"], {}))
             else:
                 np.take(source, flat, axis=0, out=_flat(target, (len(flat), *source.shape[1:])))
         else:
             raise ValueError(f"unknown TED key kind {kind!r}")
-        out.set(key, buffer)
     return out
+
+
+def _last_steps(rows: MappedRows, starts: np.ndarray, length: int) -> np.ndarray:
+    """(B, L): whether each step is its episode's last (its next is no step of the TED)."""
+    index = np.asarray(starts, dtype=np.int64)[:, None] + np.arange(length, dtype=np.int64)
+    return rows.file_rows("next/done.npy")[index.reshape(-1)].astype(bool).reshape(index.shape)
+
+
+def _camera_and_next(rows, entry, index, last, memory, buffer, memo) -> None:
+    """A camera's ``L + 1`` rows a slice: its ``L`` steps, then what the last step's next
+    reads (the next step's frame, or zeros at an episode's end: a camera with final
+    observations is not shared)."""
+    items, length = index.shape
+    whole = replace(buffer, shape=(items, buffer.rows, *buffer.shape[2:]), rows=0)
+    target = _flat(view_of(memory, whole).numpy(), (items * buffer.rows, *buffer.shape[2:]))
+    ends = last.reshape(items, length)[:, -1]
+    wanted = np.concatenate([index, index[:, -1:] + 1], axis=1)  # (B, L + 1)
+    places = np.arange(items * buffer.rows).reshape(items, buffer.rows)
+    keep = np.ones(wanted.shape, dtype=bool)
+    keep[:, -1] = ~ends
+    source = rows.file_rows(entry["file"])
+    decode_rows(source, wanted[keep], target, memo.setdefault(entry["file"], {}), places[keep])
+    target[places[ends, -1]] = 0
 
 
 def _next_rows(rows, entry, flat, last, target, memo) -> None:
@@ -102,7 +200,7 @@ def _next_rows(rows, entry, flat, last, target, memo) -> None:
     source = rows.file_rows(entry["file"])
     following = np.flatnonzero(~last)
     if isinstance(source, FrameRows):
-        _decode(source, flat[following] + 1, target, memo.setdefault(entry["file"], {}),
+        decode_rows(source, flat[following] + 1, target, memo.setdefault(entry["file"], {}),
                 positions=following)  # fmt: skip
     else:
         target[following] = source[flat[following] + 1]
@@ -116,7 +214,7 @@ def _next_rows(rows, entry, flat, last, target, memo) -> None:
         target[ends] = 0
 
 
-def _decode(
+def decode_rows(
     frames: FrameRows,
     wanted: np.ndarray,
     target: np.ndarray,

@@ -89,9 +89,12 @@ def test_real_jpegs_decode_into_the_batch_as_their_decoder_gives_them(
     selection = Selection.from_rows(_rows(root, "openx", "mt_opt_rlds"), root)
     batched = _batches(selection, "batch")
     _same(batched, _batches(selection, "item"))
-    (camera, *_) = _frames_keys(batched[0])
+    camera = next(k for k in _frames_keys(batched[0]) if k[0] != "next")
     c, h, w = batched[0].get(camera).shape[-3:]
     assert batched[0].get(camera).stride()[-3:] == (1, w * c, c)  # pixels as decoded: HWC
+    refs = list(EpisodeStream(selection, SLICE, drop_last=True, decode="batch"))[:BATCH]
+    batch = ted_collate(refs)  # ("next", camera): the camera's rows shifted by one, no copy
+    assert batch.get(("next", *camera)).data_ptr() == batch.get(camera).data_ptr() + c * h * w
 
 
 def test_the_map_style_dataset_reads_by_reference_too(warehouse_root):
@@ -131,3 +134,29 @@ def test_worker_batches_come_through_the_slot_equal(minari_root):
     assert mine and mine.keys() <= theirs.keys()  # (each worker drops its own last batch)
     _same([mine[k] for k in sorted(mine)], [theirs[k] for k in sorted(mine)])
     assert np.prod(got[0].batch_size) == BATCH * SLICE
+
+
+@pytest.mark.integration  # DataLoader workers
+def test_step_windows_from_workers_equal_the_main_process(minari_root):
+    """StepWindowDataset's batches written into a worker's slot (frames decoded into it) equal
+    the same indices gathered in the main process."""
+    from episode_warehouse.loading import StepWindowDataset, no_collate
+
+    root, dataset_id = minari_root
+    selection = Selection.from_rows(_rows(root, "minari", dataset_id), root)
+    probe = EpisodeStream(selection, SLICE)
+    td = probe.cache.get("minari", dataset_id)
+    from episode_warehouse.frames.tensor import FrameTensor
+
+    camera = next(k for k in td.keys(True, True) if isinstance(td.get(k), FrameTensor))
+    deltas = {camera: [-1, 0, 2], ("next", *camera): [0], "action": [0, 1]}
+    windows = StepWindowDataset(selection, deltas)
+    loader = DataLoader(windows, batch_size=5, num_workers=2, collate_fn=no_collate)
+    got = [batch.clone() for batch in loader]
+    want = [windows.__getitems__(list(range(k, min(k + 5, len(windows)))))
+            for k in range(0, len(windows), 5)]  # fmt: skip
+    assert len(got) == len(want) > 1
+    for a, b in zip(got, want, strict=True):
+        for key in b.keys(True, True):
+            assert torch.equal(a.get(key), b.get(key)), key
+    assert ted_collate(want[0]) is want[0]  # a batch the dataset made passes through
