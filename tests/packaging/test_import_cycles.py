@@ -11,9 +11,13 @@ from collections import defaultdict
 
 import grimp
 
-
 PACKAGES = (
-    "episode_warehouse", "warehouse_cli", "warehouse_fixtures", "assets", "resources", "sensors",
+    "episode_warehouse",
+    "warehouse_cli",
+    "warehouse_fixtures",
+    "assets",
+    "resources",
+    "sensors",
 )
 
 
