@@ -184,7 +184,25 @@ def _started_on(cluster: Cluster, backfill_id: str, step: str, timeout: float = 
             ):
                 return run.tags[WORKER_TAG]
         time.sleep(0.3)
-    raise AssertionError(f"no run of {backfill_id} reached {step}")
+    raise AssertionError(
+        f"no run of {backfill_id} reached {step}\n" + _diagnosis(cluster, backfill_id)
+    )
+
+
+def _diagnosis(cluster: Cluster, backfill_id: str) -> str:
+    """What a stuck wait shows: the backfill's runs (status, worker, last events) and the tail
+    of each service's log, so that a failure on CI says where the run stopped."""
+    lines = []
+    for record in cluster.runs(backfill_id):
+        run = record.dagster_run
+        events = cluster.instance.all_logs(run.run_id)[-5:]
+        lines.append(f"run {run.run_id[:8]} {run.status} worker={run.tags.get(WORKER_TAG)!r}")
+        lines += [f"    {e.dagster_event_type or ''} {e.step_key or ''} {e.user_message[:160]}"
+                  for e in events]  # fmt: skip
+    for log in sorted((cluster.folder / "logs").glob("*.log")):
+        tail = log.read_text(errors="replace").splitlines()[-8:]
+        lines += [f"--- {log.name}", *(f"    {line[:200]}" for line in tail)]
+    return "\n".join(lines or ["no run was made"])
 
 
 def _postgres(cluster: Cluster):
