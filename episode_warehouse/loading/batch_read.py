@@ -8,9 +8,11 @@ gathered at once and every camera's frames decoded straight into the worker's sh
 slot (:func:`~episode_warehouse.ted.gather.gather`), each distinct frame once. The default,
 ``decode="item"``, yields each slice decoded, as before; both give the same batch values.
 
-A batch is read so when its slices are of one partition whose files are on this machine and of
-one length; any other batch (a bucket root's, which reads episodes ahead by ranges; slices of
-several partitions or lengths) is read slice by slice and stacked, the same values.
+A batch is read so when its slices are of one partition whose files are on this machine, with
+a camera stored encoded, and of one length; any other batch (a bucket root's, which reads
+episodes ahead by ranges; slices of several partitions or lengths; a TED with nothing to decode,
+whose slices of the memory map stack as fast) is read slice by slice and stacked, the same
+values.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ def read_batch(refs: list[SliceRef]) -> TensorDictBase | None:
     rows = cache.reader(*next(iter(parts))).mapped_rows() if len(parts) == 1 else None
     if rows is None or len(lengths) != 1 or any(r.cache is not cache for r in refs):
         return None
+    if not any("frames" in entry for entry in rows.ted.keys.values()):
+        return None  # nothing to decode: slices of the memory map, stacked, are as fast
     (length,) = lengths
     selected = np.array([r.row for r in refs], dtype=np.int64)
     starts = np.asarray(s.start, dtype=np.int64)[selected] + [r.offset for r in refs]

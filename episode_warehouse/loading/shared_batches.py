@@ -220,8 +220,12 @@ def stack_into_slot(items: list[TensorDictBase]) -> TensorDictBase | None:
     out = TensorDict(batch_size=(len(items), *items[0].batch_size))
     views = _views(data, leaves)  # type: ignore[arg-type]
     for leaf, view in zip(leaves, views, strict=True):
-        for k, item in enumerate(items):  # copy_ per item: torch.stack(out=) into a slot's
-            view[k].copy_(item.get(leaf.key))  # view took 36x as long (63 MB of pixels)
+        values = [item.get(leaf.key) for item in items]
+        if leaf.channels_last:  # torch.stack(out=) into a channels-last view took 36x as
+            for k, value in enumerate(values):  # long as a copy_ per item (63 MB of pixels)
+                view[k].copy_(value)
+        else:
+            torch.stack(values, out=view)
         out.set(leaf.key, view)
     extras = {name: torch.stack([item.get(name) for item in items]) for name in texts}
     for name, value in extras.items():
