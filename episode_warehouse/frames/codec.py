@@ -20,7 +20,10 @@ one row (decompression bombs stop at the header).
 
 from __future__ import annotations
 
+import math
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,6 +32,7 @@ from episode_warehouse.image_header import PNG_SIGNATURE, image_size
 
 JPEG_SIGNATURE = b"\xff\xd8\xff"
 ZSTD_SIGNATURE = b"\x28\xb5\x2f\xfd"
+VIDEO_REF = b"EWVR"  # a reference into a video file (frames/video.py decodes it)
 ZSTD_LEVEL = 3
 _FIX = "re-materialize the decoded stage of this partition (the stored frame is damaged)"
 _local = threading.local()
@@ -46,20 +50,31 @@ def _zstd():
     return contexts
 
 
-def kind(blob: bytes | memoryview) -> str:
-    """``jpeg``, ``png``, ``zstd`` or ``empty``; anything else is ``unknown``."""
+@dataclass(frozen=True)
+class Codec:
+    """One kind of stored frame: the signature its bytes start with, the media type a viewer
+    serves them as (None: drawn, not served as stored) and how they become a row (sizes checked
+    before anything is decoded; None: a video reference, decoded by its camera's files)."""
+
+    kind: str
+    signature: bytes
+    media_type: str | None
+    decode: Callable[[bytes | memoryview, tuple[int, ...], np.dtype, str], np.ndarray] | None
+
+
+def codec_of(blob: bytes | memoryview) -> Codec | None:
+    """The codec whose signature ``blob`` starts with, or None."""
     head = bytes(blob[:8])
-    if not head:
+    codec = _BY_HEAD.get(head[:4]) or _BY_HEAD.get(head[:3])  # (JPEG's signature: 3 bytes)
+    return codec if codec is not None and head.startswith(codec.signature) else None
+
+
+def kind(blob: bytes | memoryview) -> str:
+    """``jpeg``, ``png``, ``zstd``, ``video`` or ``empty``; anything else is ``unknown``."""
+    if not len(blob):
         return "empty"
-    if head.startswith(JPEG_SIGNATURE):
-        return "jpeg"
-    if head.startswith(PNG_SIGNATURE):
-        return "png"
-    if head.startswith(ZSTD_SIGNATURE):
-        return "zstd"
-    if head.startswith(b"EWVR"):
-        return "video"  # a reference into a video file (frames/video.py decodes it)
-    return "unknown"
+    codec = codec_of(blob)
+    return "unknown" if codec is None else codec.kind
 
 
 def plain_png(blob: bytes) -> bool:
@@ -91,22 +106,6 @@ def declared_size(blob: bytes | memoryview) -> int | None:
     return None if size < 0 else int(size)
 
 
-def decompress_pixels(blob: bytes | memoryview, nbytes: int) -> bytes | None:
-    """The raw bytes of a zstd frame of exactly ``nbytes`` (never inflated past them, and a
-    frame declaring another size is not inflated at all), or None where they are not that:
-    :func:`decode_frame` then says why, naming the frame."""
-    import zstandard
-
-    declared = declared_size(blob)
-    if declared is not None and declared != nbytes:
-        return None
-    try:
-        raw = _zstd()[1].decompress(blob, max_output_size=nbytes)
-    except zstandard.ZstdError:
-        return None
-    return raw if len(raw) == nbytes else None
-
-
 def decode_frame(
     blob: bytes | memoryview, shape: tuple[int, ...], dtype: np.dtype, where: str
 ) -> np.ndarray:
@@ -117,33 +116,44 @@ def decode_frame(
         CorruptInputError: bytes of no known kind, a header that declares another size, bytes
             that do not decode (naming ``where``).
     """
-    what = kind(blob)
     dtype = np.dtype(dtype)
-    if what == "empty":
+    if not len(blob):
         return np.zeros(shape, dtype)
-    if what == "zstd":
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        import zstandard
-
-        said = declared_size(blob)
-        if said is not None and said != nbytes:
-            raise _other_size(where, f"{said:,} bytes (its header says)", shape, dtype)
-        try:
-            raw = _zstd()[1].decompress(blob, max_output_size=nbytes)
-        except zstandard.ZstdError as exc:
-            raise CorruptInputError(
-                f"a frame does not decode ({exc})", subject=where, fix=_FIX
-            ) from exc
-        if len(raw) != nbytes:
-            raise _other_size(where, f"{len(raw)} bytes", shape, dtype)
-        return np.frombuffer(raw, dtype).reshape(shape)
-    if what in ("unknown", "video"):  # a video reference is decoded by its camera's files
+    codec = codec_of(blob)
+    if codec is None or codec.decode is None:  # a video reference is decoded by its files
         raise CorruptInputError(
             "a frame is neither JPEG, PNG nor Zstandard bytes"
-            + (" (a video reference outside a video camera)" if what == "video" else ""),
+            + (" (a video reference outside a video camera)" if codec is not None else ""),
             subject=where,
             fix=_FIX,
         )
+    return codec.decode(blob, shape, dtype, where)
+
+
+def _decode_zstd(
+    blob: bytes | memoryview, shape: tuple[int, ...], dtype: np.dtype, where: str
+) -> np.ndarray:
+    import zstandard
+
+    nbytes = math.prod(shape) * dtype.itemsize  # (np.prod of a tuple: 4 us a frame)
+    said = declared_size(blob)
+    if said is not None and said != nbytes:
+        raise _other_size(where, f"{said:,} bytes (its header says)", shape, dtype)
+    try:
+        raw = _zstd()[1].decompress(blob, max_output_size=nbytes)
+    except zstandard.ZstdError as exc:
+        raise CorruptInputError(
+            f"a frame does not decode ({exc})", subject=where, fix=_FIX
+        ) from exc
+    if len(raw) != nbytes:
+        raise _other_size(where, f"{len(raw)} bytes", shape, dtype)
+    return np.frombuffer(raw, dtype).reshape(shape)
+
+
+def _decode_picture(
+    blob: bytes | memoryview, shape: tuple[int, ...], dtype: np.dtype, where: str
+) -> np.ndarray:
+    """A JPEG or PNG: its header must declare the row's height and width first."""
     data = bytes(blob)
     declared = image_size(data)
     if declared is None or declared[1:] != tuple(shape[-2:]):  # height, width
@@ -176,3 +186,13 @@ def _other_size(where: str, got: str, shape: tuple[int, ...], dtype: np.dtype):
         subject=where,
         fix=_FIX,
     )
+
+
+# Every kind of stored frame, by signature: a new codec is one entry here.
+CODECS: tuple[Codec, ...] = (
+    Codec("jpeg", JPEG_SIGNATURE, "image/jpeg", _decode_picture),
+    Codec("png", PNG_SIGNATURE, "image/png", _decode_picture),
+    Codec("zstd", ZSTD_SIGNATURE, None, _decode_zstd),
+    Codec("video", VIDEO_REF, None, None),
+)
+_BY_HEAD = {c.signature[:4]: c for c in CODECS}

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.frames.codec import ZSTD_SIGNATURE, decode_frame, decompress_pixels
-from episode_warehouse.frames.video import VIDEO_REF, VideoFiles
+from episode_warehouse.frames.codec import VIDEO_REF, decode_frame
+from episode_warehouse.frames.video import VideoFiles
 
 _FIX = "re-materialize the partition (its TED, or its decoded stage)"
 
@@ -99,7 +99,6 @@ class FrameRows:
         self.dtype = np.dtype(dtype)
         self.where = where
         self.cache = DecodedCache() if cache is None else cache
-        self._row_bytes = int(np.prod(self.row_shape, dtype=np.int64)) * self.dtype.itemsize
         self.videos = videos  # a video camera's files (its rows are references into them)
 
     @property
@@ -239,14 +238,11 @@ class FrameRows:
         return frame
 
     def _decode_one(self, blob: bytes | memoryview | np.ndarray, row: int) -> np.ndarray:
+        """One stored frame through the codec table (a video camera's references through its
+        files)."""
         blob = memoryview(blob)  # a slice of a memory map, of fetched bytes: not copied
-        head = bytes(blob[:4])
-        if head == ZSTD_SIGNATURE:  # compressed pixels: the common case, kept short
-            frame = decompress_pixels(blob, self._row_bytes)
-            if frame is not None:
-                return np.frombuffer(frame, self.dtype).reshape(self.row_shape)
         where = f"{self.where} row {row}"
-        if self.videos is not None and head == VIDEO_REF:
+        if self.videos is not None and bytes(blob[:4]) == VIDEO_REF:
             return self.videos.frame(blob, self.row_shape, where)
         return decode_frame(blob, self.row_shape, self.dtype, where)
 

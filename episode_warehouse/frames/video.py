@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.frames.codec import VIDEO_REF
 
-VIDEO_REF = b"EWVR"
 _REF = struct.Struct("<II")
 _FIX = "re-materialize the partition (its TED, or its decoded stage)"
 

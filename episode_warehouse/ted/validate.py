@@ -85,9 +85,7 @@ def check_ted(folder: Path) -> TedReport:
 def _foreign_frames(path: Path, offsets: np.ndarray, video: bool) -> np.ndarray:
     """Rows whose stored bytes do not start with a signature a camera may hold (JPEG, PNG,
     Zstandard; a video camera's references): four bytes a frame, no decoding."""
-    from episode_warehouse.frames.codec import JPEG_SIGNATURE, ZSTD_SIGNATURE
-    from episode_warehouse.frames.video import VIDEO_REF
-    from episode_warehouse.image_header import PNG_SIGNATURE
+    from episode_warehouse.frames.codec import CODECS, JPEG_SIGNATURE, VIDEO_REF
 
     sizes = np.diff(offsets)
     rows = np.flatnonzero(sizes > 0)
@@ -97,7 +95,7 @@ def _foreign_frames(path: Path, offsets: np.ndarray, video: bool) -> np.ndarray:
     short = sizes[rows] < 4
     starts = offsets[rows][~short]
     heads = np.stack([data[starts + k] for k in range(4)], axis=1)
-    allowed = [VIDEO_REF] if video else [JPEG_SIGNATURE, PNG_SIGNATURE, ZSTD_SIGNATURE]
+    allowed = [VIDEO_REF] if video else [c.signature for c in CODECS if c.decode is not None]
     ok = np.zeros(len(starts), dtype=bool)
     for signature in allowed:
         want = np.frombuffer(signature[:4], dtype=np.uint8)

@@ -21,7 +21,7 @@ import torch
 
 from episode_warehouse.decoded.format import DEPTH
 from episode_warehouse.export.png_writer import CHW, GRAY
-from episode_warehouse.frames.codec import kind
+from episode_warehouse.frames.codec import codec_of
 from episode_warehouse.frames.tensor import FrameTensor
 
 CHANNELS = (1, 3, 4)  # PIL's L, RGB and RGBA: the modes a uint8 array maps to
@@ -34,9 +34,9 @@ def stored_image(column: torch.Tensor, step: int, layout: str) -> tuple[bytes, s
     (pixels compressed with zstd, a video, a depth camera: drawn, not served as stored)."""
     if isinstance(column, FrameTensor) and layout != DEPTH:
         blob = column.frames.blob(step)
-        media = {"jpeg": "image/jpeg", "png": "image/png"}.get(kind(blob))
-        if media is not None:
-            return blob, media
+        codec = codec_of(blob)
+        if codec is not None and codec.media_type is not None:
+            return blob, codec.media_type
     return None
 
 

@@ -13,7 +13,7 @@ from tensordict import TensorDict
 
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames import FrameRows, FrameTensor, decode_frame, encode_pixels
-from episode_warehouse.frames.codec import kind
+from episode_warehouse.frames.codec import CODECS, codec_of, kind
 
 
 def _png(pixels: np.ndarray) -> bytes:
@@ -94,3 +94,18 @@ def test_a_frame_tensor_decodes_what_it_is_indexed_with_inside_a_tensordict():
     assert camera.float().mean().item() == pytest.approx(pixels.mean())  # whole: decoded first
     stacked = torch.stack([td[0:2], td[5:7]])
     np.testing.assert_array_equal(stacked["pixels"][1].numpy(), pixels[5:7])
+
+
+def test_one_table_knows_every_kind_of_stored_frame():
+    """Every kind is one entry of CODECS (signature, media type, decoder): ``kind``, the
+    decoder, the viewer's media types and the TED check's signatures all read it."""
+    assert [c.kind for c in CODECS] == ["jpeg", "png", "zstd", "video"]
+    picture = io.BytesIO()
+    Image.fromarray(np.full((6, 8, 3), 90, np.uint8)).save(picture, format="PNG")
+    blob = picture.getvalue()
+    assert codec_of(blob).media_type == "image/png" and kind(blob) == "png"
+    np.testing.assert_array_equal(decode_frame(blob, (3, 6, 8), np.uint8, "t"), 90)
+    assert codec_of(b"GIF89a....") is None and kind(b"GIF89a....") == "unknown"
+    assert kind(b"") == "empty"
+    with pytest.raises(CorruptInputError, match="video reference outside a video camera"):
+        decode_frame(b"EWVR" + bytes(8), (3, 6, 8), np.uint8, "t")
