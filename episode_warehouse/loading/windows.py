@@ -22,7 +22,7 @@ from episode_warehouse.errors import ConfigError
 from episode_warehouse.frames.tensor import FrameTensor
 from episode_warehouse.loading.selection import Selection
 from episode_warehouse.loading.torch_datasets import _TedCache
-from episode_warehouse.ted.gather import Buffer, decode_rows, pixels_last, view_of
+from episode_warehouse.ted.gather import Buffer, decode_rows, flat_view, pixels_last, view_of
 
 Key = str | tuple[str, ...]
 
@@ -139,7 +139,7 @@ class StepWindowDataset(Dataset):
                 leaf, target = td.get(_name(key)), leaves[key]
                 flat = rows.reshape(-1)
                 if isinstance(leaf, FrameTensor):
-                    view = target.numpy().reshape(len(flat), *target.shape[2:])
+                    view = flat_view(target.numpy(), (len(flat), *target.shape[2:]))
                     decode_rows(leaf.frames, flat.numpy(), view, {})
                 else:
                     target.copy_(leaf[flat].reshape(target.shape))

@@ -155,7 +155,7 @@ def gather(
         if buffer.rows:  # the camera and its next rows: L + 1 rows a slice
             _camera_and_next(rows, entry, index, last, memory[buffer.key], buffer, memo)
             continue
-        target = _flat(leaf.numpy(), (len(flat), *buffer.shape[2:]))
+        target = flat_view(leaf.numpy(), (len(flat), *buffer.shape[2:]))
         if kind == ZEROS:
             target[...] = 0
         elif kind == NEXT_OF:
@@ -165,7 +165,7 @@ def gather(
             if isinstance(source, FrameRows):
                 decode_rows(source, flat, target, memo.setdefault(entry["file"], {}))
             else:
-                np.take(source, flat, axis=0, out=_flat(target, (len(flat), *source.shape[1:])))
+                np.take(source, flat, axis=0, out=flat_view(target, (len(flat), *source.shape[1:])))
         else:
             raise ValueError(f"unknown TED key kind {kind!r}")
     return out
@@ -183,7 +183,7 @@ def _camera_and_next(rows, entry, index, last, memory, buffer, memo) -> None:
     observations is not shared)."""
     items, length = index.shape
     whole = replace(buffer, shape=(items, buffer.rows, *buffer.shape[2:]), rows=0)
-    target = _flat(view_of(memory, whole).numpy(), (items * buffer.rows, *buffer.shape[2:]))
+    target = flat_view(view_of(memory, whole).numpy(), (items * buffer.rows, *buffer.shape[2:]))
     ends = last.reshape(items, length)[:, -1]
     wanted = np.concatenate([index, index[:, -1:] + 1], axis=1)  # (B, L + 1)
     places = np.arange(items * buffer.rows).reshape(items, buffer.rows)
@@ -238,7 +238,7 @@ def decode_rows(
             target[place] = decoded[row]
 
 
-def _flat(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+def flat_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """``array`` seen as ``shape``, never a copy (raises where its memory cannot be)."""
     view = array.view()
     view.shape = shape
