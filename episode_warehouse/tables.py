@@ -27,6 +27,7 @@ class Table:
     doc: str
     folder: str = "rows"
     file: str = ""
+    depth: int = 2  # names below the folder: <source>/<partition> (scores: <score>/<source>/...)
 
     @property
     def file_name(self) -> str:
@@ -43,7 +44,7 @@ class Table:
         schema = ",".join(f"{c.name}:{c.arrow}" for c in self.columns)
         return f"{self.name}/{hashlib.sha256(schema.encode()).hexdigest()[:12]}"
 
-    def view_sql(self, files: str | list[str]) -> str:
+    def view_sql(self, files: str | list[str], name: str = "") -> str:
         """``CREATE VIEW`` over the Parquet files matching a glob, or a list of files (typed,
         ordered columns). A column no file has yet (every file written before the column
         existed) reads as NULL: the files are unioned by name with a row-less relation of every
@@ -56,16 +57,16 @@ class Table:
             else "[" + ", ".join(_literal(f) for f in files) + "]"
         )
         return (
-            f"CREATE OR REPLACE VIEW {self.name} AS SELECT\n  {cols}\n"
+            f"CREATE OR REPLACE VIEW {name or self.name} AS SELECT\n  {cols}\n"
             f"FROM (SELECT * FROM read_parquet({source}, union_by_name = true)\n"
             f"  UNION ALL BY NAME (SELECT {typed} LIMIT 0))"
         )
 
-    def empty_view_sql(self) -> str:
+    def empty_view_sql(self, name: str = "") -> str:
         """``CREATE VIEW`` of no rows with this table's columns (a catalog that has no files of
         it yet, e.g. one written before the table existed)."""
         cols = ",\n  ".join(f'CAST(NULL AS {c.sql}) AS "{c.name}"' for c in self.columns)
-        return f"CREATE OR REPLACE VIEW {self.name} AS SELECT\n  {cols}\nLIMIT 0"
+        return f"CREATE OR REPLACE VIEW {name or self.name} AS SELECT\n  {cols}\nLIMIT 0"
 
     def markdown(self) -> str:
         rows = "\n".join(f"| `{c.name}` | {c.sql} | {c.doc} |" for c in self.columns)

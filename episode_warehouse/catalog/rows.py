@@ -12,6 +12,9 @@ import pyarrow.parquet as pq
 
 from episode_warehouse.catalog.episode_facts import episode_fact_columns
 from episode_warehouse.catalog.quality import quality_columns
+from episode_warehouse.curation.audit import audit_partition
+from episode_warehouse.curation.partition_arrays import PartitionArrays
+from episode_warehouse.curation.signatures import signature_columns
 from episode_warehouse.sources import registry
 from episode_warehouse.ted.files import read_meta
 from episode_warehouse.ted.layout import EPISODES
@@ -66,7 +69,10 @@ def catalog_rows(
         np.where(np.isnan(returns), np.nan, returns),
     )
     facts = episode_fact_columns(td, episodes, meta.extra.get("texts", {}))
-    for name, column in {**quality, **facts}.items():
+    fps = registry.fps(source, partition, meta.fps)
+    arrays = PartitionArrays.open(ted_folder)
+    curation = {**audit_partition(arrays, fps).columns(), **signature_columns(arrays)}
+    for name, column in {**quality, **facts, **curation}.items():
         episodes = episodes.append_column(name, column)
 
     partition_row = {
@@ -81,7 +87,7 @@ def catalog_rows(
         "run_id": run_id,
         "materialized_at": materialized_at,
         "source_url": meta.source_url,
-        "fps": registry.fps(source, partition, meta.fps),
+        "fps": fps,
         "robot_type": meta.robot_type,
     }
     return episodes, partition_row

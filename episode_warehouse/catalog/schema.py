@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from episode_warehouse.curation.audit import FINDING
 from episode_warehouse.decoded.episode_table import EPISODE_COLUMNS, EPISODE_DATA
 from episode_warehouse.tables import Column, Table
 
-__all__ = ["EPISODE_DATA", "EPISODES", "PARTITIONS", "STATISTICS", "TABLES", "Column", "Table"]
+__all__ = [
+    "CURATION_TABLES", "DUPLICATES", "EPISODE_DATA", "EPISODES", "JOINED", "PARTITIONS",
+    "SCORES", "STATISTICS", "TABLES", "Column", "Table",
+]  # fmt: skip
 
 
 EPISODES = Table(
@@ -67,6 +71,32 @@ EPISODES = Table(
             "within the episode that its DROID training keeps (see Episode facts)",
         ),
         Column("nonidle_steps", pa.int64(), "BIGINT", "steps in nonidle_ranges"),
+        Column(
+            "findings",
+            pa.list_(FINDING),
+            "STRUCT(kind VARCHAR, key VARCHAR, step BIGINT, steps BIGINT, detail VARCHAR)[]",
+            "the integrity audit's findings: kind, TED key, first step within the episode, "
+            "steps it spans, what was seen (see docs/curation.md)",
+        ),
+        Column("defects", pa.int64(), "BIGINT", "how many findings the audit made"),
+        Column(
+            "content_hash",
+            pa.string(),
+            "VARCHAR",
+            "BLAKE2b-128 of the episode's stored steps (numeric leaves and frame bytes)",
+        ),
+        Column(
+            "frame_hashes",
+            pa.list_(pa.int64()),
+            "BIGINT[]",
+            "64-bit difference hashes of frames at 1/4, 1/2, 3/4 of the episode, per camera",
+        ),
+        Column(
+            "trajectory_signature",
+            pa.list_(pa.float32()),
+            "FLOAT[]",
+            "actions and states, slog-scaled, resampled to 8 points (projected to 64 values)",
+        ),
     ),
     "One row per episode (fragment) of every materialized partition.",
 )
@@ -118,10 +148,56 @@ STATISTICS = Table(
     folder="statistics",
 )
 
-TABLES = (EPISODES, PARTITIONS, STATISTICS)
+DUPLICATES = Table(
+    "duplicates",
+    (
+        Column("source", pa.string(), "VARCHAR", "source of the episode"),
+        Column("partition", pa.string(), "VARCHAR", "partition key"),
+        Column("episode", pa.int64(), "BIGINT", "episode id within the partition"),
+        Column(
+            "near_duplicate_of",
+            pa.string(),
+            "VARCHAR",
+            "'source/partition#episode' of the episode its group keeps; NULL for that one",
+        ),
+        Column("duplicate_group", pa.string(), "VARCHAR", "the kept episode's name, per group"),
+    ),
+    "Every episode that has an exact or near duplicate (the episode_duplicates asset; "
+    "see docs/curation.md): one artifact for the whole warehouse.",
+    folder="duplicates",
+)
+
+SCORES = Table(
+    "scores",
+    (
+        Column("score", pa.string(), "VARCHAR", "the score's name (a column score_<name>)"),
+        Column("version", pa.string(), "VARCHAR", "the score function's version"),
+        Column("source", pa.string(), "VARCHAR", "source of the episode"),
+        Column("partition", pa.string(), "VARCHAR", "partition key"),
+        Column("episode", pa.int64(), "BIGINT", "episode id within the partition"),
+        Column("value", pa.float64(), "DOUBLE", "the score; NULL where it does not apply"),
+    ),
+    "Per-episode scores, one artifact per score and partition (the <source>_score_<name> "
+    "assets; see docs/curation.md).",
+    folder="scores",
+    depth=3,
+)
+
+# Columns the episodes view adds to the rows: joined from duplicates (and one DOUBLE column
+# score_<name> per score in the scores table)
+JOINED = tuple(c for c in DUPLICATES.columns if c.name in ("near_duplicate_of", "duplicate_group"))
+
+TABLES = (EPISODES, PARTITIONS, STATISTICS)  # per partition, with schema-only rows when empty
+CURATION_TABLES = (DUPLICATES, SCORES)
 ROWS_FORMAT = f"{EPISODES.format_id}+{PARTITIONS.format_id}"  # the catalog rows stage's format
 
 
 def schema_markdown() -> str:
     """The tables as Markdown (docs/catalog.md embeds this; a test keeps them in sync)."""
-    return "\n\n".join(t.markdown() for t in TABLES)
+    joined = "\n".join(f"| `{c.name}` | {c.sql} | {c.doc} |" for c in JOINED)
+    view = (
+        "The `episodes` view is `episode_rows` (the files above) with the curation columns "
+        "joined:\n\n| column | type | meaning |\n|---|---|---|\n" + joined + "\n"
+        "| `score_<name>` | DOUBLE | each score in the `scores` table, by name |"
+    )
+    return "\n\n".join([*(t.markdown() for t in (*TABLES, *CURATION_TABLES)), view])

@@ -11,6 +11,7 @@ them (:meth:`~episode_warehouse.storage.Root.published`).
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -18,7 +19,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from episode_warehouse.catalog.records import RowsRecord
-from episode_warehouse.catalog.schema import EPISODES, PARTITIONS, STATISTICS, TABLES, Table
+from episode_warehouse.catalog.schema import (
+    CURATION_TABLES,
+    DUPLICATES,
+    EPISODES,
+    JOINED,
+    PARTITIONS,
+    SCORES,
+    STATISTICS,
+    TABLES,
+    Table,
+)
 from episode_warehouse.incremental import Built, build_if_changed
 from episode_warehouse.storage import Root
 
@@ -26,7 +37,10 @@ log = logging.getLogger(__name__)
 DB_NAME = "catalog.duckdb"
 ROWS = "rows"
 _EMPTY = "_empty"  # a schema-only row set, so that the views work before any partition
-LAYOUT = 4  # of the folders the views read; an older catalog.duckdb is rebuilt
+LAYOUT = 5  # of the folders the views read; an older catalog.duckdb is rebuilt
+ROW_VIEW = "episode_rows"  # the episodes' files; the episodes view joins the curation columns
+DUPLICATES_REL = "catalog/duplicates/warehouse/all"  # one artifact for the whole warehouse
+SCORE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
 def _empty_tables(tables: list[Table]):
@@ -66,10 +80,44 @@ class CatalogStore:
         """``CREATE VIEW`` of every table over the files of its published partitions (an
         empty view of a table with no file yet, so that an older catalog still queries)."""
         statements = []
-        for table in TABLES:
-            files = self.root.table_files(f"catalog/{table.folder}", 2, table.file_name)
-            statements.append(table.view_sql(files) if files else table.empty_view_sql())
+        for table in (*TABLES, *CURATION_TABLES):
+            name = ROW_VIEW if table is EPISODES else table.name
+            files = self.root.table_files(f"catalog/{table.folder}", table.depth, table.file_name)
+            statements.append(table.view_sql(files, name) if files else table.empty_view_sql(name))
+        statements.append(episodes_view_sql(self.score_names()))
         return statements
+
+    def score_names(self) -> list[str]:
+        """The scores with a published partition (names checked: they become column names)."""
+        names = {rel.split("/")[2] for rel in self.root.published(f"catalog/{SCORES.folder}", 3)}
+        bad = sorted(n for n in names if not SCORE_NAME.match(n))
+        if bad:
+            log.warning("catalog: scores %s are not column names: left out of episodes", bad)
+        return sorted(n for n in names if SCORE_NAME.match(n))
+
+    def publish_duplicates(self, duplicates: pa.Table, inputs: dict) -> Built:
+        """Replace the warehouse's duplicates table unless built from the same ``inputs``."""
+
+        def build(tmp: Path) -> None:
+            schema = DUPLICATES.arrow_schema
+            pq.write_table(duplicates.select(schema.names).cast(schema), tmp / DUPLICATES.file_name)
+
+        return build_if_changed(self.root, self.root.folder / DUPLICATES_REL, inputs, build)
+
+    def score_dir(self, name: str, source: str, partition: str) -> Path:
+        """The artifact folder of one score of one partition."""
+        return self.root.folder / _score_rel(name, source, partition)
+
+    def publish_scores(
+        self, name: str, source: str, partition: str, scores: pa.Table, inputs: dict
+    ) -> Built:
+        """Replace one score's values of one partition unless built from the same ``inputs``."""
+
+        def build(tmp: Path) -> None:
+            schema = SCORES.arrow_schema
+            pq.write_table(scores.select(schema.names).cast(schema), tmp / SCORES.file_name)
+
+        return build_if_changed(self.root, self.score_dir(name, source, partition), inputs, build)
 
     def has_rows(self) -> bool:
         """Whether the catalog exists (its schema-only rows are published)."""
@@ -108,6 +156,8 @@ class CatalogStore:
     def remove_partition(self, source: str, partition: str) -> bool:
         """Remove a partition's rows and statistics; True if there were any."""
         removed = False
+        for name in self.score_names():
+            removed = self.root.artifact(_score_rel(name, source, partition)).delete() or removed
         for table in (STATISTICS, EPISODES):
             artifact = self.root.artifact(_partition_rel(source, partition, table))
             removed = artifact.delete() or removed
@@ -140,6 +190,32 @@ class CatalogStore:
 
 def _partition_rel(source: str, partition: str, table: Table) -> str:
     return f"catalog/{table.folder}/{source}/{quote(partition, safe='')}"
+
+
+def _score_rel(name: str, source: str, partition: str) -> str:
+    return f"catalog/{SCORES.folder}/{name}/{source}/{quote(partition, safe='')}"
+
+
+def episodes_view_sql(scores: list[str]) -> str:
+    """The ``episodes`` view: the rows with their duplicate group and one ``score_<name>``
+    column per score (``scores``: checked names)."""
+    joined = ", ".join(f'd."{c.name}"' for c in JOINED)
+    pivot = "".join(f", max(value) FILTER (WHERE score = '{n}') AS \"score_{n}\"" for n in scores)
+    picked = "".join(f', s."score_{n}"' for n in scores)
+    keys = "source, partition, episode"
+
+    def on(alias: str) -> str:
+        return " AND ".join(f"r.{k} = {alias}.{k}" for k in keys.split(", "))
+
+    return (
+        f"CREATE OR REPLACE VIEW episodes AS SELECT r.*, {joined}{picked}\n"
+        f"FROM {ROW_VIEW} r\nLEFT JOIN {DUPLICATES.name} d ON {on('d')}\n"
+        + (
+            f"LEFT JOIN (SELECT {keys}{pivot} FROM {SCORES.name} GROUP BY {keys}) s ON {on('s')}"
+            if scores
+            else ""
+        )
+    )
 
 
 def statistics_rel(source: str, partition: str) -> str:

@@ -1,0 +1,271 @@
+"""The integrity audit of one partition: findings per episode, each naming its kind, the TED
+key, the first step (within the episode) and how many steps it spans.
+
+Computed at the catalog stage from the TED it already reads, streaming over memory-mapped files
+(no episode is held whole). What each kind means, and what it costs:
+
+- ``bad_frame``: a stored frame whose bytes are not a whole frame of a known kind: checked for
+  *every* frame, without decoding, from the bytes themselves (a JPEG must start with its SOI
+  marker and end with EOI, a PNG with its IEND chunk; a zstd frame must start with its magic);
+  and a frame that fails to decode in the *decoded sample* (below).
+- ``frame_shape``: a sampled frame that decodes to another shape than its camera's rows.
+  The sample: every episode's first and last frame and every :data:`SAMPLE_EVERY`-th row,
+  decoded with the codec table's decoders (the pixels the loaders give).
+- ``frame_count``: a camera with fewer stored frames than the partition has steps (the steps
+  without a frame, per episode).
+- ``frozen_camera``: :data:`FROZEN_RUN` or more consecutive frames whose stored bytes are
+  identical (compared byte for byte where two neighbours have the same size; nothing decoded).
+  A video camera's rows are references, not pixels: it is not checked for this.
+- ``timestamp_order``, ``timestamp_gap``: a ``timestamp`` leaf (LeRobot) that does not increase,
+  or that jumps by more than :data:`GAP_PERIODS` periods of the partition's rate.
+- ``non_finite``: NaN or infinity in a float leaf (actions, states, rewards).
+- ``action_at_bound``: a continuous action dimension (at least :data:`PIN_MIN_VALUES` distinct
+  values in the partition) that stays at the partition's minimum or maximum for
+  :data:`PIN_RUN` or more consecutive steps: a clipped or saturated controller. A gripper held
+  closed at its largest value also reads as this: the finding says which dimension.
+- ``one_step``: an episode of one step.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from episode_warehouse.curation.partition_arrays import PartitionArrays
+from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.frames.codec import JPEG_SIGNATURE, VIDEO_REF, ZSTD_SIGNATURE, decode_frame
+from episode_warehouse.frames.rows import FrameRows
+from episode_warehouse.image_header import PNG_SIGNATURE
+
+log = logging.getLogger(__name__)
+
+KINDS = (
+    "bad_frame", "frame_shape", "frame_count", "frozen_camera", "timestamp_order",
+    "timestamp_gap", "non_finite", "action_at_bound", "one_step",
+)  # fmt: skip
+SAMPLE_EVERY = 64  # every 64th row of a camera is decoded, with each episode's first and last
+FROZEN_RUN = 30  # identical consecutive frames (2 s at DROID's 15 Hz, 3 s at 10 Hz)
+PIN_RUN = 10  # consecutive steps at a bound
+PIN_MIN_VALUES = 16  # distinct values for an action dimension to count as continuous
+GAP_PERIODS = 1.5  # a timestamp step longer than this many periods is a gap
+OTHER_SIZE = "a frame decodes to"  # how the codec's size errors begin
+CHUNK = 4096  # rows of raw pixels compared at once
+
+FINDING = pa.struct(
+    [("kind", pa.string()), ("key", pa.string()), ("step", pa.int64()),
+     ("steps", pa.int64()), ("detail", pa.string())]
+)  # fmt: skip
+COLUMNS = ("findings", "defects")
+
+
+class Findings:
+    """Findings of one partition, collected per episode."""
+
+    def __init__(self, starts: np.ndarray, lengths: np.ndarray) -> None:
+        self.starts = starts
+        self.ends = starts + lengths
+        self.by_episode: list[list[dict]] = [[] for _ in range(len(starts))]
+
+    def episode_of(self, row: int) -> int:
+        return int(np.searchsorted(self.ends, row, side="right"))
+
+    def episode_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.ends, rows, side="right")
+
+    def add_row(self, kind: str, key: str, row: int, steps: int, detail: str) -> None:
+        """A finding at TED row ``row`` (its episode found by the row)."""
+        e = self.episode_of(row)
+        if e < len(self.starts):
+            self.add(e, kind, key, row - int(self.starts[e]), steps, detail)
+
+    def add(self, episode: int, kind: str, key: str, step: int, steps: int, detail: str) -> None:
+        self.by_episode[episode].append(
+            {"kind": kind, "key": key, "step": int(step), "steps": int(steps), "detail": detail}
+        )
+
+    def columns(self) -> dict[str, pa.Array]:
+        return {
+            "findings": pa.array(self.by_episode, pa.list_(FINDING)),
+            "defects": pa.array([len(f) for f in self.by_episode], pa.int64()),
+        }
+
+
+def runs(flags: np.ndarray) -> Iterator[tuple[int, int]]:
+    """(start, length) of every run of True in a boolean array."""
+    padded = np.concatenate([[0], flags.astype(np.int8), [0]])
+    edges = np.flatnonzero(np.diff(padded))
+    yield from zip(edges[0::2].tolist(), (edges[1::2] - edges[0::2]).tolist(), strict=True)
+
+
+def _same_episode(arrays: PartitionArrays) -> np.ndarray:
+    """For rows 1..N-1: whether the row is in the same episode as the row before."""
+    first = np.zeros(arrays.rows, bool)
+    first[arrays.starts[arrays.lengths > 0]] = True
+    return ~first[1:]
+
+
+def _stored_bytes(rows: FrameRows) -> np.ndarray:
+    offsets = np.asarray(rows.offsets, np.int64)
+    return np.asarray(rows.read(int(offsets[0]), int(offsets[-1])))
+
+
+def _bad_bytes(rows: FrameRows, n: int) -> np.ndarray:
+    """Rows ``< n`` whose bytes are not a whole frame of a known kind (no decode)."""
+    offsets = np.asarray(rows.offsets[: n + 1], np.int64) - int(rows.offsets[0])
+    data = _stored_bytes(rows)
+    starts, ends = offsets[:-1], offsets[1:]
+    sizes = ends - starts
+    bad = sizes < 8
+    ok = ~bad
+    head = np.zeros((n, 4), np.uint8)
+    for i in range(4):
+        head[ok, i] = data[starts[ok] + i]
+    tail = np.zeros((n, 8), np.uint8)
+    for i in range(8):
+        tail[ok, i] = data[ends[ok] - 8 + i]
+    jpeg = (head[:, :3] == np.frombuffer(JPEG_SIGNATURE, np.uint8)).all(1)
+    png = (head == np.frombuffer(PNG_SIGNATURE[:4], np.uint8)).all(1)
+    zstd = (head == np.frombuffer(ZSTD_SIGNATURE, np.uint8)).all(1)
+    video = (head == np.frombuffer(VIDEO_REF, np.uint8)).all(1)
+    bad |= jpeg & ~((tail[:, 6] == 0xFF) & (tail[:, 7] == 0xD9))
+    bad |= png & ~(tail[:, :4] == np.frombuffer(b"IEND", np.uint8)).all(1)
+    bad |= ~(jpeg | png | zstd | video)
+    return np.flatnonzero(bad)
+
+
+def _sample_rows(arrays: PartitionArrays, n: int) -> np.ndarray:
+    ends = arrays.starts + arrays.lengths - 1
+    picks = np.concatenate([arrays.starts, ends[arrays.lengths > 0], np.arange(0, n, SAMPLE_EVERY)])
+    return np.unique(picks[(picks >= 0) & (picks < n)])
+
+
+def _check_frames(key: str, rows, arrays: PartitionArrays, found: Findings) -> None:
+    n = min(len(rows), arrays.rows)
+    if n < arrays.rows:  # steps without a frame
+        for e in np.flatnonzero(arrays.starts + arrays.lengths > n).tolist():
+            first = max(n, int(arrays.starts[e]))
+            found.add(e, "frame_count", key, first - int(arrays.starts[e]),
+                      int(arrays.starts[e] + arrays.lengths[e]) - first,
+                      f"{len(rows)} frames stored for {arrays.rows} steps")  # fmt: skip
+    same_episode = _same_episode(arrays)[: max(n - 1, 0)]
+    if isinstance(rows, FrameRows):
+        _check_encoded(key, rows, n, arrays, same_episode, found)
+    else:
+        _check_raw(key, rows, n, same_episode, found)
+
+
+def _check_encoded(key, rows: FrameRows, n, arrays, same_episode, found: Findings) -> None:
+    bad = _bad_bytes(rows, n)
+    for row in bad.tolist():
+        found.add_row("bad_frame", key, row, 1, "not a whole JPEG, PNG or zstd frame")
+    video = rows.videos is not None
+    seen_bad = set(bad.tolist())
+    for row in _sample_rows(arrays, n).tolist():
+        if row in seen_bad:
+            continue
+        try:
+            rows[row] if video else decode_frame(rows.blob(row), rows.row_shape, rows.dtype, key)
+        except CorruptInputError as exc:
+            kind = "frame_shape" if exc.what.startswith(OTHER_SIZE) else "bad_frame"
+            found.add_row(kind, key, row, 1, exc.what[:200])
+    if video:
+        return
+    offsets = np.asarray(rows.offsets[: n + 1], np.int64)
+    sizes = np.diff(offsets)
+    data = _stored_bytes(rows)
+    base = int(rows.offsets[0])
+    same = np.zeros(max(n - 1, 0), bool)
+    for i in np.flatnonzero((sizes[1:] == sizes[:-1]) & same_episode).tolist():
+        a, b, c = (int(offsets[i]) - base, int(offsets[i + 1]) - base,
+                   int(offsets[i + 2]) - base)  # fmt: skip
+        same[i] = np.array_equal(data[a:b], data[b:c])
+    _frozen_runs(key, same, found)
+
+
+def _check_raw(key: str, rows: np.ndarray, n: int, same_episode, found: Findings) -> None:
+    same = np.zeros(max(n - 1, 0), bool)
+    for a in range(0, n - 1, CHUNK):
+        b = min(n - 1, a + CHUNK)
+        block = np.asarray(rows[a : b + 1]).reshape(b + 1 - a, -1)
+        same[a:b] = (block[1:] == block[:-1]).all(1)
+    _frozen_runs(key, same & same_episode, found)
+
+
+def _frozen_runs(key: str, same: np.ndarray, found: Findings) -> None:
+    for start, length in runs(same):
+        if length + 1 >= FROZEN_RUN:
+            found.add_row("frozen_camera", key, start, length + 1,
+                          f"{length + 1} identical consecutive frames")  # fmt: skip
+
+
+def _check_values(arrays: PartitionArrays, found: Findings) -> None:
+    for key, values in arrays.numeric.items():
+        if values.dtype.kind != "f":
+            continue
+        bad = ~np.isfinite(values).all(1)
+        for e in np.unique(found.episode_of_rows(np.flatnonzero(bad))).tolist():
+            rows = np.flatnonzero(bad[arrays.starts[e] : arrays.starts[e] + arrays.lengths[e]])
+            found.add(e, "non_finite", key, int(rows[0]), len(rows),
+                      f"{len(rows)} steps hold NaN or infinity")  # fmt: skip
+
+
+def _check_actions(arrays: PartitionArrays, found: Findings) -> None:
+    same_episode = np.concatenate([[False], _same_episode(arrays)])
+    for key, values in arrays.floats("action"):
+        for d in range(values.shape[1]):
+            column = np.asarray(values[:, d])
+            finite = column[np.isfinite(column)]
+            if len(np.unique(finite)) < PIN_MIN_VALUES:
+                continue
+            for bound, name in ((finite.min(), "minimum"), (finite.max(), "maximum")):
+                at = column == bound
+                for start, length in runs(at):
+                    _pinned(key, d, name, bound, start, length, same_episode, found)
+
+
+def _pinned(key, d, name, bound, start, length, same_episode, found: Findings) -> None:
+    # a run may cross episodes: split it where an episode starts
+    cuts = [start] + [r for r in range(start + 1, start + length) if not same_episode[r]]
+    for a, b in zip(cuts, [*cuts[1:], start + length], strict=True):
+        if b - a >= PIN_RUN:
+            found.add_row("action_at_bound", f"{key}[{d}]", a, b - a,
+                          f"{b - a} steps at the partition's {name} {bound:.6g}")  # fmt: skip
+
+
+def _check_timestamps(arrays: PartitionArrays, fps: float | None, found: Findings) -> None:
+    for key, values in arrays.numeric.items():
+        if key.rsplit("/", 1)[-1] != "timestamp" or values.shape[1] != 1:
+            continue
+        t = values[:, 0].astype(np.float64)
+        for e, (s, n) in enumerate(zip(arrays.starts.tolist(), arrays.lengths.tolist(),
+                                       strict=True)):  # fmt: skip
+            step = np.diff(t[s : s + n])
+            back = np.flatnonzero(step <= 0)
+            if len(back):
+                found.add(e, "timestamp_order", key, int(back[0]) + 1, len(back),
+                          f"{len(back)} steps do not come after the one before")  # fmt: skip
+            if fps:
+                gaps = np.flatnonzero(step > GAP_PERIODS / fps)
+                if len(gaps):
+                    found.add(e, "timestamp_gap", key, int(gaps[0]) + 1, len(gaps),
+                              f"{len(gaps)} gaps, the longest {step[gaps].max():.4g} s "
+                              f"at {fps:g} Hz")  # fmt: skip
+
+
+def audit_partition(arrays: PartitionArrays, fps: float | None) -> Findings:
+    """Every finding of one partition (see the module's docs for the kinds)."""
+    found = Findings(arrays.starts, arrays.lengths)
+    for e in np.flatnonzero(arrays.lengths == 1).tolist():
+        found.add(e, "one_step", "", 0, 1, "the episode has one step")
+    _check_values(arrays, found)
+    _check_actions(arrays, found)
+    _check_timestamps(arrays, fps, found)
+    for key, rows in arrays.cameras.items():
+        _check_frames(key, rows, arrays, found)
+    total = sum(len(f) for f in found.by_episode)
+    if total:
+        log.info("audit of %s: %d findings", arrays.folder, total)
+    return found

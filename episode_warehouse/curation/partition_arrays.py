@@ -1,0 +1,81 @@
+"""A partition's TED files as arrays for the curation passes: numeric per-step leaves as
+``(rows, d)`` float64 views and cameras as their stored rows (encoded frames or raw pixels),
+memory-mapped, with the episodes' starts and lengths. Nothing is decoded here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from episode_warehouse.frames.rows import FrameRows
+from episode_warehouse.ted.assemble import MappedRows
+from episode_warehouse.ted.files import read_meta
+from episode_warehouse.ted.layout import ARRAY, EPISODES, UNSQUEEZE
+from episode_warehouse.ted.record import TedRecord
+
+# flags and ids a row carries for bookkeeping: ids differ between partitions of the same data
+_BOOKKEEPING = (
+    "done", "terminated", "truncated", "is_first", "is_last", "is_terminal", "is_init",
+    "episode", "episode_index", "index", "frame_index", "task_index",
+)  # fmt: skip
+
+
+def _is_camera(rows: np.ndarray | FrameRows) -> bool:
+    return isinstance(rows, FrameRows) or (rows.dtype == np.uint8 and rows.ndim >= 3)
+
+
+@dataclass
+class PartitionArrays:
+    """The rows of one TED folder, by TED key (``"action"``, ``"observation/image"``)."""
+
+    folder: Path
+    meta: TedRecord
+    starts: np.ndarray
+    lengths: np.ndarray
+    numeric: dict[str, np.ndarray] = field(default_factory=dict)  # (rows, d), any dtype
+    cameras: dict[str, np.ndarray | FrameRows] = field(default_factory=dict)
+    texts: dict[str, list[str]] = field(default_factory=dict)  # text leaf -> its lookup table
+
+    @classmethod
+    def open(cls, folder: Path) -> PartitionArrays:
+        folder = Path(folder)
+        meta = read_meta(folder)
+        episodes = pq.read_table(folder / EPISODES, columns=["start", "length"])
+        mapped = MappedRows(folder, meta)
+        texts = {k: list(v) for k, v in meta.extra.get("texts", {}).items()}
+        out = cls(
+            folder,
+            meta,
+            episodes.column("start").to_numpy().astype(np.int64),
+            episodes.column("length").to_numpy().astype(np.int64),
+            texts=texts,
+        )
+        for key, entry in sorted(meta.keys.items()):
+            if entry["kind"] not in (ARRAY, UNSQUEEZE) or key.rsplit("/", 1)[-1] in _BOOKKEEPING:
+                continue
+            rows = mapped.file_rows(entry["file"])
+            rows = rows.window(0, meta.rows) if isinstance(rows, FrameRows) else rows[: meta.rows]
+            if _is_camera(rows):
+                out.cameras[key] = rows
+            elif key.rsplit("/", 1)[-1] not in texts and key not in texts:
+                out.numeric[key] = np.asarray(rows).reshape(meta.rows, -1)
+        return out
+
+    @property
+    def rows(self) -> int:
+        return self.meta.rows
+
+    def episode_of_rows(self) -> np.ndarray:
+        """For every row, the index of its episode in the episodes table."""
+        return np.repeat(np.arange(len(self.starts)), self.lengths)
+
+    def floats(self, prefix: str) -> list[tuple[str, np.ndarray]]:
+        """Floating-point leaves whose key is ``prefix`` or under it."""
+        return [
+            (k, v)
+            for k, v in self.numeric.items()
+            if (k == prefix or k.startswith(prefix + "/")) and v.dtype.kind == "f"
+        ]
