@@ -1,9 +1,9 @@
 """The asset graph, generated from the source registry (``assets/sources``).
 
 Per source: its own raw and decoded assets, then the generated stages ``{name}_ted``,
-``{name}_catalog_rows``, ``{name}_statistics``, ``{name}_standardized`` and
-``{name}_lerobot_export``, with their checks;
-across sources: the episode catalog and the named-selection exports.
+``{name}_catalog_rows``, ``{name}_statistics``, ``{name}_standardized``,
+``{name}_lerobot_export`` and ``{name}_score_<score>``, with their checks;
+across sources: the episode catalog, the duplicates and the named-selection exports.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import dagster as dg
 
 from assets.catalog import catalog_rows_asset, episode_catalog
 from assets.checks import export_check, rows_check, ted_check
+from assets.curation import audit_check, duplicates_asset, registered_scores, score_asset
 from assets.lerobot import partition_export_asset, selection_lerobot_export
 from assets.sources import SOURCE_ASSETS
 from assets.sources.spec import SourceAssets
@@ -32,9 +33,10 @@ class SourceGraph:
     stages: dict[str, dg.AssetsDefinition]
     statistics: dg.AssetsDefinition
     checks: list[dg.AssetChecksDefinition]
+    scores: list[dg.AssetsDefinition]
 
     def assets(self) -> list[dg.AssetsDefinition]:
-        return [*self.stages.values(), self.statistics]
+        return [*self.stages.values(), self.statistics, *self.scores]
 
 
 def _partition_export_name(source: str):
@@ -61,6 +63,7 @@ def source_graph(spec: SourceAssets) -> SourceGraph:
     checks = [
         ted_check(name, ted),
         rows_check(name, rows),
+        audit_check(name, rows),
         *(factory(rows) for factory in spec.row_checks),
         export_check(export, _partition_export_name(name)),
     ]
@@ -76,6 +79,7 @@ def source_graph(spec: SourceAssets) -> SourceGraph:
         },  # fmt: skip
         statistics=statistics_asset(name, parts, ted),
         checks=checks,
+        scores=[score_asset(name, parts, ted, rows, s) for s in registered_scores()],
     )
 
 
@@ -86,6 +90,7 @@ def build_graph(
     graphs = {spec.name: source_graph(spec) for spec in sources}
     assets = [a for g in graphs.values() for a in g.assets()]
     assets += [episode_catalog, selection_lerobot_export]
+    assets.append(duplicates_asset([g.stages["catalog"] for g in graphs.values()]))
     checks = [c for g in graphs.values() for c in g.checks]
     checks.append(export_check(selection_lerobot_export, lambda context: context.partition_key))
     return graphs, assets, checks

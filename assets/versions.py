@@ -20,6 +20,7 @@ CATALOG_ROWS = "7"  # 2: folder per partition, source ids; 3: fps, robot_type; 4
 # 5: quality signals (idle_fraction, jerk, length_z, return_z); 6: fps a DOUBLE (1/dt);
 # 7: the integrity audit (findings, defects) and duplicate signatures
 EPISODE_CATALOG = "1"
+DUPLICATES = "1"
 STANDARDIZED = "1"  # the transforms have their own version (TRANSFORMS_VERSION)
 STATISTICS = "1"
 LEROBOT_EXPORT = "4"  # 2: fps, robot type, nested keys of LeRobot sources; 3: rewards if any;

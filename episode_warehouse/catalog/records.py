@@ -22,3 +22,20 @@ class StatisticsRecord(Record):
 
     keys: list[str]
     rows: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class DuplicatesRecord(Record):
+    """``catalog/duplicates/warehouse/all/meta.json``: episodes compared, listed, groups."""
+
+    episodes: int = 0
+    listed: int = 0
+    groups: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoresRecord(Record):
+    """``catalog/scores/<score>/<source>/<partition>/meta.json``: episodes, those scored."""
+
+    episodes: int = 0
+    scored: int = 0

@@ -86,16 +86,17 @@ EPISODES = Table(
             "BLAKE2b-128 of the episode's stored steps (numeric leaves and frame bytes)",
         ),
         Column(
+            "step_minhash",
+            pa.list_(pa.int64()),
+            "BIGINT[]",
+            "MinHash (64 values) of the episode's step fingerprints: shared values estimate "
+            "the share of steps two episodes have in common",
+        ),
+        Column(
             "frame_hashes",
             pa.list_(pa.int64()),
             "BIGINT[]",
-            "64-bit difference hashes of frames at 1/4, 1/2, 3/4 of the episode, per camera",
-        ),
-        Column(
-            "trajectory_signature",
-            pa.list_(pa.float32()),
-            "FLOAT[]",
-            "actions and states, slog-scaled, resampled to 8 points (projected to 64 values)",
+            "64-bit perceptual hashes (DCT) of frames at 1/4, 1/2, 3/4 of the episode, per camera",
         ),
     ),
     "One row per episode (fragment) of every materialized partition.",

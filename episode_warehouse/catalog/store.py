@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from episode_warehouse.catalog.records import RowsRecord
+from episode_warehouse.catalog.records import DuplicatesRecord, RowsRecord, ScoresRecord
 from episode_warehouse.catalog.schema import (
     CURATION_TABLES,
     DUPLICATES,
@@ -30,6 +31,7 @@ from episode_warehouse.catalog.schema import (
     TABLES,
     Table,
 )
+from episode_warehouse.errors import ConfigError
 from episode_warehouse.incremental import Built, build_if_changed
 from episode_warehouse.storage import Root
 
@@ -95,29 +97,45 @@ class CatalogStore:
             log.warning("catalog: scores %s are not column names: left out of episodes", bad)
         return sorted(n for n in names if SCORE_NAME.match(n))
 
-    def publish_duplicates(self, duplicates: pa.Table, inputs: dict) -> Built:
-        """Replace the warehouse's duplicates table unless built from the same ``inputs``."""
+    def publish_duplicates(
+        self, inputs: dict, find: Callable[[], tuple[pa.Table, DuplicatesRecord]]
+    ) -> Built[DuplicatesRecord]:
+        """Replace the warehouse's duplicates table with ``find()`` unless it was built from the
+        same ``inputs`` (``find`` is not called then)."""
 
-        def build(tmp: Path) -> None:
+        def build(tmp: Path) -> DuplicatesRecord:
+            duplicates, record = find()
             schema = DUPLICATES.arrow_schema
             pq.write_table(duplicates.select(schema.names).cast(schema), tmp / DUPLICATES.file_name)
+            return record
 
-        return build_if_changed(self.root, self.root.folder / DUPLICATES_REL, inputs, build)
+        return build_if_changed(self.root, self.root.folder / DUPLICATES_REL, inputs, build,
+                                record_type=DuplicatesRecord)  # fmt: skip
 
     def score_dir(self, name: str, source: str, partition: str) -> Path:
         """The artifact folder of one score of one partition."""
         return self.root.folder / _score_rel(name, source, partition)
 
     def publish_scores(
-        self, name: str, source: str, partition: str, scores: pa.Table, inputs: dict
-    ) -> Built:
-        """Replace one score's values of one partition unless built from the same ``inputs``."""
+        self, name: str, source: str, partition: str, inputs: dict, score: Callable[[], pa.Table]
+    ) -> Built[ScoresRecord]:
+        """Replace one score's values of one partition with ``score()`` unless they were built
+        from the same ``inputs`` (``score`` is not called then)."""
+        if not SCORE_NAME.match(name):
+            raise ConfigError(
+                f"a score named {name!r}", subject="score",
+                fix="name it with lower-case letters, digits and _ (it becomes score_<name>)",
+            )  # fmt: skip
 
-        def build(tmp: Path) -> None:
+        def build(tmp: Path) -> ScoresRecord:
+            scores = score()
             schema = SCORES.arrow_schema
             pq.write_table(scores.select(schema.names).cast(schema), tmp / SCORES.file_name)
+            values = scores.column("value")
+            return ScoresRecord(episodes=len(scores), scored=len(scores) - values.null_count)
 
-        return build_if_changed(self.root, self.score_dir(name, source, partition), inputs, build)
+        return build_if_changed(self.root, self.score_dir(name, source, partition), inputs, build,
+                                record_type=ScoresRecord)  # fmt: skip
 
     def has_rows(self) -> bool:
         """Whether the catalog exists (its schema-only rows are published)."""

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 import duckdb
 
 from episode_warehouse.catalog.query import QueryLimits, run_query
+from episode_warehouse.catalog.store import CatalogStore
 from episode_warehouse.errors import BusyError, CatalogQueryError
 from episode_warehouse.storage import Root
 
@@ -28,8 +29,10 @@ EPISODE_COLUMNS = (
     "terminated",
     "truncated",
     "language_instruction",
+    "defects",
+    "near_duplicate_of",
 )
-SORTS = ("episode", "length", "return", "idle_fraction", "jerk", "length_z", "return_z")
+SORTS = ("episode", "length", "return", "idle_fraction", "jerk", "length_z", "return_z", "defects")
 LIST_LIMIT = 500  # episodes listed at once; the page says when there are more
 LIMITS = QueryLimits(timeout_s=30, memory_limit="1GB")
 MAX_FILTER_CHARS = 16 << 10
@@ -142,17 +145,33 @@ def _where(where: str) -> str:
     return f"WHERE ({where}\n)" if where else ""  # a trailing -- comment cannot eat the ")"
 
 
-def episodes_sql(where: str, sort: str = "episode", descending: bool = False) -> str:
-    """The listing's query: the episodes that ``where`` selects, ordered by ``sort``."""
-    if sort not in SORTS:
+def episodes_sql(
+    where: str, sort: str = "episode", descending: bool = False, scores: tuple[str, ...] = ()
+) -> str:
+    """The listing's query: the episodes that ``where`` selects, ordered by ``sort``, with each
+    score column of ``scores`` (checked names) and the audit's findings."""
+    score_columns = tuple(f"score_{n}" for n in scores)
+    if sort not in SORTS + score_columns:
         raise CatalogQueryError(
-            f"cannot sort by {sort!r}", subject="sort", fix=f"sort by one of {', '.join(SORTS)}"
-        )
+            f"cannot sort by {sort!r}", subject="sort",
+            fix=f"sort by one of {', '.join(SORTS + score_columns)}",
+        )  # fmt: skip
     direction = "DESC" if descending else "ASC"
+    columns = ", ".join((*EPISODE_COLUMNS, *score_columns, "findings"))
     return (
-        f"SELECT {', '.join(EPISODE_COLUMNS)} FROM episodes {_where(where)} "
+        f"SELECT {columns} FROM episodes {_where(where)} "
         f"ORDER BY {sort} {direction} NULLS LAST, source, partition, episode"
     )
+
+
+def _flags(findings: list[dict] | None) -> list[str]:
+    """One line per finding of the integrity audit (the list's flag and its tooltip)."""
+    return [
+        f"{f['kind']} {f['key']} at step {f['step']} ({f['steps']} steps): {f['detail']}".replace(
+            "  ", " "
+        )
+        for f in findings or []
+    ]
 
 
 def selection_sql(where: str) -> str:
@@ -171,12 +190,17 @@ def episodes(root: Root, where: str = "", sort: str = "episode", descending: boo
     """The listed episodes (at most :data:`LIST_LIMIT`), whether there were more, and the
     ``warehouse export`` query and command line that save this filter as a named selection."""
     limits = QueryLimits(LIMITS.timeout_s, LIMITS.memory_limit, max_rows=LIST_LIMIT + 1)
-    sql = episodes_sql(check_filter(where), sort, descending)
+    scores = tuple(CatalogStore(root).score_names())
+    sql = episodes_sql(check_filter(where), sort, descending, scores)
     with query_slot():
         columns, rows = run_query(root, sql, limits=limits)
+    listed = _rows(columns, rows[:LIST_LIMIT])
+    for row in listed:
+        row["flags"] = _flags(row.pop("findings"))
     return {
-        "columns": columns,
-        "rows": _rows(columns, rows[:LIST_LIMIT]),
+        "columns": [c for c in columns if c != "findings"],
+        "sorts": [*SORTS, *(f"score_{n}" for n in scores)],
+        "rows": listed,
         "more": len(rows) > LIST_LIMIT,
         "selection_sql": selection_sql(where),
         "export_command": export_command(where, root.url),

@@ -4,7 +4,8 @@
 // Text from the warehouse is set as textContent only: names and tasks are never parsed as HTML.
 "use strict";
 
-const SORTS = ["episode", "length", "return", "idle_fraction", "jerk", "length_z", "return_z"];
+const SORTS = ["episode", "length", "return", "idle_fraction", "jerk", "length_z", "return_z",
+  "defects"];
 const SPEEDS = [0.25, 0.5, 1, 2, 4];
 const main = document.getElementById("main");
 const params = new URLSearchParams(location.search);
@@ -59,13 +60,14 @@ function fmt(value, digits = 3) {
 
 async function listView() {
   const where = params.get("where") || "";
-  const sort = SORTS.includes(params.get("sort")) ? params.get("sort") : "episode";
+  const asked = params.get("sort") || "episode";  // a score column is checked by the server
+  const sort = SORTS.includes(asked) || asked.startsWith("score_") ? asked : "episode";
   const desc = params.get("desc") === "1";
   const partitions = el("div", {}, "loading partitions ...");
   const input = el("input", { type: "text", id: "where", value: where,
     placeholder: "a SQL WHERE clause, e.g. length > 100 AND idle_fraction < 0.2" });
-  const sortBox = el("select", { id: "sort" }, SORTS.map((s) => el("option",
-    { value: s, selected: s === sort }, s)));
+  const sortBox = el("select", { id: "sort" }, [...new Set([...SORTS, sort])].map((s) =>
+    el("option", { value: s, selected: s === sort }, s)));
   const descBox = el("input", { type: "checkbox", id: "desc", checked: desc });
   const apply = () => {
     const q = new URLSearchParams({ where: input.value, sort: sortBox.value });
@@ -97,12 +99,18 @@ async function listView() {
       const target = { view: "episode", source: r.source, partition: r.partition,
         episode: r.episode, t: 0 };
       // every cell is a real link: a new tab (middle click, ctrl-click) opens the episode
-      const tr = el("tr", { class: "link", "data-source": r.source, "data-partition": r.partition,
-        "data-episode": r.episode },
+      // the integrity audit's findings: the row is flagged, each finding in its tooltip
+      const flagged = r.flags && r.flags.length > 0;
+      const tr = el("tr", { class: flagged ? "link flagged" : "link", "data-source": r.source,
+        "data-partition": r.partition, "data-episode": r.episode,
+        title: flagged ? r.flags.join("\n") : undefined },
         body.columns.map((c) => el("td", { class: typeof r[c] === "string" ? "text" : "" },
           link(target, fmt(r[c])))));
       return tr;
     });
+    for (const s of body.sorts || []) {  // the scores' columns sort too
+      if (![...sortBox.options].some((o) => o.value === s)) sortBox.append(el("option", { value: s }, s));
+    }
     const head = el("tr", {}, body.columns.map((c) => el("th", {}, c)));
     listed.replaceChildren(
       el("p", { id: "count", "data-count": body.rows.length },

@@ -75,6 +75,24 @@ def test_every_planted_defect_is_found_where_it_was_planted(tmp_path):
     assert got[3] == [("action_at_bound", "action[0]", 20, PIN_RUN + 2)]
     assert got[4] == [("one_step", "", 0, 1)]
 
+    # the viewer flags them and filters on them; a published score is a column it sorts by
+    from episode_warehouse.curation.scores import BUILT_IN
+    from episode_warehouse.stages.curation import publish_episode_scores
+    from episode_warehouse.viewer import listing
+
+    publish_episode_scores(layout, BUILT_IN[0], "openx", SPEC.name)
+    listed = listing.episodes(layout.root, "defects > 0", "score_quality", True)
+    assert sorted(r["episode"] for r in listed["rows"]) == [1, 3, 4]
+    assert "score_quality" in listed["columns"] and "score_quality" in listed["sorts"]
+    flags = {r["episode"]: r["flags"] for r in listed["rows"]}
+    assert flags[1] == [
+        f"frozen_camera observation/image at step 10 ({FROZEN_RUN + 5} steps): "
+        f"{FROZEN_RUN + 5} identical consecutive frames"
+    ]
+    quality = [r["score_quality"] for r in listed["rows"]]
+    assert quality[-1] is None and listed["rows"][-1]["episode"] == 4  # one step: no score
+    assert quality[0] >= quality[1] > 0
+
 
 def _ted(layout):
     return layout.ted_dir("openx", SPEC.name)

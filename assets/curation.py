@@ -1,0 +1,130 @@
+"""Curation wiring: a score asset per (source, score), the warehouse's duplicates, and the
+integrity audit's check (docs/curation.md)."""
+
+import os
+from collections import Counter
+
+import dagster as dg
+
+from assets import versions
+from assets.retries import only_transient_retries
+from episode_warehouse.catalog import run_query
+from episode_warehouse.curation.scores import BUILT_IN, Score, load_scores
+from episode_warehouse.stages.curation import publish_duplicates, publish_episode_scores
+from resources import WarehouseStorage
+
+SCORES_ENV = "EPISODE_WAREHOUSE_SCORES"  # module:attribute of users' scores, comma-separated
+
+
+def registered_scores() -> list[Score]:
+    """The built-in scores and those ``EPISODE_WAREHOUSE_SCORES`` names (read when the code
+    location loads: a new score is a reload of the location)."""
+    scores = [*BUILT_IN, *load_scores(os.environ.get(SCORES_ENV, ""))]
+    twice = [n for n, c in Counter(s.name for s in scores).items() if c > 1]
+    if twice:
+        raise dg.DagsterInvalidDefinitionError(
+            f"scores named twice: {twice}; give each score in {SCORES_ENV} a name of its own"
+        )
+    return scores
+
+
+def score_asset(
+    source: str,
+    partitions_def: dg.PartitionsDefinition,
+    ted: dg.AssetsDefinition,
+    rows: dg.AssetsDefinition,
+    score: Score,
+) -> dg.AssetsDefinition:
+    @dg.asset(
+        name=f"{source}_score_{score.name}",
+        partitions_def=partitions_def,
+        deps=[ted, rows],
+        group_name="curation",
+        kinds={"parquet"},
+        code_version=score.version,
+        automation_condition=dg.AutomationCondition.eager(),
+        owners=["team:data-platform"],
+        description=f"The score {score.name!r} of every episode of a {source} partition "
+        f"({score.doc}): the catalog column score_{score.name}.",
+    )
+    def _score(context: dg.AssetExecutionContext, warehouse: WarehouseStorage):
+        # Idempotent: computed once per TED, catalog rows and score version.
+        with only_transient_retries(context):
+            built = publish_episode_scores(warehouse.layout(), score, source, context.partition_key)
+            return dg.MaterializeResult(
+                metadata={
+                    "episodes": built.meta.episodes,
+                    "scored": built.meta.scored,
+                    "rebuilt": built.rebuilt,
+                },
+                data_version=dg.DataVersion(built.version),
+            )
+
+    return _score
+
+
+def duplicates_asset(rows_assets: list[dg.AssetsDefinition]) -> dg.AssetsDefinition:
+    @dg.asset(
+        name="episode_duplicates",
+        deps=rows_assets,
+        group_name="curation",
+        kinds={"duckdb", "parquet"},
+        code_version=versions.DUPLICATES,
+        automation_condition=dg.AutomationCondition.on_cron("*/15 * * * *"),
+        owners=["team:data-platform"],
+        pool="catalog_writer",
+        description="Exact and near duplicate episodes over the whole catalog, within and "
+        "across datasets: the episodes view's near_duplicate_of and duplicate_group.",
+    )
+    def _duplicates(context: dg.AssetExecutionContext, warehouse: WarehouseStorage):
+        # Idempotent: found again only when a partition's catalog rows changed.
+        with only_transient_retries(context):
+            built = publish_duplicates(warehouse.layout())
+            return dg.MaterializeResult(
+                metadata={
+                    "episodes": built.meta.episodes,
+                    "duplicates": built.meta.listed,
+                    "groups": built.meta.groups,
+                    "rebuilt": built.rebuilt,
+                },
+                data_version=dg.DataVersion(built.version),
+            )
+
+    return _duplicates
+
+
+def audit_check(source: str, rows_asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset=rows_asset,
+        name="integrity_audit",
+        description="The integrity audit's findings in the partition's catalog rows (frames, "
+        "frozen cameras, timestamps, NaN, actions at bounds, one-step episodes): a warning "
+        "naming each episode and step.",
+    )
+    def _check(
+        context: dg.AssetCheckExecutionContext, warehouse: WarehouseStorage
+    ) -> dg.AssetCheckResult:
+        key = context.op_execution_context.partition_key
+        _, rows = run_query(
+            warehouse.layout().root,
+            "SELECT episode, findings FROM episodes "
+            "WHERE source = ? AND partition = ? AND defects > 0 ORDER BY episode",
+            [source, key],
+        )
+        kinds = Counter(f["kind"] for _, findings in rows for f in findings)
+        first = [
+            f"episode {e} step {f['step']}: {f['kind']} {f['key']} ({f['detail']})"
+            for e, findings in rows[:20]
+            for f in findings
+        ]
+        return dg.AssetCheckResult(
+            passed=not rows,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={
+                "episodes_with_findings": len(rows),
+                "findings_by_kind": dg.MetadataValue.json(dict(kinds)),
+                "first_findings": dg.MetadataValue.json(first[:50]),
+            },
+        )
+
+    return _check

@@ -1,0 +1,101 @@
+"""Scores as catalog columns (#60): the built-ins against their definitions computed here from
+the written episodes and the catalog's own columns, a user's score, lineage (recomputed only
+when its inputs change), and a score used in select_episodes and as mixture weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from episode_warehouse.catalog import run_query
+from episode_warehouse.curation.scores import BUILT_IN, Score, load_scores
+from episode_warehouse.errors import ConfigError
+from episode_warehouse.loading.selection import select_episodes
+from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.stages.curation import publish_episode_scores
+from tests.helpers import build_openx
+from warehouse_fixtures.openx_writer import DatasetSpec
+
+SPEC = DatasetSpec("scored_robot", image_size=16)
+QUALITY, SUCCESS = BUILT_IN
+
+
+def _columns(layout, sql):
+    columns, rows = run_query(layout.root, sql)
+    return [dict(zip(columns, r, strict=True)) for r in rows]
+
+
+@pytest.mark.integration  # the catalog's query runs in a sandboxed child
+def test_built_in_scores_are_their_definitions_and_select_and_weigh(tmp_path):
+    layout = WarehouseLayout.local(tmp_path / "wh")
+    written = build_openx(layout, SPEC, [[12, 7, 30, 9], [15, 3, 22]], seed=5)
+    for score in BUILT_IN:
+        built = publish_episode_scores(layout, score, "openx", SPEC.name)
+        assert built.rebuilt and built.meta.episodes == 7
+    rows = _columns(
+        layout,
+        "SELECT episode, idle_fraction, jerk, score_quality, score_success_progress "
+        "FROM episodes ORDER BY episode",
+    )
+    jerks = np.array([r["jerk"] for r in rows])
+    median = np.median(jerks)
+    for r in rows:
+        assert r["score_quality"] == pytest.approx(
+            (1 - r["idle_fraction"]) / (1 + r["jerk"] / median)
+        )
+    # success: the fixture's sparse reward (1 on the last step of a terminal episode)
+    success = [bool(ep["steps"][-1]["reward"] == 1.0) for ep in written]
+    assert 0 < sum(success) < len(success)
+    returns = [sum(float(s["reward"]) for s in ep["steps"]) for ep in written]
+    best = max(returns)
+    want = [1.0 if ok else 0.5 * min(max(ret / best, 0), 1) for ok, ret in
+            zip(success, returns, strict=True)]  # fmt: skip
+    assert [r["score_success_progress"] for r in rows] == pytest.approx(want)
+
+    picked = select_episodes(
+        "SELECT source, partition, episode, start, length FROM episodes "
+        "WHERE score_success_progress = 1 ORDER BY episode",
+        str(layout.root.folder),
+    )
+    assert list(picked.episode) == [i for i, ok in enumerate(success) if ok]
+    weighted = select_episodes(
+        "WITH scored AS (SELECT *, coalesce(score_quality, 0) AS q FROM episodes) "
+        "SELECT source, partition, episode, start, length, q / sum(q) OVER () AS weight "
+        "FROM scored ORDER BY episode",
+        str(layout.root.folder),
+    )
+    q = np.array([r["score_quality"] for r in rows])
+    np.testing.assert_allclose(weighted.weight, q / q.sum())
+
+    assert not publish_episode_scores(layout, QUALITY, "openx", SPEC.name).rebuilt
+    bumped = Score(QUALITY.name, "2", QUALITY.compute)
+    assert publish_episode_scores(layout, bumped, "openx", SPEC.name).rebuilt
+
+
+def _length_score(given):
+    return given.column("length") / 10.0
+
+
+USER = Score("length_tenths", "1", _length_score, "length / 10")
+
+
+@pytest.mark.integration
+def test_a_users_score_is_a_column_and_bad_values_are_refused(tmp_path, monkeypatch):
+    layout = WarehouseLayout.local(tmp_path / "wh")
+    build_openx(layout, SPEC, [[4, 6]], seed=1)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "my_scores.py").write_text(
+        "from tests.episode_warehouse.curation.test_scores import USER\nSCORES = [USER]\n"
+    )
+    (score,) = load_scores("my_scores")
+    publish_episode_scores(layout, score, "openx", SPEC.name)
+    rows = _columns(layout, "SELECT length, score_length_tenths FROM episodes ORDER BY episode")
+    assert [(r["length"], r["score_length_tenths"]) for r in rows] == [(4, 0.4), (6, 0.6)]
+
+    wrong = Score("short", "1", lambda given: [1.0])
+    with pytest.raises(ConfigError, match="gave 1 values for 2 episodes"):
+        publish_episode_scores(layout, wrong, "openx", SPEC.name)
+    with pytest.raises(ConfigError, match="not column names|lower-case"):
+        publish_episode_scores(layout, Score("Bad Name", "1", _length_score), "openx", SPEC.name)
+    with pytest.raises(ConfigError, match="cannot be loaded"):
+        load_scores("no_such_module:SCORES")
