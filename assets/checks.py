@@ -101,3 +101,29 @@ def export_check(export: dg.AssetsDefinition, name_of) -> dg.AssetChecksDefiniti
         )
 
     return _check
+
+
+def croissant_check(export: dg.AssetsDefinition, name_of) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset=export,
+        name="croissant_loads",
+        description="mlcroissant validates the export's croissant.json and loads as many "
+        "frame and episode records as were exported.",
+    )
+    def _check(
+        context: dg.AssetCheckExecutionContext, warehouse: WarehouseStorage
+    ) -> dg.AssetCheckResult:
+        from episode_warehouse.export.describe import validate
+        from episode_warehouse.export.lerobot import CROISSANT_FILE
+
+        layout = warehouse.layout()
+        target = layout.lerobot_dir(name_of(context.op_execution_context))
+        meta = require(layout.root, target, "the LeRobot export", target.name, ExportRecord)
+        frames = validate(target / CROISSANT_FILE, "frames")
+        episodes = validate(target / CROISSANT_FILE, "episodes")
+        return dg.AssetCheckResult(
+            passed=frames == meta.frames and episodes == meta.episodes,
+            metadata={"frame_records": frames, "episode_records": episodes},
+        )
+
+    return _check

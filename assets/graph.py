@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from assets.catalog import catalog_rows_asset, episode_catalog
-from assets.checks import export_check, rows_check, ted_check
+from assets.checks import croissant_check, export_check, rows_check, ted_check
 from assets.curation import audit_check, duplicates_asset, registered_scores, score_asset
 from assets.lerobot import partition_export_asset, selection_lerobot_export
 from assets.sources import SOURCE_ASSETS
@@ -66,6 +66,7 @@ def source_graph(spec: SourceAssets) -> SourceGraph:
         audit_check(name, rows),
         *(factory(rows) for factory in spec.row_checks),
         export_check(export, _partition_export_name(name)),
+        croissant_check(export, _partition_export_name(name)),
     ]
     return SourceGraph(
         source=spec,
@@ -93,6 +94,7 @@ def build_graph(
     assets.append(duplicates_asset([g.stages["catalog"] for g in graphs.values()]))
     checks = [c for g in graphs.values() for c in g.checks]
     checks.append(export_check(selection_lerobot_export, lambda context: context.partition_key))
+    checks.append(croissant_check(selection_lerobot_export, lambda context: context.partition_key))
     return graphs, assets, checks
 
 

@@ -24,3 +24,10 @@ def add_source_arguments(parser, partition_help: str, *, many: bool = False) -> 
         default=None,
         help="last stage to build (default: all but standardized, which is built when named)",
     )
+
+
+def resource_config(args) -> dict[str, dict]:
+    """Resource config from command-line options (everything else comes from the environment)."""
+    from episode_warehouse.storage import root_setting
+
+    return {"warehouse": {"root": root_setting(args.root)}} if args.root else {}

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from episode_warehouse.errors import WarehouseError
-from warehouse_cli.arguments import add_source_arguments
+from warehouse_cli.arguments import add_source_arguments, resource_config
 from warehouse_cli.environment import (
     PROJECT_ROOT,
     cli_instance,
@@ -68,13 +68,6 @@ def _extra_of(module: str) -> str | None:
     return _EXTRA_OF.get(module) or sources.get(module)
 
 
-def _resources(args: argparse.Namespace) -> dict[str, dict]:
-    """Resource config from command-line options (everything else comes from the environment)."""
-    from episode_warehouse.storage import root_setting
-
-    return {"warehouse": {"root": root_setting(args.root)}} if args.root else {}
-
-
 def cmd_sql(args: argparse.Namespace) -> int:
     from episode_warehouse.catalog.query import QueryLimits, run_query
     from episode_warehouse.storage import parse_root
@@ -99,7 +92,7 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         args.through,
         instance=instance,
         video=args.video,
-        resources=_resources(args),
+        resources=resource_config(args),
     )
     if args.through in (
         None,
@@ -107,7 +100,7 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         "standardized",
         "lerobot",
     ):  # the partition's rows are in: the views
-        materialize_catalog(instance=instance, resources=_resources(args))
+        materialize_catalog(instance=instance, resources=resource_config(args))
     from warehouse_cli.console import partition_line
 
     print(partition_line(args.source, args.partition, result, time.perf_counter() - started))
@@ -139,7 +132,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             args.name,
             instance=cli_instance(args.root),
             video=args.video,
-            resources=_resources(args),
+            resources=resource_config(args),
         )
     except BaseException:
         if registered is None:  # a refused export leaves no selection behind: the fix can reuse it
@@ -197,6 +190,16 @@ def cmd_fixtures(args: argparse.Namespace) -> int:
             f"wrote DROID ({args.shards} shards of {args.per_shard} episodes, RLDS 1.0.1) to "
             f"{written}; build it: OPENX_URL={args.folder} ./warehouse materialize openx droid "
             f"(or as ranges: droid@00000-{min(args.shards, 4) - 1:05d}, ...)"
+        )
+        return 0
+    if args.kind == "reaching":
+        from warehouse_fixtures.curation_robot import write_reaching_with_copy
+
+        pairs = write_reaching_with_copy(folder, args.episodes, args.planted)
+        print(
+            f"wrote reach ({args.episodes} episodes + {sum(map(len, pairs.values()))} planted "
+            f"duplicates) and reach_copy (its first shard again) to {args.folder}; build them: "
+            f"OPENX_URL={args.folder} ./warehouse materialize openx reach (and reach_copy)"
         )
         return 0
     if args.kind == "mt_opt":
@@ -336,9 +339,10 @@ def build_parser() -> argparse.ArgumentParser:
     from warehouse_cli.cluster.commands import add_parsers
 
     add_parsers(sub)  # cluster up|status|down, backfill
-    from warehouse_cli import partitions
+    from warehouse_cli import curation, partitions
 
     partitions.add_parsers(sub)  # drop, recut
+    curation.add_parsers(sub)  # curate, describe
 
     p = sub.add_parser(
         "fixtures",
@@ -348,14 +352,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("folder")
     p.add_argument(
         "--kind",
-        choices=("demo", "droid", "mt_opt"),
+        choices=("demo", "droid", "mt_opt", "reaching"),
         default="demo",
         help="demo (default); droid: DROID's schema, --shards x --per-shard episodes; mt_opt: "
-        "the shared sample's shard with its TFDS builder's features.json",
+        "the shared sample's shard with its TFDS builder's features.json; reaching: a robot "
+        "dataset with planted duplicates (docs/curation.md)",
     )
     p.add_argument("--shards", type=int, default=8, help="droid: TFRecord shards (default 8)")
     p.add_argument("--per-shard", type=int, default=2, help="droid: episodes per shard (default 2)")
     p.add_argument("--samples", help="mt_opt: the samples folder (default: ../shared/samples)")
+    p.add_argument("--episodes", type=int, default=300, help="reaching: distinct episodes")
+    p.add_argument("--planted", type=int, default=30, help="reaching: planted duplicates")
     p.set_defaults(func=cmd_fixtures)
     return parser
 

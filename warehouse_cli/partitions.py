@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from episode_warehouse.errors import BusyError, ConfigError, PartitionKeyError
+from warehouse_cli.arguments import resource_config
 from warehouse_cli.environment import cli_instance
 
 if TYPE_CHECKING:  # the pipeline extra: imported where a command runs (a bare install parses)
@@ -112,7 +113,7 @@ def cmd_recut(args: argparse.Namespace) -> int:
     if old:
         drop(args, old)
         print(f"dropped {', '.join(old)}")
-    resources = {"warehouse": {"root": args.root}} if args.root else {}
+    resources = resource_config(args)
     for key in new:
         started = time.perf_counter()
         result = materialize_partition(

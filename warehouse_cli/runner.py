@@ -87,8 +87,10 @@ def materialize_partition(
     instance: dg.DagsterInstance | None = None,
     video: bool = False,
     resources: dict[str, dict] | None = None,
+    assets: list[str] | None = None,
 ) -> dg.ExecuteInProcessResult:
-    """Run the stages of ``source`` for one partition, with their asset checks.
+    """Run the stages of ``source`` for one partition, with their asset checks (``assets``:
+    these asset names of the source instead, e.g. its scores).
 
     ``resources`` overrides resource config for this run (``{"warehouse": {"root": ...}}``);
     everything else comes from the environment when the run starts.
@@ -102,7 +104,7 @@ def materialize_partition(
     dynamic = dynamic_partitions(source)
     if dynamic is not None and not instance.has_dynamic_partition(dynamic, partition):
         instance.add_dynamic_partitions(dynamic, [partition])
-    names = stage_assets(source, through)
+    names = assets if assets is not None else stage_assets(source, through)
     run_config: dict = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     exports = [n for n in names if n.endswith("lerobot_export")]
     if exports:
@@ -145,12 +147,20 @@ def materialize_partition(
     return result
 
 
+def score_assets(source: str) -> list[str]:
+    """The asset names of ``source``'s scores (``<source>_score_<name>``)."""
+    return [a.key.to_user_string() for a in _graphs()[registry.get(source).name].scores]
+
+
 def materialize_catalog(
-    instance: dg.DagsterInstance | None = None, resources: dict[str, dict] | None = None
+    instance: dg.DagsterInstance | None = None,
+    resources: dict[str, dict] | None = None,
+    asset: str = "episode_catalog",
 ) -> None:
     """Run the unpartitioned ``episode_catalog`` asset once (the catalog's views; otherwise its
     cron brings it up to date within 15 minutes, and until then the UI says it was never
-    materialized although every partition's rows are in).
+    materialized although every partition's rows are in); ``asset``: another unpartitioned
+    asset of the catalog (``episode_duplicates``).
 
     Raises:
         WarehouseError: the run failed.
@@ -168,10 +178,14 @@ def materialize_catalog(
         .execute_in_process(
             run_config=run_config,
             instance=instance,
-            asset_selection=[dg.AssetKey("episode_catalog")],
+            asset_selection=[dg.AssetKey(asset)],
             raise_on_error=False,
             tags={NO_RETRIES_TAG: "off", **process_tags()},
         )
     )
     if not result.success:
-        raise WarehouseError("the catalog's views could not be rebuilt", subject="episode_catalog")
+        for event in result.all_events:
+            if event.is_step_failure and event.step_failure_data.error:
+                text = our_error(event.step_failure_data.error).message.strip().splitlines()[0]
+                raise WarehouseError(text, subject=asset)
+        raise WarehouseError("the run failed", subject=asset)

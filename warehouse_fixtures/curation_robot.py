@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import shutil
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,4 +130,17 @@ def write_reaching(
                           format=tarfile.USTAR_FORMAT) as tar:  # fmt: skip
             for i in range(first, min(first + per_shard, len(payloads))):
                 add_member(tar, f"{name}_{i:06d}.data.pickle", pickle.dumps(payloads[i], 4))
+    return pairs
+
+
+def write_reaching_with_copy(
+    root: Path, episodes: int, planted: int, *, seed: int = 0, per_shard: int = 100
+) -> dict[str, list[tuple[int, int]]]:
+    """``reach`` (:func:`write_reaching`) and ``reach_copy``: its first shard published again
+    as a dataset of its own (every episode of it an exact duplicate across datasets)."""
+    pairs = write_reaching(root, "reach", episodes, seed=seed, per_shard=per_shard,
+                           planted=planted)  # fmt: skip
+    copy = Path(root) / "reach_copy"
+    copy.mkdir(parents=True, exist_ok=True)
+    shutil.copy(Path(root) / "reach" / "reach_00000.tar", copy / "reach_copy_00000.tar")
     return pairs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from episode_warehouse.export.lerobot import SELECTION_MANIFEST
+from episode_warehouse.export.lerobot import CROISSANT_FILE, SELECTION_MANIFEST
 from episode_warehouse.records import EXPORT_RECORD
 
 
@@ -15,7 +15,8 @@ def differing_files(a: Path, b: Path) -> list[str]:
     ``fingerprint`` that ``datasets`` draws at random for every in-memory table it writes.
     JSON files are compared as values (lerobot orders the keys of ``stats.json`` by a set, which
     changes from process to process); every other file byte for byte. Our
-    ``meta/warehouse_export.json`` and ``meta/warehouse_selection.json`` are ignored.
+    ``meta/warehouse_export.json``, ``meta/warehouse_selection.json`` and
+    ``croissant.json`` are ignored.
     """
     import json
 
@@ -25,6 +26,7 @@ def differing_files(a: Path, b: Path) -> list[str]:
         return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()} - {
             EXPORT_RECORD,
             SELECTION_MANIFEST,
+            CROISSANT_FILE,
         }
 
     def schema_meta(table) -> dict:

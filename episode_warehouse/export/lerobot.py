@@ -21,19 +21,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from episode_warehouse.errors import ExportError, PartitionKeyError
-from episode_warehouse.export import lerobot_compat
+from episode_warehouse.export import croissant, lerobot_compat
 from episode_warehouse.export.episodes import ExportEpisode, create_dataset, export_episodes
 from episode_warehouse.export.frames import frame_paths, png_jobs, scratch_bytes, scratch_root
 from episode_warehouse.export.png_writer import PngWriters
 from episode_warehouse.export.record import ExportRecord
-from episode_warehouse.incremental import Built, build_if_changed, published_version
+from episode_warehouse.incremental import Built, build_if_changed, published, published_version
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.storage import Root
 
 log = logging.getLogger(__name__)
 # an input of every export: lerobot's dataset format and our layout of it (bump on change)
-EXPORT_FORMAT = "lerobot-v3.0/warehouse-export-v1"
+EXPORT_FORMAT = "lerobot-v3.0/warehouse-export-v2"  # v2: meta/croissant.json
 SELECTION_MANIFEST = "meta/warehouse_selection.json"  # Selection.load reads it back
+CROISSANT_FILE = croissant.FILE_NAME  # Croissant JSON-LD at the root (docs/curation.md)
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -140,6 +141,31 @@ def _write_dataset(
     return sum(e.length for e in episodes)
 
 
+def _source_license(layout: WarehouseLayout, keys: list[tuple[str, str]]) -> str | None:
+    """The licence every source partition states alike, or None."""
+    from episode_warehouse.records import RawRecord
+
+    stated = {
+        getattr(published(layout.root, layout.raw_dir(s, p), RawRecord), "license", None)
+        for s, p in keys
+    }
+    return stated.pop() if len(stated) == 1 else None
+
+
+def _write_croissant(request: ExportRequest, layout: WarehouseLayout, staging: Path) -> None:
+    keys = sorted({(e[0], e[1]) for e in request.episodes})
+    described = croissant.Described(
+        name=request.name,
+        description=f"A LeRobot v3.0 dataset exported by the episode warehouse: "
+        f"{len(request.episodes)} episodes.",
+        sources=keys,
+        sql=request.query or "",
+        license=_source_license(layout, keys),
+    )
+    document = croissant.export_document(staging, described)
+    croissant.write_document(document, staging / CROISSANT_FILE)
+
+
 def selection_file(name: str) -> str:
     """Where the root keeps the SQL of the named selection ``name`` (``warehouse export``)."""
     return f"selections/{check_export_name(name)}.sql"
@@ -217,6 +243,7 @@ def export_lerobot(
                 request.repo_id, layout.root.reader(), rows, staging, video=request.video
             )
         selection.save(staging / SELECTION_MANIFEST)  # what trained on it can pin it again
+        _write_croissant(request, layout, staging)
         return ExportRecord(
             name=request.name,
             frames=frames,
