@@ -43,8 +43,10 @@ def catalog_rows(
     run_id: str,
     data_version: str,
     materialized_at: datetime,
+    curation: bool = True,
 ) -> tuple[pa.Table, dict]:
-    """The ``episodes`` rows and the ``partitions`` row of one TED folder."""
+    """The ``episodes`` rows and the ``partitions`` row of one TED folder (``curation=False``:
+    without the audit and the duplicate signatures, NULL there: ``bench.curation``'s baseline)."""
     meta = read_meta(ted_folder)
     episodes = pq.read_table(Path(ted_folder) / EPISODES)
     n = episodes.num_rows
@@ -70,9 +72,11 @@ def catalog_rows(
     )
     facts = episode_fact_columns(td, episodes, meta.extra.get("texts", {}))
     fps = registry.fps(source, partition, meta.fps)
-    arrays = PartitionArrays.open(ted_folder)
-    curation = {**audit_partition(arrays, fps).columns(), **signature_columns(arrays)}
-    for name, column in {**quality, **facts, **curation}.items():
+    curated = {}
+    if curation:
+        arrays = PartitionArrays.open(ted_folder)
+        curated = {**audit_partition(arrays, fps).columns(), **signature_columns(arrays)}
+    for name, column in {**quality, **facts, **curated}.items():
         episodes = episodes.append_column(name, column)
 
     partition_row = {

@@ -8,9 +8,10 @@ Computed at the catalog stage from the TED it already reads, streaming over memo
   *every* frame, without decoding, from the bytes themselves (a JPEG must start with its SOI
   marker and end with EOI, a PNG with its IEND chunk; a zstd frame must start with its magic);
   and a frame that fails to decode in the *decoded sample* (below).
-- ``frame_shape``: a sampled frame that decodes to another shape than its camera's rows.
-  The sample: every episode's first and last frame and every :data:`SAMPLE_EVERY`-th row,
-  decoded with the codec table's decoders (the pixels the loaders give).
+- ``frame_shape``: a sampled frame whose header declares, or whose pixels have, another size
+  than its camera's rows. The sample: three frames per episode and camera, at 1/4, 1/2 and
+  3/4 of the episode (the frames the perceptual hashes read, decoded once for both; a JPEG at
+  1/8 of each side, which reads every coefficient as a full decode does).
 - ``frame_count``: a camera with fewer stored frames than the partition has steps (the steps
   without a frame, per episode).
 - ``frozen_camera``: :data:`FROZEN_RUN` or more consecutive frames whose stored bytes are
@@ -36,7 +37,7 @@ import pyarrow as pa
 
 from episode_warehouse.curation.partition_arrays import PartitionArrays
 from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.frames.codec import JPEG_SIGNATURE, VIDEO_REF, ZSTD_SIGNATURE, decode_frame
+from episode_warehouse.frames.codec import JPEG_SIGNATURE, VIDEO_REF, ZSTD_SIGNATURE
 from episode_warehouse.frames.rows import FrameRows
 from episode_warehouse.image_header import PNG_SIGNATURE
 
@@ -46,7 +47,6 @@ KINDS = (
     "bad_frame", "frame_shape", "frame_count", "frozen_camera", "timestamp_order",
     "timestamp_gap", "non_finite", "action_at_bound", "one_step",
 )  # fmt: skip
-SAMPLE_EVERY = 64  # every 64th row of a camera is decoded, with each episode's first and last
 FROZEN_RUN = 30  # identical consecutive frames (2 s at DROID's 15 Hz, 3 s at 10 Hz)
 PIN_RUN = 10  # consecutive steps at a bound
 PIN_MIN_VALUES = 16  # distinct values for an action dimension to count as continuous
@@ -136,12 +136,6 @@ def _bad_bytes(rows: FrameRows, n: int) -> np.ndarray:
     return np.flatnonzero(bad)
 
 
-def _sample_rows(arrays: PartitionArrays, n: int) -> np.ndarray:
-    ends = arrays.starts + arrays.lengths - 1
-    picks = np.concatenate([arrays.starts, ends[arrays.lengths > 0], np.arange(0, n, SAMPLE_EVERY)])
-    return np.unique(picks[(picks >= 0) & (picks < n)])
-
-
 def _check_frames(key: str, rows, arrays: PartitionArrays, found: Findings) -> None:
     n = min(len(rows), arrays.rows)
     if n < arrays.rows:  # steps without a frame
@@ -161,17 +155,16 @@ def _check_encoded(key, rows: FrameRows, n, arrays, same_episode, found: Finding
     bad = _bad_bytes(rows, n)
     for row in bad.tolist():
         found.add_row("bad_frame", key, row, 1, "not a whole JPEG, PNG or zstd frame")
-    video = rows.videos is not None
     seen_bad = set(bad.tolist())
-    for row in _sample_rows(arrays, n).tolist():
-        if row in seen_bad:
-            continue
-        try:
-            rows[row] if video else decode_frame(rows.blob(row), rows.row_shape, rows.dtype, key)
-        except CorruptInputError as exc:
-            kind = "frame_shape" if exc.what.startswith(OTHER_SIZE) else "bad_frame"
-            found.add_row(kind, key, row, 1, exc.what[:200])
-    if video:
+    for start, length in zip(arrays.starts.tolist(), arrays.lengths.tolist(), strict=True):
+        for row in arrays.sample_rows(start, length):
+            if row >= n or row in seen_bad:
+                continue
+            got = arrays.preview(key, row)
+            if isinstance(got, CorruptInputError):
+                kind = "frame_shape" if got.what.startswith(OTHER_SIZE) else "bad_frame"
+                found.add_row(kind, key, row, 1, got.what[:200])
+    if rows.videos is not None:
         return
     offsets = np.asarray(rows.offsets[: n + 1], np.int64)
     sizes = np.diff(offsets)

@@ -1,6 +1,9 @@
 """A partition's TED files as arrays for the curation passes: numeric per-step leaves as
-``(rows, d)`` float64 views and cameras as their stored rows (encoded frames or raw pixels),
-memory-mapped, with the episodes' starts and lengths. Nothing is decoded here."""
+``(rows, d)`` views and cameras as their stored rows (encoded frames or raw pixels),
+memory-mapped, with the episodes' starts and lengths; and the **sample** of frames the passes
+decode: each camera's frames at :data:`SAMPLE_FRACTIONS` of every episode, each decoded once
+into a small grey preview (:func:`~episode_warehouse.frames.codec.decode_preview`: a JPEG at
+1/8 of each side) that the audit checks and the perceptual hashes read."""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.frames.codec import decode_preview, grey
 from episode_warehouse.frames.rows import FrameRows
 from episode_warehouse.ted.assemble import MappedRows
 from episode_warehouse.ted.files import read_meta
@@ -21,6 +26,9 @@ _BOOKKEEPING = (
     "done", "terminated", "truncated", "is_first", "is_last", "is_terminal", "is_init",
     "episode", "episode_index", "index", "frame_index", "task_index",
 )  # fmt: skip
+
+
+SAMPLE_FRACTIONS = (0.25, 0.5, 0.75)  # of each episode: the frames decoded, per camera
 
 
 def _is_camera(rows: np.ndarray | FrameRows) -> bool:
@@ -38,6 +46,9 @@ class PartitionArrays:
     numeric: dict[str, np.ndarray] = field(default_factory=dict)  # (rows, d), any dtype
     cameras: dict[str, np.ndarray | FrameRows] = field(default_factory=dict)
     texts: dict[str, list[str]] = field(default_factory=dict)  # text leaf -> its lookup table
+    _previews: dict[tuple[str, int], np.ndarray | CorruptInputError] = field(
+        default_factory=dict, repr=False
+    )
 
     @classmethod
     def open(cls, folder: Path) -> PartitionArrays:
@@ -71,6 +82,26 @@ class PartitionArrays:
     def episode_of_rows(self) -> np.ndarray:
         """For every row, the index of its episode in the episodes table."""
         return np.repeat(np.arange(len(self.starts)), self.lengths)
+
+    def sample_rows(self, start: int, n: int) -> list[int]:
+        """The rows of an episode whose frames are decoded (one per sample fraction)."""
+        return [start + min(n - 1, int(f * n)) for f in SAMPLE_FRACTIONS] if n else []
+
+    def preview(self, key: str, row: int) -> np.ndarray | CorruptInputError:
+        """The grey preview of camera ``key``'s frame ``row`` (decoded once), or the error
+        that its bytes gave."""
+        if (key, row) not in self._previews:
+            rows = self.cameras[key]
+            try:
+                if isinstance(rows, FrameRows) and rows.videos is None:
+                    frame = decode_preview(rows.blob(row), rows.row_shape, rows.dtype,
+                                           f"{rows.where} row {row}")  # fmt: skip
+                else:
+                    frame = grey(np.asarray(rows[row]))
+                self._previews[key, row] = frame
+            except CorruptInputError as exc:
+                self._previews[key, row] = exc
+        return self._previews[key, row]
 
     def floats(self, prefix: str) -> list[tuple[str, np.ndarray]]:
         """Floating-point leaves whose key is ``prefix`` or under it."""

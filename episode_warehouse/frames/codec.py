@@ -60,6 +60,8 @@ class Codec:
     signature: bytes
     media_type: str | None
     decode: Callable[[bytes | memoryview, tuple[int, ...], np.dtype, str], np.ndarray] | None
+    # a small grey image (float32), where the codec can decode scaled (JPEG: 1/8 a side)
+    preview: Callable[[bytes | memoryview, tuple[int, ...], str], np.ndarray] | None = None
 
 
 def codec_of(blob: bytes | memoryview) -> Codec | None:
@@ -130,6 +132,43 @@ def decode_frame(
     return codec.decode(blob, shape, dtype, where)
 
 
+def grey(pixels: np.ndarray) -> np.ndarray:
+    """float32 (H, W) of a row as the TED keeps it: (C, H, W) or (H, W)."""
+    f = pixels.astype(np.float32)
+    return f[:3].mean(0) if f.ndim == 3 else f
+
+
+def decode_preview(
+    blob: bytes | memoryview, shape: tuple[int, ...], dtype: np.dtype, where: str
+) -> np.ndarray:
+    """A small grey image of one stored frame (float32): a JPEG decoded at 1/8 of each side
+    (libjpeg-turbo's scaled IDCT, through OpenCV; every coefficient is still read, so a
+    truncated frame fails as it does at full size), any other kind decoded whole and made grey.
+    What the curation passes look at (perceptual hashes, the audit's decoded sample); sizes are
+    checked first.
+
+    Raises:
+        CorruptInputError: as :func:`decode_frame`.
+    """
+    codec = codec_of(blob) if len(blob) else None
+    if codec is not None and codec.preview is not None:
+        return codec.preview(blob, shape, where)
+    return grey(decode_frame(blob, shape, dtype, where))
+
+
+def _preview_jpeg(blob: bytes | memoryview, shape: tuple[int, ...], where: str) -> np.ndarray:
+    import cv2  # libjpeg-turbo's scaled decode, grey: 0.11 ms for 256x320 against PIL's 0.3
+
+    data = bytes(blob)
+    declared = image_size(data)
+    if declared is None or declared[1:] != tuple(shape[-2:]):
+        raise _other_size(where, f"a header of {declared}", shape, np.dtype(np.uint8))
+    pixels = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_REDUCED_GRAYSCALE_8)
+    if pixels is None:
+        raise CorruptInputError("a frame does not decode", subject=where, fix=_FIX)
+    return pixels.astype(np.float32)
+
+
 def _decode_zstd(
     blob: bytes | memoryview, shape: tuple[int, ...], dtype: np.dtype, where: str
 ) -> np.ndarray:
@@ -190,7 +229,7 @@ def _other_size(where: str, got: str, shape: tuple[int, ...], dtype: np.dtype):
 
 # Every kind of stored frame, by signature: a new codec is one entry here.
 CODECS: tuple[Codec, ...] = (
-    Codec("jpeg", JPEG_SIGNATURE, "image/jpeg", _decode_picture),
+    Codec("jpeg", JPEG_SIGNATURE, "image/jpeg", _decode_picture, _preview_jpeg),
     Codec("png", PNG_SIGNATURE, "image/png", _decode_picture),
     Codec("zstd", ZSTD_SIGNATURE, None, _decode_zstd),
     Codec("video", VIDEO_REF, None, None),

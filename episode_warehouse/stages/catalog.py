@@ -12,12 +12,19 @@ from episode_warehouse.ted.record import TedRecord
 
 
 def publish_catalog_rows(
-    layout: WarehouseLayout, source: str, key: str, *, code_version: str, run_id: str
+    layout: WarehouseLayout,
+    source: str,
+    key: str,
+    *,
+    code_version: str,
+    run_id: str,
+    curation: bool = True,
 ) -> Built[RowsRecord]:
     """The catalog rows of one partition (episodes and partitions tables) from its TED.
 
     Rows that describe the same TED are kept, with the lineage (run id, time) of the run that
-    wrote them.
+    wrote them. ``curation=False`` leaves the audit and the duplicate signatures out (NULL):
+    the stage as it was before them, ``bench.curation``'s baseline.
     """
     from episode_warehouse.catalog import CatalogStore
     from episode_warehouse.catalog.rows import catalog_rows
@@ -33,6 +40,8 @@ def publish_catalog_rows(
         run_id=run_id,
         data_version=ted.version,
         materialized_at=datetime.now(UTC),
+        curation=curation,
     )
-    inputs = {"ted": ted.version, "code_version": code_version, "format": ROWS_FORMAT}
+    inputs = {"ted": ted.version, "code_version": code_version, "format": ROWS_FORMAT,
+              **({} if curation else {"curation": False})}  # fmt: skip
     return CatalogStore(layout.root).publish_partition(source, key, episodes, partition_row, inputs)

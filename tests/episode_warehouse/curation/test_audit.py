@@ -101,7 +101,7 @@ def _ted(layout):
 def test_damaged_frames_are_found_in_the_stored_bytes(tmp_path):
     """Bit rot after publishing: a frame's end marker overwritten (every frame is checked
     without decoding), a frame replaced by a valid JPEG of another size (the decoded
-    sample: an episode's first frame), NaN and infinity in a state (the decoders refuse them
+    sample: the frame half way through an episode), NaN and infinity in a state (the decoders refuse them
     at the source; the audit finds them in stored data)."""
     import io
 
@@ -115,7 +115,7 @@ def test_damaged_frames_are_found_in_the_stored_bytes(tmp_path):
     blobs[45] = blobs[45][:-2] + b"\x00\x00"  # episode 1, step 5: no EOI
     other = io.BytesIO()
     Image.fromarray(np.zeros((16, 16, 3), np.uint8)).save(other, format="JPEG")
-    blobs[80] = other.getvalue()  # episode 2, step 0: 16x16 in a 32x32 camera
+    blobs[100] = other.getvalue()  # episode 2, step 20 (sampled: half way): 16x16 in 32x32
     frames.unlink()  # (a hard link shared with the decoded stage: write a new file)
     frames.write_bytes(b"".join(blobs))
     new_offsets = np.concatenate([[0], np.cumsum([len(b) for b in blobs])]).astype(np.int64)
@@ -132,7 +132,7 @@ def test_damaged_frames_are_found_in_the_stored_bytes(tmp_path):
     assert [e["start"] for e in episodes] == [0, 40, 80]
     found = audit_partition(PartitionArrays.open(folder), fps=None).by_episode
     assert [(f["kind"], f["step"]) for f in found[1]] == [("bad_frame", 5)]
-    assert [(f["kind"], f["step"]) for f in found[2]] == [("frame_shape", 0)]
+    assert [(f["kind"], f["step"]) for f in found[2]] == [("frame_shape", 20)]
     assert [(f["kind"], f["key"], f["step"], f["steps"]) for f in found[0]] == [
         ("non_finite", "observation/state", 7, 2)
     ]
