@@ -140,7 +140,7 @@ def duplicates_quality(distinct: int, planted: int) -> dict:
     # every episode's identity: the distinct episode it is, or is a duplicate of
     identity = {("reach", e): e for e in range(distinct)}
     identity.update({("reach", d): o for v in built["pairs"].values() for o, d in v})
-    identity.update({("reach_copy", e): e for e in range(copies)})
+    identity.update({("reach_copy", e): identity[("reach", e)] for e in range(copies)})
     members: dict[int, list] = {}
     for key, e in identity.items():
         members.setdefault(e, []).append(key)
