@@ -41,6 +41,12 @@ def test_asset_keys_and_groups():
         "lerobot_lerobot_export": "lerobot",
         "minari_lerobot_export": "lerobot",
         "selection_lerobot_export": "lerobot",
+        "episode_duplicates": "curation",
+        **{
+            f"{source}_score_{score}": "curation"
+            for source in ("atari", "openx", "lerobot", "minari")
+            for score in ("quality", "success_progress")
+        },
     }
 
 
@@ -58,6 +64,10 @@ def test_lineage_edges():
     assert parents("lerobot_ted") == {"lerobot_episodes"}
     assert parents("minari_episodes") == {"minari_files"}
     assert parents("minari_ted") == {"minari_episodes"}
+    assert parents("openx_score_quality") == {"openx_ted", "openx_catalog_rows"}
+    assert parents("episode_duplicates") == {
+        f"{s}_catalog_rows" for s in ("atari", "openx", "lerobot", "minari")
+    }
     assert parents("episode_catalog") == {
         "atari_catalog_rows",
         "openx_catalog_rows",
