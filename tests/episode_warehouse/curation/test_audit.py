@@ -100,9 +100,9 @@ def _ted(layout):
 
 def test_damaged_frames_are_found_in_the_stored_bytes(tmp_path):
     """Bit rot after publishing: a frame's end marker overwritten (every frame is checked
-    without decoding), a frame replaced by a valid JPEG of another size (the decoded
-    sample: the frame half way through an episode), NaN and infinity in a state (the decoders refuse them
-    at the source; the audit finds them in stored data)."""
+    without decoding), a frame replaced by a valid JPEG of another size (the decoded sample:
+    the frame half way through an episode), NaN and infinity in a state (the decoders refuse
+    them at the source; the audit finds them in stored data)."""
     import io
 
     from PIL import Image
