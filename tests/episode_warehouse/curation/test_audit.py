@@ -155,3 +155,38 @@ def test_timestamps_that_jump_or_go_back(tmp_path, jump):
     assert found.by_episode[0] == []
     kind = "timestamp_gap" if jump > 0 else "timestamp_order"
     assert [(f["kind"], f["step"]) for f in found.by_episode[1]] == [(kind, 5)]
+
+
+@pytest.mark.integration  # lerobot's writer, the catalog's sandboxed query
+def test_a_lerobot_recording_with_a_dropped_frame_and_a_clock_step_back(tmp_path):
+    """A LeRobot dataset written by lerobot, then its timestamps edited as a recorder that
+    dropped a frame (a 2-period jump) and one whose clock stepped back would write them: the
+    audit names both, where they are, and nothing else."""
+    import pyarrow as pa
+
+    from tests.helpers import _LINEAGE
+    from warehouse_fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
+
+    spec = LeRobotSpec(repo_id="lab/clock", lengths=(8, 8, 8), cameras={"top": (8, 8)}, fps=10)
+    folder = write_lerobot_dataset(spec, tmp_path / "src")
+    (data,) = sorted(folder.glob("data/*/*.parquet"))
+    table = pq.read_table(data)
+    t = table.column("timestamp").to_numpy().copy()
+    t[8 + 5 :] += 0.1  # episode 1 from step 5: a frame dropped (0.2 s between two steps)
+    t[16 + 3] = t[16 + 2] - 0.05  # episode 2, step 3: before step 2
+    column = table.schema.get_field_index("timestamp")
+    table = table.set_column(column, "timestamp", pa.array(t, table.schema.field(column).type))
+    pq.write_table(table, data)
+
+    from episode_warehouse.sources.lerobot.dataset import open_lerobot_folder
+    from episode_warehouse.sources.lerobot.decode import decode_lerobot
+
+    layout = WarehouseLayout.local(tmp_path / "wh")
+    dataset = open_lerobot_folder(folder)
+    _publish(layout, "lerobot", spec.repo_id,
+             lambda dec: decode_lerobot(dataset, dec, lineage=_LINEAGE), 0)  # fmt: skip
+    got = _findings(layout)
+    assert got[0] == []
+    assert got[1] == [("timestamp_gap", "timestamp", 5, 1)]
+    # the step back, then the step after it jumps 2.5 periods to rejoin the clock
+    assert got[2] == [("timestamp_gap", "timestamp", 4, 1), ("timestamp_order", "timestamp", 3, 1)]
