@@ -3,7 +3,10 @@ and its check by MLCommons' own library (``mlcroissant``, the ``curation`` extra
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 from episode_warehouse.catalog import CatalogStore
@@ -40,26 +43,55 @@ def describe_partition(layout: WarehouseLayout, source: str, partition: str) -> 
     return croissant.rows_document(rows_dir / EPISODES.file_name, described)
 
 
-def validate(path: Path, record_set: str) -> int:
+def validate(path: Path, record_set: str, timeout_s: float = 600.0) -> int:
     """Load the document at ``path`` with ``mlcroissant`` and count the records of
-    ``record_set``.
+    ``record_set``, in a child process: mlcroissant logs through absl, whose handler binds the
+    stderr of the moment it is imported (a Dagster step's captured stream, closed after the
+    step, broke the process's own output), and it loads rdflib and pandas besides.
 
     Raises:
         ConfigError: mlcroissant is not installed.
         CorruptInputError: it refuses the document (its report in the message).
     """
+    done = subprocess.run(
+        [sys.executable, "-m", "episode_warehouse.export.describe", str(path), record_set],
+        capture_output=True, text=True, timeout=timeout_s,
+    )  # fmt: skip
+    lines = done.stdout.strip().splitlines()
     try:
-        import mlcroissant as mlc
-    except ImportError as exc:
+        answer = json.loads(lines[-1]) if lines else {}
+    except json.JSONDecodeError:
+        answer = {}
+    if "records" in answer:
+        return int(answer["records"])
+    if answer.get("missing"):
         raise ConfigError(
             "mlcroissant is not installed", subject="croissant check",
             fix="install the curation extra: pip install 'episode-warehouse[curation]'",
-        ) from exc  # fmt: skip
+        )  # fmt: skip
+    problem = answer.get("error") or done.stderr.strip()[-2000:] or f"exit code {done.returncode}"
+    raise CorruptInputError(
+        f"mlcroissant refuses the document: {problem}", subject=str(path),
+        fix="report it: the warehouse wrote a document Croissant does not accept",
+    )  # fmt: skip
+
+
+def _answer(answer: dict) -> None:
+    sys.stdout.write(json.dumps(answer) + "\n")  # the child's one line to its parent
+
+
+def _child(path: str, record_set: str) -> None:
     try:
-        dataset = mlc.Dataset(jsonld=str(path))
-        return sum(1 for _ in dataset.records(record_set))
-    except (mlc.ValidationError, ValueError) as exc:
-        raise CorruptInputError(
-            f"mlcroissant refuses the document: {exc}", subject=str(path),
-            fix="report it: the warehouse wrote a document Croissant does not accept",
-        ) from exc  # fmt: skip
+        import mlcroissant as mlc
+    except ImportError:
+        _answer({"missing": True})
+        return
+    try:
+        dataset = mlc.Dataset(jsonld=path)
+        _answer({"records": sum(1 for _ in dataset.records(record_set))})
+    except (mlc.ValidationError, ValueError, KeyError, OSError) as exc:
+        _answer({"error": str(exc)[:4000]})
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1], sys.argv[2])
