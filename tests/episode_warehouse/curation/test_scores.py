@@ -99,3 +99,28 @@ def test_a_users_score_is_a_column_and_bad_values_are_refused(tmp_path, monkeypa
         publish_episode_scores(layout, Score("Bad Name", "1", _length_score), "openx", SPEC.name)
     with pytest.raises(ConfigError, match="cannot be loaded"):
         load_scores("no_such_module:SCORES")
+
+
+@pytest.mark.integration
+def test_a_mixture_weighted_by_a_score(tmp_path):
+    """Octo-style dataset weights from a score, in SQL (``WITH ... SELECT``): each dataset
+    weighs its episodes' mean score, unbalanced, normalized to 1."""
+    from episode_warehouse.standardized import mixture_weights
+    from tests.helpers import build_oxe_standardized
+
+    layout = WarehouseLayout.local(tmp_path / "wh")
+    build_oxe_standardized(layout, "fractal20220817_data", (5, 4, 6))
+    build_oxe_standardized(layout, "taco_play", (6, 3))
+    for name in ("fractal20220817_data", "taco_play"):
+        publish_episode_scores(layout, QUALITY, "openx", name)
+    rows = _columns(layout, "SELECT partition, avg(score_quality) AS q FROM episodes GROUP BY 1")
+    mean = {r["partition"]: r["q"] for r in rows}
+    got = mixture_weights(
+        "WITH scored AS (SELECT partition, avg(score_quality) AS q FROM episodes "
+        "WHERE source = 'openx' GROUP BY partition) SELECT partition, q AS weight FROM scored",
+        str(layout.root.folder),
+        balance=False,
+    )
+    total = sum(mean.values())
+    assert got == pytest.approx({p: q / total for p, q in mean.items()})
+    assert min(mean.values()) > 0 and len(set(mean.values())) == 2

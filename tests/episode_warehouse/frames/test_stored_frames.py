@@ -8,10 +8,13 @@ from __future__ import annotations
 import io
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
 from episode_warehouse.blobstore import open_blob_store
+from episode_warehouse.curation.audit import audit_partition
+from episode_warehouse.curation.partition_arrays import PartitionArrays
 from episode_warehouse.frames.rows import offsets_file
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.settings import FRAMES_ENV
@@ -84,6 +87,11 @@ def test_rlds_frames_are_the_published_bytes_and_decode_to_the_decoded_layout(
     assert camera <= 1.10 * sum(map(len, published))
     raw_frames = (decoded / "observation/image.npy").stat().st_size
     assert camera < raw_frames / 3
+    # files others wrote hold no defect the integrity audit knows (#60), in either layout
+    for ted in (encoded, decoded):
+        assert audit_partition(PartitionArrays.open(ted), None).by_episode == [[]] * len(
+            pq.read_table(ted / "episodes.parquet")
+        )
 
 
 @pytest.mark.integration  # the RL Unplugged decoder's worker processes
@@ -112,6 +120,8 @@ def test_atari_frames_compressed_once_equal_the_decoded_layout(
     encoded = (teds["encoded"] / "observation.frames").stat().st_size
     raw = (teds["decoded"] / "observation.npy").stat().st_size
     assert encoded <= 0.25 * raw
+    for ted in teds.values():  # the real episodes hold no defect the audit knows (#60)
+        assert audit_partition(PartitionArrays.open(ted), 15.0).by_episode == [[], []]
 
 
 def _lerobot_ted(dataset, work, frames):
