@@ -1,4 +1,7 @@
-"""Asset checks: TED consistency (blocking), catalog rows vs TED, LeRobot export loads."""
+"""Asset checks: TED consistency (blocking), catalog rows vs TED, LeRobot export loads (with
+lerobot and with mlcroissant). The integrity audit's check is curation's (assets/curation.py)."""
+
+from pathlib import Path
 
 import dagster as dg
 
@@ -75,6 +78,14 @@ def rows_check(source: str, rows_asset: dg.AssetsDefinition) -> dg.AssetChecksDe
     return _check
 
 
+def _published_export(context: dg.AssetCheckExecutionContext, warehouse: WarehouseStorage,
+                      name_of) -> tuple[Path, ExportRecord]:  # fmt: skip
+    """The export a check looks at: its folder and its record (refused when not published)."""
+    layout = warehouse.layout()
+    target = layout.lerobot_dir(name_of(context.op_execution_context))
+    return target, require(layout.root, target, "the LeRobot export", target.name, ExportRecord)
+
+
 def export_check(export: dg.AssetsDefinition, name_of) -> dg.AssetChecksDefinition:
     @dg.asset_check(
         asset=export,
@@ -87,9 +98,7 @@ def export_check(export: dg.AssetsDefinition, name_of) -> dg.AssetChecksDefiniti
     ) -> dg.AssetCheckResult:
         from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-        layout = warehouse.layout()
-        target = layout.lerobot_dir(name_of(context.op_execution_context))
-        meta = require(layout.root, target, "the LeRobot export", target.name, ExportRecord)
+        target, meta = _published_export(context, warehouse, name_of)
         ds = LeRobotDataset(f"episode-warehouse/{target.name}", root=target)
         return dg.AssetCheckResult(
             passed=ds.meta.total_episodes == meta.episodes and ds.meta.total_frames == meta.frames,
@@ -116,9 +125,7 @@ def croissant_check(export: dg.AssetsDefinition, name_of) -> dg.AssetChecksDefin
         from episode_warehouse.export.describe import validate
         from episode_warehouse.export.lerobot import CROISSANT_FILE
 
-        layout = warehouse.layout()
-        target = layout.lerobot_dir(name_of(context.op_execution_context))
-        meta = require(layout.root, target, "the LeRobot export", target.name, ExportRecord)
+        target, meta = _published_export(context, warehouse, name_of)
         frames = validate(target / CROISSANT_FILE, "frames")
         episodes = validate(target / CROISSANT_FILE, "episodes")
         return dg.AssetCheckResult(
