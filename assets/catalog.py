@@ -1,11 +1,13 @@
 """Catalog rows per partition (factory, one per source) and the DuckDB catalog itself."""
 
 import dagster as dg
+import pyarrow.parquet as pq
 
 from assets import versions
 from assets.retries import only_transient_retries
 from episode_warehouse.catalog import CatalogStore
 from episode_warehouse.catalog.schema import EPISODES
+from episode_warehouse.curation.audit import audit_summary
 from episode_warehouse.incremental import published
 from episode_warehouse.sources import registry
 from episode_warehouse.stages.catalog import publish_catalog_rows
@@ -27,6 +29,15 @@ def catalog_rows_asset(
         pool="catalog_writer",
         description=f"One catalog row per episode of a {source} partition (episodes and "
         "partitions tables of the DuckDB catalog), published atomically.",
+        check_specs=[
+            dg.AssetCheckSpec(
+                "integrity_audit",
+                asset=f"{source}_catalog_rows",
+                description="The integrity audit's findings in the rows (frames, frozen "
+                "cameras, timestamps, NaN, actions at bounds, one-step episodes): a warning "
+                "naming each episode and step (reported by the asset itself: no extra step).",
+            )
+        ],
     )
     def _rows(
         context: dg.AssetExecutionContext, warehouse: WarehouseStorage, run_settings: RunSettings
@@ -41,7 +52,26 @@ def catalog_rows_asset(
                 code_version=versions.of(context),
                 run_id=context.run.run_id,
             )
+            rows = pq.read_table(
+                CatalogStore(layout.root).partition_dir(source, context.partition_key)
+                / EPISODES.file_name,
+                columns=["episode", "findings"],
+            )
+            audit = audit_summary(
+                rows.column("episode").to_pylist(), rows.column("findings").to_pylist()
+            )
             return dg.MaterializeResult(
+                check_results=[
+                    dg.AssetCheckResult(
+                        check_name="integrity_audit",
+                        passed=not audit["episodes_with_findings"],
+                        severity=dg.AssetCheckSeverity.WARN,
+                        metadata={
+                            k: dg.MetadataValue.json(v) if isinstance(v, dict | list) else v
+                            for k, v in audit.items()
+                        },  # fmt: skip
+                    )
+                ],
                 metadata={
                     "episodes": built.meta.episodes,
                     "frames": built.meta.frames,

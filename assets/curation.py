@@ -1,5 +1,5 @@
-"""Curation wiring: a score asset per (source, score), the warehouse's duplicates, and the
-integrity audit's check (docs/curation.md)."""
+"""Curation wiring: a score asset per (source, score) and the warehouse's duplicates
+(docs/curation.md; the integrity audit's check is the catalog rows asset's own)."""
 
 import os
 from collections import Counter
@@ -8,7 +8,6 @@ import dagster as dg
 
 from assets import versions
 from assets.retries import only_transient_retries
-from episode_warehouse.catalog import run_query
 from episode_warehouse.curation.scores import BUILT_IN, Score, load_scores
 from episode_warehouse.stages.curation import publish_duplicates, publish_episode_scores
 from resources import WarehouseStorage
@@ -91,40 +90,3 @@ def duplicates_asset(rows_assets: list[dg.AssetsDefinition]) -> dg.AssetsDefinit
             )
 
     return _duplicates
-
-
-def audit_check(source: str, rows_asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
-    @dg.asset_check(
-        asset=rows_asset,
-        name="integrity_audit",
-        description="The integrity audit's findings in the partition's catalog rows (frames, "
-        "frozen cameras, timestamps, NaN, actions at bounds, one-step episodes): a warning "
-        "naming each episode and step.",
-    )
-    def _check(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseStorage
-    ) -> dg.AssetCheckResult:
-        key = context.op_execution_context.partition_key
-        _, rows = run_query(
-            warehouse.layout().root,
-            "SELECT episode, findings FROM episodes "
-            "WHERE source = ? AND partition = ? AND defects > 0 ORDER BY episode",
-            [source, key],
-        )
-        kinds = Counter(f["kind"] for _, findings in rows for f in findings)
-        first = [
-            f"episode {e} step {f['step']}: {f['kind']} {f['key']} ({f['detail']})"
-            for e, findings in rows[:20]
-            for f in findings
-        ]
-        return dg.AssetCheckResult(
-            passed=not rows,
-            severity=dg.AssetCheckSeverity.WARN,
-            metadata={
-                "episodes_with_findings": len(rows),
-                "findings_by_kind": dg.MetadataValue.json(dict(kinds)),
-                "first_findings": dg.MetadataValue.json(first[:50]),
-            },
-        )
-
-    return _check

@@ -15,7 +15,7 @@ import dagster as dg
 
 from assets.catalog import catalog_rows_asset, episode_catalog
 from assets.checks import croissant_check, export_check, rows_check, ted_check
-from assets.curation import audit_check, duplicates_asset, registered_scores, score_asset
+from assets.curation import duplicates_asset, registered_scores, score_asset
 from assets.lerobot import partition_export_asset, selection_lerobot_export
 from assets.sources import SOURCE_ASSETS
 from assets.sources.spec import SourceAssets
@@ -63,7 +63,6 @@ def source_graph(spec: SourceAssets) -> SourceGraph:
     checks = [
         ted_check(name, ted),
         rows_check(name, rows),
-        audit_check(name, rows),
         *(factory(rows) for factory in spec.row_checks),
         export_check(export, _partition_export_name(name)),
         croissant_check(export, _partition_export_name(name)),

@@ -262,3 +262,19 @@ def audit_partition(arrays: PartitionArrays, fps: float | None) -> Findings:
     if total:
         log.info("audit of %s: %d findings", arrays.folder, total)
     return found
+
+
+def audit_summary(episodes: list[int], findings: list[list[dict] | None], shown: int = 50) -> dict:
+    """What the ``integrity_audit`` check reports of a partition's rows: the episodes with
+    findings, the count per kind, and the first ``shown`` findings as lines."""
+    kinds: dict[str, int] = {}
+    lines: list[str] = []
+    flagged = 0
+    for episode, found in zip(episodes, findings, strict=True):
+        flagged += bool(found)
+        for f in found or []:
+            kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
+            if len(lines) < shown:
+                lines.append(f"episode {episode} step {f['step']}: {f['kind']} {f['key']} "
+                             f"({f['detail']})")  # fmt: skip
+    return {"episodes_with_findings": flagged, "findings_by_kind": kinds, "first_findings": lines}

@@ -190,3 +190,33 @@ def test_a_lerobot_recording_with_a_dropped_frame_and_a_clock_step_back(tmp_path
     assert got[1] == [("timestamp_gap", "timestamp", 5, 1)]
     # the step back, then the step after it jumps 2.5 periods to rejoin the clock
     assert got[2] == [("timestamp_gap", "timestamp", 4, 1), ("timestamp_order", "timestamp", 3, 1)]
+
+
+@pytest.mark.integration  # a Dagster run
+def test_the_catalog_rows_asset_reports_the_audit_as_its_check(tmp_path, monkeypatch):
+    """Through the asset graph: the catalog rows asset warns (its own integrity_audit check,
+    no extra step) naming each finding; the run succeeds (a warning, not a failure)."""
+    import dagster as dg
+
+    from warehouse_cli.runner import materialize_partition
+
+    src = tmp_path / "src" / SPEC.name
+    src.mkdir(parents=True)
+    with tarfile.open(src / f"{SPEC.name}_00000.tar", "w", format=tarfile.USTAR_FORMAT) as tar:
+        for i, ep in enumerate(_planted(np.random.default_rng(0))):
+            add_member(tar, f"{SPEC.name}_{i:06d}.data.pickle", pickle.dumps(ep, protocol=4))
+    monkeypatch.setenv("OPENX_URL", str(tmp_path / "src"))
+    monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", str(tmp_path / "wh"))
+    with dg.instance_for_test() as instance:
+        result = materialize_partition("openx", SPEC.name, "catalog", instance=instance)
+    (audit,) = [e for e in result.get_asset_check_evaluations()
+                if e.check_name == "integrity_audit"]  # fmt: skip
+    assert result.success and not audit.passed
+    assert audit.severity == dg.AssetCheckSeverity.WARN
+    assert audit.metadata["episodes_with_findings"].value == 3
+    assert audit.metadata["findings_by_kind"].value == {
+        "frozen_camera": 1, "action_at_bound": 1, "one_step": 1,
+    }  # fmt: skip
+    assert "episode 1 step 10: frozen_camera observation/image" in " ".join(
+        audit.metadata["first_findings"].value
+    )
