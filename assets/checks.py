@@ -126,8 +126,8 @@ def croissant_check(export: dg.AssetsDefinition, name_of) -> dg.AssetChecksDefin
         from episode_warehouse.export.lerobot import CROISSANT_FILE
 
         target, meta = _published_export(context, warehouse, name_of)
-        frames = validate(target / CROISSANT_FILE, "frames")
-        episodes = validate(target / CROISSANT_FILE, "episodes")
+        counts = validate(target / CROISSANT_FILE, ("frames", "episodes"))
+        frames, episodes = counts["frames"], counts["episodes"]
         return dg.AssetCheckResult(
             passed=frames == meta.frames and episodes == meta.episodes,
             metadata={"frame_records": frames, "episode_records": episodes},

@@ -46,7 +46,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
             path = Path(args.out) if args.out else Path(tmp) / "croissant.json"
             if not args.out:
                 write_document(doc, path)
-            records = validate(path, "episodes")
+            records = validate(path, ("episodes",))["episodes"]
         print(f"mlcroissant: valid, {records} episode records", file=sys.stderr)
     return 0
 

@@ -43,9 +43,9 @@ def describe_partition(layout: WarehouseLayout, source: str, partition: str) -> 
     return croissant.rows_document(rows_dir / EPISODES.file_name, described)
 
 
-def validate(path: Path, record_set: str, timeout_s: float = 600.0) -> int:
-    """Load the document at ``path`` with ``mlcroissant`` and count the records of
-    ``record_set``, in a child process: mlcroissant logs through absl, whose handler binds the
+def validate(path: Path, record_sets: tuple[str, ...], timeout_s: float = 600.0) -> dict[str, int]:
+    """Load the document at ``path`` with ``mlcroissant`` and count the records of each of
+    ``record_sets``, in one child process: mlcroissant logs through absl, whose handler binds the
     stderr of the moment it is imported (a Dagster step's captured stream, closed after the
     step, broke the process's own output), and it loads rdflib and pandas besides.
 
@@ -54,7 +54,7 @@ def validate(path: Path, record_set: str, timeout_s: float = 600.0) -> int:
         CorruptInputError: it refuses the document (its report in the message).
     """
     done = subprocess.run(
-        [sys.executable, "-m", "episode_warehouse.export.describe", str(path), record_set],
+        [sys.executable, "-m", "episode_warehouse.export.describe", str(path), *record_sets],
         capture_output=True, text=True, timeout=timeout_s,
     )  # fmt: skip
     lines = done.stdout.strip().splitlines()
@@ -63,7 +63,7 @@ def validate(path: Path, record_set: str, timeout_s: float = 600.0) -> int:
     except json.JSONDecodeError:
         answer = {}
     if "records" in answer:
-        return int(answer["records"])
+        return {name: int(n) for name, n in answer["records"].items()}
     if answer.get("missing"):
         raise ConfigError(
             "mlcroissant is not installed", subject="croissant check",
@@ -80,7 +80,7 @@ def _answer(answer: dict) -> None:
     sys.stdout.write(json.dumps(answer) + "\n")  # the child's one line to its parent
 
 
-def _child(path: str, record_set: str) -> None:
+def _child(path: str, record_sets: list[str]) -> None:
     try:
         import mlcroissant as mlc
     except ImportError:
@@ -88,10 +88,10 @@ def _child(path: str, record_set: str) -> None:
         return
     try:
         dataset = mlc.Dataset(jsonld=path)
-        _answer({"records": sum(1 for _ in dataset.records(record_set))})
+        _answer({"records": {n: sum(1 for _ in dataset.records(n)) for n in record_sets}})
     except (mlc.ValidationError, ValueError, KeyError, OSError) as exc:
         _answer({"error": str(exc)[:4000]})
 
 
 if __name__ == "__main__":
-    _child(sys.argv[1], sys.argv[2])
+    _child(sys.argv[1], sys.argv[2:])
