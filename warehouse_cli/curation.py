@@ -40,7 +40,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
     if args.out:
         write_document(doc, Path(args.out))
     else:
-        sys.stdout.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     if args.validate:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(args.out) if args.out else Path(tmp) / "croissant.json"

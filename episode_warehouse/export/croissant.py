@@ -15,7 +15,6 @@ No value that came from outside is parsed here: names, SQL and URLs are JSON str
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from episode_warehouse.atomic import write_json
 
 CROISSANT = "http://mlcommons.org/croissant/1.0"
 FILE_NAME = "croissant.json"
@@ -228,4 +229,5 @@ def rows_document(rows_file: Path, described: Described) -> dict:
 
 
 def write_document(doc: dict, path: Path) -> None:
-    Path(path).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    """Write ``doc`` at ``path`` atomically (never half a document)."""
+    write_json(Path(path), doc)

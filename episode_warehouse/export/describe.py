@@ -77,7 +77,7 @@ def validate(path: Path, record_sets: tuple[str, ...], timeout_s: float = 600.0)
 
 
 def _answer(answer: dict) -> None:
-    sys.stdout.write(json.dumps(answer) + "\n")  # the child's one line to its parent
+    sys.stdout.write(json.dumps(answer, allow_nan=False) + "\n")  # its one line to the parent
 
 
 def _child(path: str, record_sets: list[str]) -> None:

@@ -46,6 +46,8 @@ def test_the_toy_source_goes_through_every_generated_stage(toy_world, warehouse_
         "toy_standardized",
         "toy_lerobot_export",
         "toy_statistics",
+        "toy_score_quality",
+        "toy_score_success_progress",
     ]  # fmt: skip  (toy_standardized: opt-in, for a partition with a declared mapping)
     resources = {**build_resources(), "toy_source": wiring.ToySource(folder=str(folder))}
     # a new source joins mixtures by a declared mapping, no code (docs/standardized.md)
@@ -65,7 +67,10 @@ def test_the_toy_source_goes_through_every_generated_stage(toy_world, warehouse_
     assert result.success
     evaluations = result.get_asset_check_evaluations()
     names = {e.check_name for e in evaluations}
-    assert names == {"ted_consistency", "rows_match_ted", "loads_with_lerobot"}
+    assert names == {
+        "ted_consistency", "rows_match_ted", "integrity_audit", "loads_with_lerobot",
+        "croissant_loads",
+    }  # fmt: skip
     assert all(e.passed for e in evaluations), [e.metadata for e in evaluations]
 
     td = open_ted("toy", "walk")

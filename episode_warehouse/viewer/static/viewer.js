@@ -101,9 +101,11 @@ async function listView() {
       // every cell is a real link: a new tab (middle click, ctrl-click) opens the episode
       // the integrity audit's findings: the row is flagged, each finding in its tooltip
       const flagged = r.flags && r.flags.length > 0;
+      // a click anywhere on the row opens it (an empty cell's link has no width to click)
+      const open = (e) => { if (!e.target.closest("a")) location.search = "?" + new URLSearchParams(target); };
       const tr = el("tr", { class: flagged ? "link flagged" : "link", "data-source": r.source,
         "data-partition": r.partition, "data-episode": r.episode,
-        title: flagged ? r.flags.join("\n") : undefined },
+        title: flagged ? r.flags.join("\n") : undefined, on: { click: open } },
         body.columns.map((c) => el("td", { class: typeof r[c] === "string" ? "text" : "" },
           link(target, fmt(r[c])))));
       return tr;

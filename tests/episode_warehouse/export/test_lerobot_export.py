@@ -28,6 +28,7 @@ from warehouse_fixtures.openx_writer import DatasetSpec
 pytestmark = pytest.mark.integration  # PNG writer processes and catalog queries
 
 ROWS = "SELECT source, partition, episode, start, length FROM episodes"
+OUR_TOP_LEVEL = ["croissant.json", "data", "meta"]  # lerobot's folders and our Croissant
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +171,11 @@ def test_export_equals_lerobots_per_frame_path(root, tmp_path, source, monkeypat
     export_lerobot(request, tmp_path / "ours", workers=2)
     write_per_frame(request.repo_id, root, rows, tmp_path / "reference")
     assert differing_files(tmp_path / "reference", tmp_path / "ours") == []
-    assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == ["data", "meta"]
+    assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == [
+        "croissant.json",
+        "data",
+        "meta",
+    ]
     assert _scratch_dirs() == before  # the PNG frames are gone
     assert dataset_writer.embed_images is io_utils.embed_images  # lerobot restored
 
@@ -184,7 +189,11 @@ def test_without_dev_shm_frames_go_to_the_staging_folder(root, tmp_path, monkeyp
     export_lerobot(request, tmp_path / "ours", workers=1)
     write_per_frame(request.repo_id, root, rows, tmp_path / "reference")
     assert differing_files(tmp_path / "reference", tmp_path / "ours") == []
-    assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == ["data", "meta"]
+    assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == [
+        "croissant.json",
+        "data",
+        "meta",
+    ]
 
 
 def test_a_broken_ted_leaves_nothing(root, tmp_path):
