@@ -43,6 +43,8 @@ BENCHMARKS = [
     ("bench.vla_mixture", []),
     ("bench.droid", []),
     ("bench.cluster_backfill", []),
+    ("bench.curation", []),
+    ("bench.droid_scale", []),
 ]
 
 
