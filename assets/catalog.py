@@ -8,7 +8,7 @@ from assets.retries import only_transient_retries
 from episode_warehouse.catalog import CatalogStore
 from episode_warehouse.catalog.schema import EPISODES
 from episode_warehouse.curation.audit import audit_summary
-from episode_warehouse.incremental import published
+from episode_warehouse.incremental import checkout, published
 from episode_warehouse.sources import registry
 from episode_warehouse.stages.catalog import publish_catalog_rows
 from resources import RunSettings, WarehouseStorage
@@ -52,11 +52,9 @@ def catalog_rows_asset(
                 code_version=versions.of(context),
                 run_id=context.run.run_id,
             )
-            rows = pq.read_table(
-                CatalogStore(layout.root).partition_dir(source, context.partition_key)
-                / EPISODES.file_name,
-                columns=["episode", "findings"],
-            )
+            rows_dir = CatalogStore(layout.root).partition_dir(source, context.partition_key)
+            checkout(layout.root, rows_dir)  # a bucket's rows another machine published
+            rows = pq.read_table(rows_dir / EPISODES.file_name, columns=["episode", "findings"])
             audit = audit_summary(
                 rows.column("episode").to_pylist(), rows.column("findings").to_pylist()
             )
