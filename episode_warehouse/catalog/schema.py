@@ -149,12 +149,17 @@ STATISTICS = Table(
     folder="statistics",
 )
 
+# which episode a row of a curation table is about (the episodes view joins on these)
+EPISODE_KEY = (
+    Column("source", pa.string(), "VARCHAR", "source of the episode"),
+    Column("partition", pa.string(), "VARCHAR", "partition key"),
+    Column("episode", pa.int64(), "BIGINT", "episode id within the partition"),
+)
+
 DUPLICATES = Table(
     "duplicates",
     (
-        Column("source", pa.string(), "VARCHAR", "source of the episode"),
-        Column("partition", pa.string(), "VARCHAR", "partition key"),
-        Column("episode", pa.int64(), "BIGINT", "episode id within the partition"),
+        *EPISODE_KEY,
         Column(
             "near_duplicate_of",
             pa.string(),
@@ -173,9 +178,7 @@ SCORES = Table(
     (
         Column("score", pa.string(), "VARCHAR", "the score's name (a column score_<name>)"),
         Column("version", pa.string(), "VARCHAR", "the score function's version"),
-        Column("source", pa.string(), "VARCHAR", "source of the episode"),
-        Column("partition", pa.string(), "VARCHAR", "partition key"),
-        Column("episode", pa.int64(), "BIGINT", "episode id within the partition"),
+        *EPISODE_KEY,
         Column("value", pa.float64(), "DOUBLE", "the score; NULL where it does not apply"),
     ),
     "Per-episode scores, one artifact per score and partition (the <source>_score_<name> "

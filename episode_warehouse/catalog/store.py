@@ -23,6 +23,7 @@ from episode_warehouse.catalog.records import DuplicatesRecord, RowsRecord, Scor
 from episode_warehouse.catalog.schema import (
     CURATION_TABLES,
     DUPLICATES,
+    EPISODE_KEY,
     EPISODES,
     JOINED,
     PARTITIONS,
@@ -220,7 +221,7 @@ def episodes_view_sql(scores: list[str]) -> str:
     joined = ", ".join(f'd."{c.name}"' for c in JOINED)
     pivot = "".join(f", max(value) FILTER (WHERE score = '{n}') AS \"score_{n}\"" for n in scores)
     picked = "".join(f', s."score_{n}"' for n in scores)
-    keys = "source, partition, episode"
+    keys = ", ".join(c.name for c in EPISODE_KEY)
 
     def on(alias: str) -> str:
         return " AND ".join(f"r.{k} = {alias}.{k}" for k in keys.split(", "))
