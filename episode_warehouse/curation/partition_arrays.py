@@ -79,10 +79,6 @@ class PartitionArrays:
     def rows(self) -> int:
         return self.meta.rows
 
-    def episode_of_rows(self) -> np.ndarray:
-        """For every row, the index of its episode in the episodes table."""
-        return np.repeat(np.arange(len(self.starts)), self.lengths)
-
     def sample_rows(self, start: int, n: int) -> list[int]:
         """The rows of an episode whose frames are decoded (one per sample fraction)."""
         return [start + min(n - 1, int(f * n)) for f in SAMPLE_FRACTIONS] if n else []
