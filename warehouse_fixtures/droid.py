@@ -20,6 +20,7 @@ What the values mean here (ground truth the tests compare with):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,15 +36,33 @@ CAMERAS = ("exterior_image_1_left", "exterior_image_2_left", "wrist_image_left")
 BUILDINGS = ("AUTOLab", "ILIAD", "IRIS", "RAIL", "REAL", "TRI")
 
 _F64 = "float64"
-STEP_FEATURES = {
-    "observation": w.features_dict(
-        {
-            **{camera: w.image((HEIGHT, WIDTH, 3), "uint8", "jpeg") for camera in CAMERAS},
-            "cartesian_position": w.tensor((6,), _F64),
-            "gripper_position": w.tensor((1,), _F64),
-            "joint_position": w.tensor((7,), _F64),
-        }
-    ),
+
+
+def features(height: int = HEIGHT, width: int = WIDTH) -> dict:
+    """DROID's features.json with cameras of ``height`` x ``width`` (published: 180 x 320)."""
+    return w.episode_features(
+        step_features(height, width), episode_metadata=w.features_dict(EPISODE_METADATA)
+    )
+
+
+def step_features(height: int = HEIGHT, width: int = WIDTH) -> dict:
+    return {
+        "observation": w.features_dict(
+            {
+                **{camera: w.image((height, width, 3), "uint8", "jpeg") for camera in CAMERAS},
+                **OBSERVATION,
+            }
+        ),
+        **STEP_LEAVES,
+    }
+
+
+OBSERVATION = {
+    "cartesian_position": w.tensor((6,), _F64),
+    "gripper_position": w.tensor((1,), _F64),
+    "joint_position": w.tensor((7,), _F64),
+}
+STEP_LEAVES = {
     "action": w.tensor((7,), _F64),
     "action_dict": w.features_dict(
         {
@@ -64,21 +83,17 @@ STEP_FEATURES = {
     "language_instruction_2": w.text(),
     "language_instruction_3": w.text(),
 }
-FEATURES = w.episode_features(
-    STEP_FEATURES,
-    episode_metadata=w.features_dict(
-        {
-            "file_path": w.text(),
-            "recording_folderpath": w.text(),
-            "building": w.text(),
-            "collector_id": w.text(),
-            "date": w.text(),
-            "extrinsics_wrist_cam": w.tensor((6,), _F64),
-            "extrinsics_exterior_cam_1": w.tensor((6,), _F64),
-            "extrinsics_exterior_cam_2": w.tensor((6,), _F64),
-        }
-    ),
-)
+EPISODE_METADATA = {
+    "file_path": w.text(),
+    "recording_folderpath": w.text(),
+    "building": w.text(),
+    "collector_id": w.text(),
+    "date": w.text(),
+    "extrinsics_wrist_cam": w.tensor((6,), _F64),
+    "extrinsics_exterior_cam_1": w.tensor((6,), _F64),
+    "extrinsics_exterior_cam_2": w.tensor((6,), _F64),
+}
+FEATURES = features()
 TASKS = (
     ("put the marker in the cup", "place the marker into the mug", "marker in cup"),
     ("open the drawer", "pull the drawer open", "drawer open"),
@@ -111,16 +126,33 @@ class DroidEpisode:
     record: dict  # the step and episode values as written
 
 
-_GRID = np.mgrid[0:HEIGHT, 0:WIDTH].astype(np.uint16)
+@functools.cache
+def _grid(height: int, width: int) -> np.ndarray:
+    return np.mgrid[0:height, 0:width].astype(np.uint16)
 
 
-def _frame(rng: np.random.Generator, t: int, camera: int) -> np.ndarray:
+def _frame(rng: np.random.Generator, t: int, camera: int, size: tuple[int, int]) -> np.ndarray:
     """A smooth scene with texture (JPEG sizes like DROID's: ~10-20 KB at 180x320)."""
-    y, x = _GRID
+    y, x = _grid(*size)
     base = (x * (1 + camera) + y * 2 + t * 7) % 256
     image = np.stack([base, (base + 85 * camera) % 256, (255 - base) % 256], axis=-1)
-    noise = rng.integers(0, 24, (HEIGHT, WIDTH, 3), dtype=np.uint8)
+    noise = rng.integers(0, 24, (*size, 3), dtype=np.uint8)
     return np.minimum(image.astype(np.uint16) + noise, 255).astype(np.uint8)
+
+
+def _plan(seed: int, length: int | None) -> tuple[tuple[bool, int], ...]:
+    """``EPISODE_PLANS[seed % 5]``, repeated and cut to ``length`` steps when one is given."""
+    plan = EPISODE_PLANS[seed % len(EPISODE_PLANS)]
+    if length is None:
+        return plan
+    out, left = [], length
+    while left > 0:
+        for moving, steps in plan:
+            out.append((moving, min(steps, left)))
+            left -= out[-1][1]
+            if left <= 0:
+                break
+    return tuple(out)
 
 
 def _joint_velocity(rng: np.random.Generator, plan) -> np.ndarray:
@@ -133,12 +165,20 @@ def _joint_velocity(rng: np.random.Generator, plan) -> np.ndarray:
     return np.array(rows, np.float64)
 
 
-def droid_episode(seed: int, *, images: bool = True) -> DroidEpisode:
-    """Episode ``seed``: its plan is ``EPISODE_PLANS[seed % 5]``; every third fails."""
+def droid_episode(
+    seed: int,
+    *,
+    images: bool = True,
+    size: tuple[int, int] = (HEIGHT, WIDTH),
+    length: int | None = None,
+    success: bool | None = None,
+) -> DroidEpisode:
+    """Episode ``seed``: its plan is ``EPISODE_PLANS[seed % 5]`` (repeated to ``length`` steps
+    when one is given); every third fails unless ``success`` says. Cameras are ``size``."""
     rng = np.random.default_rng(seed)
-    jv = _joint_velocity(rng, EPISODE_PLANS[seed % len(EPISODE_PLANS)])
+    jv = _joint_velocity(rng, _plan(seed, length))
     length = len(jv)
-    success = seed % 3 != 2
+    success = seed % 3 != 2 if success is None else success
     building = BUILDINGS[seed % len(BUILDINGS)]
     date = f"2023-0{1 + seed % 9}-{10 + seed % 18:02d}"
     folder = f"gs://xembodiment_data/r2d2/r2d2-data-full/{building}/{'success' if success else 'failure'}/{date}/Fri_Jul__7_09:{seed % 60:02d}:23_2023"  # noqa: E501
@@ -158,7 +198,7 @@ def droid_episode(seed: int, *, images: bool = True) -> DroidEpisode:
         }
         for i, camera in enumerate(CAMERAS):
             observation[camera] = (
-                _frame(rng, t, i) if images else np.zeros((HEIGHT, WIDTH, 3), np.uint8)
+                _frame(rng, t, i, size) if images else np.zeros((*size, 3), np.uint8)
             )
         steps.append(
             {

@@ -181,6 +181,50 @@ def serialize_episode(features: dict, episode: dict) -> bytes:
     return example(out)
 
 
+def shard_name(template: str, name: str, split: str, index: int, total: int) -> str:
+    """The file name of shard ``index`` of ``total`` (TFDS's file-path template filled in)."""
+    return (
+        template.replace("{DATASET}", name)
+        .replace("{SPLIT}", split)
+        .replace("{FILEFORMAT}", "tfrecord")
+        .replace("{SHARD_X_OF_Y}", f"{index:05d}-of-{total:05d}")
+        .replace("{SHARD_INDEX}", f"{index:05d}")
+        .replace("{NUM_SHARDS}", f"{total:05d}")
+    )
+
+
+def write_shard(path: Path, features: dict, episodes: Iterable[dict], *, gzipped=False) -> int:
+    """One TFRecord shard of ``episodes`` at ``path``; returns how many it holds."""
+    records = [frame_record(serialize_episode(features, e)) for e in episodes]
+    data = b"".join(records)
+    Path(path).write_bytes(gzip.compress(data) if gzipped else data)
+    return len(records)
+
+
+def write_metadata(
+    folder: Path,
+    name: str,
+    version: str,
+    features: dict,
+    shard_lengths: Mapping[str, Sequence[int]],
+    *,
+    template: str = TEMPLATE,
+) -> None:
+    """``features.json`` and ``dataset_info.json`` (each split's shard lengths, in order)."""
+    (folder / "features.json").write_text(json.dumps(features, indent=2))
+    info_splits = [
+        {
+            "name": split,
+            "filepathTemplate": template,
+            "shardLengths": [str(n) for n in lengths],
+            "numBytes": "0",
+        }
+        for split, lengths in shard_lengths.items()
+    ]
+    info = {"name": name, "version": version, "fileFormat": "tfrecord", "splits": info_splits}
+    (folder / "dataset_info.json").write_text(json.dumps(info, indent=2))
+
+
 def write_dataset(
     root: Path,
     name: str,
@@ -197,32 +241,16 @@ def write_dataset(
     the folder."""
     folder = Path(root) / name / version
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "features.json").write_text(json.dumps(features, indent=2))
-    info_splits = []
+    lengths: dict[str, list[int]] = {}
     for split, shards in splits.items():
-        total = len(shards)
-        lengths = []
-        for index, episodes in enumerate(shards):
-            file_name = (
-                template.replace("{DATASET}", name)
-                .replace("{SPLIT}", split)
-                .replace("{FILEFORMAT}", "tfrecord")
-                .replace("{SHARD_X_OF_Y}", f"{index:05d}-of-{total:05d}")
-                .replace("{SHARD_INDEX}", f"{index:05d}")
-                .replace("{NUM_SHARDS}", f"{total:05d}")
+        lengths[split] = [
+            write_shard(
+                folder / shard_name(template, name, split, index, len(shards)),
+                features,
+                episodes,
+                gzipped=gzipped,
             )
-            records = [frame_record(serialize_episode(features, e)) for e in episodes]
-            lengths.append(len(records))
-            data = b"".join(records)
-            (folder / file_name).write_bytes(gzip.compress(data) if gzipped else data)
-        info_splits.append(
-            {
-                "name": split,
-                "filepathTemplate": template,
-                "shardLengths": [str(n) for n in lengths],
-                "numBytes": "0",
-            }
-        )
-    info = {"name": name, "version": version, "fileFormat": "tfrecord", "splits": info_splits}
-    (folder / "dataset_info.json").write_text(json.dumps(info, indent=2))
+            for index, episodes in enumerate(shards)
+        ]
+    write_metadata(folder, name, version, features, lengths, template=template)
     return folder

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.file_maps import map_bytes, map_npy
 from episode_warehouse.frames.codec import VIDEO_REF, decode_frame
 from episode_warehouse.frames.video import VideoFiles
 
@@ -304,10 +305,7 @@ class MappedFrames:
 
     def __call__(self, start: int, stop: int) -> np.ndarray:
         if self._map is None:
-            size = self.path.stat().st_size
-            self._map = (
-                np.memmap(self.path, dtype=np.uint8, mode="r") if size else np.zeros(0, np.uint8)
-            )
+            self._map = map_bytes(self.path)
         return self._map[start:stop]
 
 
@@ -322,10 +320,11 @@ def open_frames(
     ``videos``: a video camera's files, relative to ``folder`` (the artifact's)."""
     frames_file = Path(frames_file)
     where = offsets_file(frames_file.name)
+    offsets = map_npy(frames_file.parent / where, _FIX).numpy()
+    offsets.flags.writeable = False
     try:
-        offsets = np.load(frames_file.parent / where, mmap_mode="r")
         size = frames_file.stat().st_size
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         raise CorruptInputError(
             f"the camera's frames cannot be read ({exc})", subject=str(frames_file), fix=_FIX
         ) from exc

@@ -5,7 +5,6 @@ TED whose files are on this machine (memory-mapped)."""
 from __future__ import annotations
 
 import threading
-import warnings
 from collections import OrderedDict
 from pathlib import Path
 
@@ -15,7 +14,8 @@ import pyarrow.parquet as pq
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from episode_warehouse.errors import CorruptInputError, NotMaterializedError
+from episode_warehouse.errors import NotMaterializedError
+from episode_warehouse.file_maps import map_npy
 from episode_warehouse.frames.rows import FrameRows, open_frames
 from episode_warehouse.frames.tensor import FrameTensor
 from episode_warehouse.ted.files import final_files_of, frame_files
@@ -27,18 +27,9 @@ NEXT_OBS = ("view", "copy")
 
 
 def _map(path: Path) -> torch.Tensor:
-    # mode "c": a private copy-on-write mapping; pages are read lazily, writes never reach disk.
-    try:
-        array = np.load(path, mmap_mode="c")
-    except (OSError, ValueError) as exc:
-        raise CorruptInputError(
-            f"a TED array cannot be read ({exc})",
-            subject=str(path),
-            fix="re-materialize the ted stage of this partition",
-        ) from exc
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return torch.from_numpy(array)
+    # a private copy-on-write map holding no descriptor: pages are read lazily, writes never
+    # reach disk, and a reader of many TEDs keeps no file open (episode_warehouse/file_maps.py)
+    return map_npy(path, "re-materialize the ted stage of this partition")
 
 
 def assemble(meta: TedRecord, tensor_of, rows: int, next_obs: str = "view") -> TensorDictBase:

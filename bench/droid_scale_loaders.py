@@ -1,0 +1,240 @@
+"""``bench.droid_scale``'s loaders part (#59): the trainers' loaders over every range of the
+DROID-scale warehouse the cluster part built (64 ranges of 32 shards).
+
+Each loader runs in a child process (``python -m bench.droid_scale_loaders KIND ...``) with a
+torch DataLoader of 2 workers and batches of 32, over openpi's selection (successful
+episodes, their non-idle steps, ``select_episodes``):
+
+- ``stream``: ``EpisodeStream`` (slices of 16 steps, each range's tail shorter than 16 left
+  out, ``drop_last``), ``window``: ``StepWindowDataset`` (one
+  step and its three cameras, ``DistributedSampler``), ``vla``: ``VLADataset`` (the mixture
+  ``[("droid", 1.0)]`` with the same selection, statistics pooled over every range);
+- two ranks (``rank``, ``world_size=2``) one after the other, one epoch each (``stream`` and
+  ``window``): every delivered step is recorded by its action (a random vector a step, unique
+  in the fixture) and the union is compared with the selection's steps: exactly once;
+- time to the first batch, steady samples/s, and each worker's open files, memory maps of
+  the warehouse's files and RSS, sampled every 2 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+OPENPI = (
+    "SELECT source, partition, episode, start + r[1] AS start, r[2] - r[1] AS length "
+    "FROM episodes, UNNEST(nonidle_ranges) AS u(r) WHERE dataset = 'droid' AND success "
+    "ORDER BY partition, start"
+)
+CAMERAS = ("exterior_image_1_left", "exterior_image_2_left", "wrist_image_left")
+BATCH = 32
+SLICE = 16  # EpisodeStream's slices (the tail shorter than it dropped: batches of one shape)
+
+
+def _worker_facts(root: str) -> dict[int, dict]:
+    """Each DataLoader worker's descriptors (all, and those of files under ``root``), maps of
+    files under ``root``, RSS (MB). Most descriptors of a worker are torch's: the shared memory
+    of the batches it hands on (``file_descriptor`` sharing)."""
+    import psutil
+
+    out = {}
+    for child in psutil.Process().children(recursive=True):
+        try:
+            fds = child.num_fds()
+            warehouse_fds = sum(
+                1 for fd in Path(f"/proc/{child.pid}/fd").iterdir() if root in _link(fd)
+            )
+            maps = sum(
+                1 for line in Path(f"/proc/{child.pid}/maps").read_text().splitlines()
+                if root in line
+            )  # fmt: skip
+            memory = child.memory_info()
+        except (psutil.Error, OSError):
+            continue
+        out[child.pid] = {"fds": fds, "warehouse_fds": warehouse_fds, "maps": maps,
+                          "rss_mb": memory.rss / 2**20}  # fmt: skip
+    return out
+
+
+def _link(fd: Path) -> str:
+    try:
+        return os.readlink(fd)
+    except OSError:  # closed since it was listed
+        return ""
+
+
+class Watch:
+    """Samples the workers every 2 s while a loader runs."""
+
+    def __init__(self, root: str) -> None:
+        self.root, self.samples, self.stop = root, [], threading.Event()
+        self.started = time.perf_counter()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            self.samples.append((time.perf_counter() - self.started, _worker_facts(self.root)))
+            self.stop.wait(2)
+
+    def summary(self) -> dict:
+        self.stop.set()
+        self.thread.join()
+        facts = [(t, f) for t, f in self.samples if f]
+        if not facts:
+            return {}
+        end = facts[-1][0]
+        window = min(60.0, end / 4)
+
+        def peak(field: str, keep=lambda t: True) -> float:
+            return max((w[field] for t, f in facts if keep(t) for w in f.values()), default=0)
+
+        return {
+            "warehouse_files_open_per_worker_max": int(peak("warehouse_fds")),
+            "fds_per_worker_max": int(peak("fds")),
+            "file_maps_per_worker_max": int(peak("maps")),
+            "rss_per_worker_peak_mb": round(peak("rss_mb")),
+            "rss_per_worker_first_window_mb": round(peak("rss_mb", lambda t: t <= window)),
+            "rss_per_worker_last_window_mb": round(peak("rss_mb", lambda t: t >= end - window)),
+            "rss_window_s": round(window),
+            "sampled_s": round(end),
+        }
+
+
+def _loader(kind: str, root: str, rank: int, selection):
+    from torch.utils.data import DataLoader
+
+    if kind == "stream":
+        from episode_warehouse.loading import EpisodeStream, ted_collate
+
+        dataset = EpisodeStream(
+            selection, SLICE, drop_last=True, rank=rank, world_size=2, decode="batch"
+        )
+        return DataLoader(dataset, batch_size=BATCH, num_workers=2, collate_fn=ted_collate)
+    if kind == "window":
+        from torch.utils.data.distributed import DistributedSampler
+
+        from episode_warehouse.loading import StepWindowDataset, no_collate
+
+        deltas = {"action": [0], **{("observation", c): [0] for c in CAMERAS}}
+        dataset = StepWindowDataset(selection, deltas)
+        sampler = DistributedSampler(dataset, num_replicas=2, rank=rank, shuffle=True, seed=0)
+        return DataLoader(dataset, batch_size=BATCH, sampler=sampler, num_workers=2,
+                          collate_fn=no_collate)  # fmt: skip
+    from episode_warehouse.loading import ted_collate
+    from episode_warehouse.standardized import VLADataset
+
+    dataset = VLADataset([("droid", 1.0)], root, selection=selection, rank=rank, world_size=2)
+    return DataLoader(dataset, batch_size=BATCH, num_workers=2, collate_fn=ted_collate)
+
+
+def _step_ids(action) -> np.ndarray:
+    """Each step's action vector as one opaque value (a step's identity in the fixture)."""
+    rows = np.ascontiguousarray(np.asarray(action, np.float64).reshape(-1, action.shape[-1]))
+    return rows.view(np.dtype((np.void, rows.shape[1] * 8))).ravel()
+
+
+def child(kind: str, root: str, seconds: str) -> None:
+    """One loader, two ranks (one epoch each, or ``seconds`` for ``vla``): one JSON line."""
+    from episode_warehouse.loading import select_episodes
+
+    started = time.perf_counter()
+    selection = select_episodes(OPENPI, root)
+    select_s = time.perf_counter() - started
+    delivered, first_batch_s, samples, steady = [], [], 0, 0.0
+    watch = Watch(root)
+    for rank in (0, 1):
+        loader = _loader(kind, root, rank, selection)
+        t0 = time.perf_counter()
+        t_first = None
+        for batch in loader:
+            if t_first is None:
+                t_first = time.perf_counter()
+                first_batch_s.append(t_first - t0)
+            else:
+                samples += batch.batch_size[0]
+            if kind != "vla":
+                delivered.append(_step_ids(batch["action"]))
+            elif time.perf_counter() - t_first > float(seconds) / 2:
+                break
+        steady += time.perf_counter() - (t_first or t0)
+    facts = watch.summary()
+    out = {
+        "loader": kind,
+        "select_s": round(select_s, 2),
+        "selected_ranges": len(selection.length),
+        "selected_steps": int(np.sum(selection.length)),
+        "first_batch_s_max": round(max(first_batch_s), 2),
+        "items_per_s": round(samples / steady, 1),
+        "steps_per_s": round(samples * (SLICE if kind == "stream" else 1) / steady, 1),
+        **facts,
+    }
+    if delivered:
+        out |= _exactly_once(root, selection, np.concatenate(delivered), kind)
+    print(json.dumps(out))
+
+
+def _exactly_once(root: str, selection, got: np.ndarray, kind: str) -> dict:
+    """Compare the delivered steps with the selection's, by their action vectors."""
+    from episode_warehouse import open_ted
+
+    td = open_ted("openx", "droid", root=root)
+    action = _step_ids(td["action"][:])
+    starts = _dataset_rows(root, selection)
+    lengths = selection.length if kind != "stream" else selection.length // SLICE * SLICE
+    expected = np.concatenate([action[s : s + n] for s, n in zip(starts, lengths, strict=True)])
+    if np.unique(expected).size != expected.size:
+        raise RuntimeError("the fixture's action vectors are not unique per step")
+    values, counts = np.unique(got, return_counts=True)
+    missing = np.setdiff1d(expected, values).size
+    extra = np.setdiff1d(values, expected).size
+    repeats = int((counts > 1).sum())
+    # DistributedSampler pads the shorter rank with the first indices (torch's rule)
+    padding = (-expected.size) % 2 if kind == "window" else 0
+    return {
+        "delivered_steps": int(got.size),
+        "missing_steps": int(missing),
+        "foreign_steps": int(extra),
+        "repeated_steps": repeats,
+        "sampler_padding": padding,
+        "exactly_once": missing == 0 and extra == 0 and repeats == padding,
+    }
+
+
+def _dataset_rows(root: str, selection) -> np.ndarray:
+    """Each selected row's first row in ``open_ted("openx", "droid")`` (ranges in key order)."""
+    from episode_warehouse.catalog import run_query
+    from episode_warehouse.storage.local import LocalRoot
+
+    _, rows = run_query(
+        LocalRoot(Path(root)), "SELECT partition, sum(length) FROM episodes WHERE dataset = 'droid' "
+        "GROUP BY partition ORDER BY partition"
+    )  # fmt: skip
+    offsets, total = {}, 0
+    for partition, length in rows:
+        offsets[partition] = total
+        total += int(length)
+    return np.array(
+        [offsets[p] + int(s) for p, s in zip(selection.partition, selection.start, strict=True)]
+    )
+
+
+def loaders_part(root: Path, seconds: int) -> dict:
+    """Every loader in its own child process, measured."""
+    from bench.measure import run_child
+
+    report = {}
+    for kind in ("stream", "window", "vla"):
+        report[kind] = run_child("bench.droid_scale_loaders", [kind, str(root), str(seconds)]).result
+    return report
+
+
+if __name__ == "__main__":
+    child(*sys.argv[1:])
+    sys.exit(0)
