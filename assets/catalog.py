@@ -7,10 +7,9 @@ from assets import versions
 from assets.retries import only_transient_retries
 from episode_warehouse.catalog import CatalogStore
 from episode_warehouse.catalog.schema import EPISODES
-from episode_warehouse.curation.audit import audit_summary
+from episode_warehouse.curation.findings import audit_summary
 from episode_warehouse.incremental import checkout, published
 from episode_warehouse.sources import registry
-from episode_warehouse.stages.catalog import publish_catalog_rows
 from resources import RunSettings, WarehouseStorage
 
 
@@ -44,6 +43,8 @@ def catalog_rows_asset(
     ) -> dg.MaterializeResult:
         # Idempotent: rows that describe the same TED are kept (with their lineage).
         with only_transient_retries(context):
+            from episode_warehouse.stages.catalog import publish_catalog_rows
+
             layout = warehouse.layout()
             built = publish_catalog_rows(
                 layout,

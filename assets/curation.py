@@ -9,7 +9,6 @@ import dagster as dg
 from assets import versions
 from assets.retries import only_transient_retries
 from episode_warehouse.curation.scores import BUILT_IN, Score, load_scores
-from episode_warehouse.stages.curation import publish_duplicates, publish_episode_scores
 from resources import WarehouseStorage
 
 SCORES_ENV = "EPISODE_WAREHOUSE_SCORES"  # module:attribute of users' scores, comma-separated
@@ -49,6 +48,8 @@ def score_asset(
     def _score(context: dg.AssetExecutionContext, warehouse: WarehouseStorage):
         # Idempotent: computed once per TED, catalog rows and score version.
         with only_transient_retries(context):
+            from episode_warehouse.stages.curation import publish_episode_scores
+
             built = publish_episode_scores(warehouse.layout(), score, source, context.partition_key)
             return dg.MaterializeResult(
                 metadata={
@@ -78,6 +79,8 @@ def duplicates_asset(rows_assets: list[dg.AssetsDefinition]) -> dg.AssetsDefinit
     def _duplicates(context: dg.AssetExecutionContext, warehouse: WarehouseStorage):
         # Idempotent: found again only when a partition's catalog rows changed.
         with only_transient_retries(context):
+            from episode_warehouse.stages.curation import publish_duplicates
+
             built = publish_duplicates(warehouse.layout())
             return dg.MaterializeResult(
                 metadata={

@@ -9,11 +9,9 @@ from assets.partitions import lerobot_selections
 from assets.retries import only_transient_retries
 from episode_warehouse.catalog import run_query
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.export import ExportRequest, export_lerobot
-from episode_warehouse.export.lerobot import selection_file
 from episode_warehouse.export.record import ExportRecord
+from episode_warehouse.export.request import ExportRequest, selection_file
 from episode_warehouse.incremental import require
-from episode_warehouse.loading.selection import REQUIRED, Selection
 from episode_warehouse.paths import WarehouseLayout
 from resources import RunSettings, WarehouseStorage
 
@@ -30,6 +28,8 @@ def _export(
     layout: WarehouseLayout,
     request: ExportRequest,
 ) -> dg.MaterializeResult:
+    from episode_warehouse.export.lerobot import export_lerobot  # lerobot: at run time only
+
     target = layout.lerobot_dir(request.name)
     built = export_lerobot(
         request,
@@ -130,6 +130,8 @@ def selection_lerobot_export(
                 fix=f'warehouse export {name} "SELECT source, partition, episode, '
                 'start, length FROM episodes WHERE ..."',
             )
+        from episode_warehouse.loading.selection import REQUIRED, Selection  # torch: run time
+
         columns, rows = run_query(layout.root, sql)
         if tuple(columns[:5]) != REQUIRED:
             raise ConfigError(

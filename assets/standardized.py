@@ -5,8 +5,6 @@ import dagster as dg
 
 from assets import versions
 from assets.retries import only_transient_retries
-from episode_warehouse.catalog.rows import folder_bytes
-from episode_warehouse.standardized.stage import build_standardized_stage
 from resources import WarehouseStorage
 
 
@@ -47,6 +45,9 @@ def standardized_asset(
     ) -> dg.MaterializeResult:
         # Idempotent: rebuilt when the TED, the transforms' version or the mapping changed.
         with only_transient_retries(context):
+            from episode_warehouse.catalog.rows import folder_bytes
+            from episode_warehouse.standardized.stage import build_standardized_stage
+
             key = context.partition_key
             layout = warehouse.layout()
             built = build_standardized_stage(layout, source, key, code_version=versions.of(context))

@@ -4,7 +4,6 @@ import dagster as dg
 
 from assets import versions
 from assets.retries import only_transient_retries
-from episode_warehouse.catalog.statistics import publish_statistics
 from resources import WarehouseStorage
 
 
@@ -29,6 +28,8 @@ def statistics_asset(
     ) -> dg.MaterializeResult:
         # Idempotent: computed once per TED version.
         with only_transient_retries(context):
+            from episode_warehouse.catalog.statistics import publish_statistics
+
             built = publish_statistics(
                 warehouse.layout(), source, context.partition_key, code_version=versions.of(context)
             )

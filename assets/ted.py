@@ -4,8 +4,6 @@ import dagster as dg
 
 from assets import versions
 from assets.retries import only_transient_retries
-from episode_warehouse.catalog.rows import folder_bytes
-from episode_warehouse.stages.ted import build_ted_stage
 from resources import RunSettings, WarehouseStorage
 
 
@@ -45,6 +43,9 @@ def ted_asset(
         # Idempotent: rebuilt only when the decoded episodes or this code version changed;
         # validated in staging, so a TED that fails its checks is never published.
         with only_transient_retries(context):
+            from episode_warehouse.catalog.rows import folder_bytes
+            from episode_warehouse.stages.ted import build_ted_stage
+
             key = context.partition_key
             layout = warehouse.layout()
             built = build_ted_stage(layout, source, key, code_version=versions.of(context))

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.measure import _status
+
 OPENPI = (
     "SELECT source, partition, episode, start + r[1] AS start, r[2] - r[1] AS length "
     "FROM episodes, UNNEST(nonidle_ranges) AS u(r) WHERE dataset = 'droid' AND success "
@@ -54,11 +56,13 @@ def _worker_facts(root: str) -> dict[int, dict]:
                 1 for line in Path(f"/proc/{child.pid}/maps").read_text().splitlines()
                 if root in line
             )  # fmt: skip
-            memory = child.memory_info()
+            memory = _status(child.pid)
         except (psutil.Error, OSError):
             continue
         out[child.pid] = {"fds": fds, "warehouse_fds": warehouse_fds, "maps": maps,
-                          "rss_mb": memory.rss / 2**20}  # fmt: skip
+                          "rss_mb": sum(memory.get(k, 0) for k in ("RssAnon", "RssFile",
+                                                                    "RssShmem")) / 1024,
+                          "anon_mb": memory.get("RssAnon", 0) / 1024}  # fmt: skip
     return out
 
 
@@ -95,14 +99,23 @@ class Watch:
         def peak(field: str, keep=lambda t: True) -> float:
             return max((w[field] for t, f in facts if keep(t) for w in f.values()), default=0)
 
+        def first(t: float) -> bool:
+            return t <= window
+
+        def last(t: float) -> bool:
+            return t >= end - window
+
         return {
             "warehouse_files_open_per_worker_max": int(peak("warehouse_fds")),
-            "fds_per_worker_max": int(peak("fds")),
+            "fds_per_worker_first_window": int(peak("fds", first)),
+            "fds_per_worker_last_window": int(peak("fds", last)),
             "file_maps_per_worker_max": int(peak("maps")),
             "rss_per_worker_peak_mb": round(peak("rss_mb")),
-            "rss_per_worker_first_window_mb": round(peak("rss_mb", lambda t: t <= window)),
-            "rss_per_worker_last_window_mb": round(peak("rss_mb", lambda t: t >= end - window)),
-            "rss_window_s": round(window),
+            "rss_per_worker_first_window_mb": round(peak("rss_mb", first)),
+            "rss_per_worker_last_window_mb": round(peak("rss_mb", last)),
+            "anon_rss_per_worker_first_window_mb": round(peak("anon_mb", first)),
+            "anon_rss_per_worker_last_window_mb": round(peak("anon_mb", last)),
+            "window_s": round(window),
             "sampled_s": round(end),
         }
 
@@ -136,7 +149,9 @@ def _loader(kind: str, root: str, rank: int, selection):
 
 def _step_ids(action) -> np.ndarray:
     """Each step's action vector as one opaque value (a step's identity in the fixture)."""
-    rows = np.ascontiguousarray(np.asarray(action, np.float64).reshape(-1, action.shape[-1]))
+    # a copy: a view would keep the batch's shared memory alive, and its worker would then
+    # allocate (and hold a descriptor for) a new segment for every batch
+    rows = np.array(np.asarray(action, np.float64).reshape(-1, action.shape[-1]), copy=True)
     return rows.view(np.dtype((np.void, rows.shape[1] * 8))).ravel()
 
 
@@ -212,10 +227,11 @@ def _dataset_rows(root: str, selection) -> np.ndarray:
     from episode_warehouse.catalog import run_query
     from episode_warehouse.storage.local import LocalRoot
 
-    _, rows = run_query(
-        LocalRoot(Path(root)), "SELECT partition, sum(length) FROM episodes WHERE dataset = 'droid' "
+    sql = (
+        "SELECT partition, sum(length) FROM episodes WHERE dataset = 'droid' "
         "GROUP BY partition ORDER BY partition"
-    )  # fmt: skip
+    )
+    _, rows = run_query(LocalRoot(Path(root)), sql)
     offsets, total = {}, 0
     for partition, length in rows:
         offsets[partition] = total
@@ -231,7 +247,9 @@ def loaders_part(root: Path, seconds: int) -> dict:
 
     report = {}
     for kind in ("stream", "window", "vla"):
-        report[kind] = run_child("bench.droid_scale_loaders", [kind, str(root), str(seconds)]).result
+        report[kind] = run_child(
+            "bench.droid_scale_loaders", [kind, str(root), str(seconds)]
+        ).result
     return report
 
 

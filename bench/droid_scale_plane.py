@@ -92,7 +92,10 @@ def ticks(url: str, write, shards: int, per_range: int = RANGE) -> dict:
     import dagster as dg
 
     out: dict = {}
-    with _env(OPENX_URL=url, OPENX_SHARD_RANGES=f"droid={per_range}"), dg.instance_for_test() as inst:  # noqa: E501
+    with (
+        _env(OPENX_URL=url, OPENX_SHARD_RANGES=f"droid={per_range}"),
+        dg.instance_for_test() as inst,
+    ):  # noqa: E501
         first_s, first = _tick(inst, None)
         keys = [r.partition_key for r in first.run_requests]
         out["first_tick_s"] = round(first_s, 2)

@@ -14,11 +14,14 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from episode_warehouse.errors import CorruptInputError
+
+if TYPE_CHECKING:
+    import torch
 
 _HEADERS = {
     (1, 0): np.lib.format.read_array_header_1_0,
@@ -28,6 +31,8 @@ _HEADERS = {
 
 def map_bytes(path: Path, size: int | None = None) -> np.ndarray:
     """The first ``size`` bytes of ``path`` (default: all), mapped read-only, as uint8."""
+    import torch  # here, not at the top: the code location imports this module, not torch
+
     size = os.path.getsize(path) if size is None else size
     if size == 0:
         return np.zeros(0, np.uint8)
@@ -43,6 +48,8 @@ def map_npy(path: Path, fix: str) -> torch.Tensor:
         CorruptInputError: not a ``.npy`` file of a C-ordered array of a dtype torch holds,
             or shorter than its header declares (``fix`` says how to rebuild it).
     """
+    import torch  # here, not at the top: the code location imports this module, not torch
+
     try:
         with open(path, "rb") as fh:
             version = np.lib.format.read_magic(fh)

@@ -109,7 +109,7 @@ def cmd_materialize(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from episode_warehouse.catalog.query import check_read_only
-    from episode_warehouse.export.lerobot import check_export_name, selection_file
+    from episode_warehouse.export.request import check_export_name, selection_file
     from episode_warehouse.paths import WarehouseLayout
     from warehouse_cli.runner import materialize_partition
 

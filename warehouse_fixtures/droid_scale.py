@@ -69,9 +69,7 @@ def _write_shard(task: tuple[Path, dict, int, int, tuple[int, int]]) -> tuple[in
     records = []
     for seed in range(first, first + count):
         length, success = episode_plan(seed)
-        records.append(
-            droid_episode(seed, size=size, length=length, success=success).record
-        )
+        records.append(droid_episode(seed, size=size, length=length, success=success).record)
         steps += length
         successes += success
     w.write_shard(path, feats, records)
@@ -90,9 +88,7 @@ def write_droid_scale(
     DROID's own 46-47), written by ``processes`` processes (default: every core)."""
     folder = Path(root) / NAME / VERSION
     folder.mkdir(parents=True, exist_ok=True)
-    counts = (
-        shard_counts(shards) if per_shard is None else np.full(shards, per_shard, np.int64)
-    )
+    counts = shard_counts(shards) if per_shard is None else np.full(shards, per_shard, np.int64)
     firsts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     feats = features(*size)
     tasks = [

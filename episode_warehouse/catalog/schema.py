@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from episode_warehouse.curation.audit import FINDING
+from episode_warehouse.curation.findings import FINDING
 from episode_warehouse.decoded.episode_table import EPISODE_COLUMNS, EPISODE_DATA
 from episode_warehouse.tables import Column, Table
 

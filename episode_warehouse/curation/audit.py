@@ -33,8 +33,8 @@ import logging
 from collections.abc import Iterator
 
 import numpy as np
-import pyarrow as pa
 
+from episode_warehouse.curation.findings import Findings
 from episode_warehouse.curation.partition_arrays import PartitionArrays
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames.codec import JPEG_SIGNATURE, VIDEO_REF, ZSTD_SIGNATURE
@@ -43,54 +43,12 @@ from episode_warehouse.image_header import PNG_SIGNATURE
 
 log = logging.getLogger(__name__)
 
-KINDS = (
-    "bad_frame", "frame_shape", "frame_count", "frozen_camera", "timestamp_order",
-    "timestamp_gap", "non_finite", "action_at_bound", "one_step",
-)  # fmt: skip
 FROZEN_RUN = 30  # identical consecutive frames (2 s at DROID's 15 Hz, 3 s at 10 Hz)
 PIN_RUN = 10  # consecutive steps at a bound
 PIN_MIN_VALUES = 16  # distinct values for an action dimension to count as continuous
 GAP_PERIODS = 1.5  # a timestamp step longer than this many periods is a gap
 OTHER_SIZE = "a frame decodes to"  # how the codec's size errors begin
 CHUNK = 4096  # rows of raw pixels compared at once
-
-FINDING = pa.struct(
-    [("kind", pa.string()), ("key", pa.string()), ("step", pa.int64()),
-     ("steps", pa.int64()), ("detail", pa.string())]
-)  # fmt: skip
-COLUMNS = ("findings", "defects")
-
-
-class Findings:
-    """Findings of one partition, collected per episode."""
-
-    def __init__(self, starts: np.ndarray, lengths: np.ndarray) -> None:
-        self.starts = starts
-        self.ends = starts + lengths
-        self.by_episode: list[list[dict]] = [[] for _ in range(len(starts))]
-
-    def episode_of(self, row: int) -> int:
-        return int(np.searchsorted(self.ends, row, side="right"))
-
-    def episode_of_rows(self, rows: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.ends, rows, side="right")
-
-    def add_row(self, kind: str, key: str, row: int, steps: int, detail: str) -> None:
-        """A finding at TED row ``row`` (its episode found by the row)."""
-        e = self.episode_of(row)
-        if e < len(self.starts):
-            self.add(e, kind, key, row - int(self.starts[e]), steps, detail)
-
-    def add(self, episode: int, kind: str, key: str, step: int, steps: int, detail: str) -> None:
-        self.by_episode[episode].append(
-            {"kind": kind, "key": key, "step": int(step), "steps": int(steps), "detail": detail}
-        )
-
-    def columns(self) -> dict[str, pa.Array]:
-        return {
-            "findings": pa.array(self.by_episode, pa.list_(FINDING)),
-            "defects": pa.array([len(f) for f in self.by_episode], pa.int64()),
-        }
 
 
 def runs(flags: np.ndarray) -> Iterator[tuple[int, int]]:
@@ -262,19 +220,3 @@ def audit_partition(arrays: PartitionArrays, fps: float | None) -> Findings:
     if total:
         log.info("audit of %s: %d findings", arrays.folder, total)
     return found
-
-
-def audit_summary(episodes: list[int], findings: list[list[dict] | None], shown: int = 50) -> dict:
-    """What the ``integrity_audit`` check reports of a partition's rows: the episodes with
-    findings, the count per kind, and the first ``shown`` findings as lines."""
-    kinds: dict[str, int] = {}
-    lines: list[str] = []
-    flagged = 0
-    for episode, found in zip(episodes, findings, strict=True):
-        flagged += bool(found)
-        for f in found or []:
-            kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
-            if len(lines) < shown:
-                lines.append(f"episode {episode} step {f['step']}: {f['kind']} {f['key']} "
-                             f"({f['detail']})")  # fmt: skip
-    return {"episodes_with_findings": flagged, "findings_by_kind": kinds, "first_findings": lines}

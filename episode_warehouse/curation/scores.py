@@ -27,13 +27,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-from tensordict import TensorDictBase
 
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.ted.open import open_ted_folder
+
+if TYPE_CHECKING:
+    from tensordict import TensorDictBase
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class ScoreInput:
     @cached_property
     def ted(self) -> TensorDictBase:
         """The partition's TED (memory-mapped; cameras decode where they are indexed)."""
+        from episode_warehouse.ted.open import open_ted_folder  # torch: not at definition time
+
         return open_ted_folder(self.ted_folder)
 
     def column(self, name: str) -> np.ndarray:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from episode_warehouse.export.request import ExportRequest
+
 if TYPE_CHECKING:
-    from episode_warehouse.export.lerobot import ExportRequest, export_lerobot
+    from episode_warehouse.export.lerobot import export_lerobot
 
 __all__ = ["ExportRequest", "export_lerobot"]
 
 
 def __getattr__(name: str):
     # Lazy, so that `python -m episode_warehouse.export.png_writer` workers import only numpy.
-    if name in __all__:
+    if name == "export_lerobot":
         from episode_warehouse.export import lerobot
 
         return getattr(lerobot, name)

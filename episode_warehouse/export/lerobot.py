@@ -13,19 +13,19 @@ its request and the TEDs it reads are unchanged.
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 from collections import deque
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-from episode_warehouse.errors import ExportError, PartitionKeyError
+from episode_warehouse.errors import ExportError
 from episode_warehouse.export import croissant, lerobot_compat
 from episode_warehouse.export.episodes import ExportEpisode, create_dataset, export_episodes
 from episode_warehouse.export.frames import frame_paths, png_jobs, scratch_bytes, scratch_root
 from episode_warehouse.export.png_writer import PngWriters
 from episode_warehouse.export.record import ExportRecord
+from episode_warehouse.export.request import ExportRequest, check_export_name
 from episode_warehouse.incremental import Built, build_if_changed, published, published_version
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.storage import Root
@@ -35,46 +35,6 @@ log = logging.getLogger(__name__)
 EXPORT_FORMAT = "lerobot-v3.0/warehouse-export-v2"  # v2: meta/croissant.json
 SELECTION_MANIFEST = "meta/warehouse_selection.json"  # Selection.load reads it back
 CROISSANT_FILE = croissant.FILE_NAME  # Croissant JSON-LD at the root (docs/curation.md)
-
-
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
-
-
-def check_export_name(name: str) -> str:
-    """Export names become folder names and partition keys: letters, digits, ``_ . -``.
-
-    Raises:
-        PartitionKeyError: any other name.
-    """
-    if not _NAME_RE.match(name or ""):
-        raise PartitionKeyError(
-            "not a valid export name",
-            subject=repr(name),
-            fix="use letters, digits, '_', '.' and '-' (e.g. pong-top10)",
-        )
-    return name
-
-
-@dataclass(frozen=True)
-class ExportRequest:
-    """What to export: ``episodes`` rows (source, partition, episode, start, length)."""
-
-    name: str
-    root: str  # the folder holding the TEDs (a bucket root's local copy)
-    episodes: list[tuple[str, str, int, int, int]]
-    video: bool = False
-    query: str | None = None
-
-    @property
-    def repo_id(self) -> str:
-        return f"episode-warehouse/{self.name.replace('/', '_')}"
-
-    def fingerprint(self) -> dict:
-        return {
-            "episodes": [list(e) for e in self.episodes],
-            "video": self.video,
-            "query": self.query,
-        }
 
 
 def _check_first_frame(episode: ExportEpisode, dataset, columns: dict) -> None:
@@ -164,11 +124,6 @@ def _write_croissant(request: ExportRequest, layout: WarehouseLayout, staging: P
     )
     document = croissant.export_document(staging, described)
     croissant.write_document(document, staging / CROISSANT_FILE)
-
-
-def selection_file(name: str) -> str:
-    """Where the root keeps the SQL of the named selection ``name`` (``warehouse export``)."""
-    return f"selections/{check_export_name(name)}.sql"
 
 
 def export_lerobot(

@@ -16,8 +16,8 @@ from episode_warehouse.atomic import read_json
 from episode_warehouse.catalog import run_query
 from episode_warehouse.errors import NotMaterializedError
 from episode_warehouse.export.card import SourcePartition, dataset_card
-from episode_warehouse.export.lerobot import check_export_name
 from episode_warehouse.export.record import ExportRecord
+from episode_warehouse.export.request import check_export_name
 from episode_warehouse.hub.client import HubClient
 from episode_warehouse.hub.publish import Published, publish_folder
 from episode_warehouse.hub.url import HubUrl

@@ -10,6 +10,7 @@ import torch
 from tensordict import NonTensorStack, TensorDict
 
 from episode_warehouse.errors import NotMaterializedError, StaleSelectionError
+from episode_warehouse.file_maps import map_npy
 from episode_warehouse.paths import artifact_name
 from episode_warehouse.records import RECORD
 from episode_warehouse.standardized.record import StandardizedRecord
@@ -47,7 +48,9 @@ class Opened:
 
     def _map(self, relative: str) -> np.ndarray:
         if relative not in self._maps:
-            self._maps[relative] = np.load(self.folder / relative, mmap_mode="c")
+            self._maps[relative] = map_npy(  # no descriptor held (file_maps.py)
+                self.folder / relative, "re-materialize the standardized stage of this partition"
+            ).numpy()
         return self._maps[relative]
 
     def array(self, name: str) -> np.ndarray:

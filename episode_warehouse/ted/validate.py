@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
-import torch
 
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.ted.layout import EPISODES
@@ -55,9 +54,9 @@ def check_ted(folder: Path) -> TedReport:
         if tuple(td.get(key).shape[1:]) != (1,):
             p.append(f"{key}: trailing dim {tuple(td.get(key).shape[1:])}, expected (1,)")
     if has_reward:
-        if td.get(("next", "reward")).dtype not in (torch.float32, torch.float64):
-            p.append("next/reward is not float32 or float64 (Minari's, kept as recorded)")
         reward = td["next", "reward"].numpy()
+        if reward.dtype not in (np.float32, np.float64):
+            p.append("next/reward is not float32 or float64 (Minari's, kept as recorded)")
         if not np.isfinite(reward).all():
             p.append(f"{int((~np.isfinite(reward)).sum())} rewards are NaN or infinite")
     start = episodes.column("start").to_numpy()

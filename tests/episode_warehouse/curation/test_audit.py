@@ -142,7 +142,8 @@ def test_damaged_frames_are_found_in_the_stored_bytes(tmp_path):
 def test_timestamps_that_jump_or_go_back(tmp_path, jump):
     from tensordict import TensorDict  # noqa: F401  (the TED below is written by numpy)
 
-    from episode_warehouse.curation.audit import Findings, _check_timestamps
+    from episode_warehouse.curation.audit import _check_timestamps
+    from episode_warehouse.curation.findings import Findings
 
     class Arrays:
         starts = np.array([0, 10])
