@@ -87,6 +87,10 @@ def no_collate(item: TensorDictBase) -> TensorDictBase:
 
 
 EPISODE_BUFFER = 8  # episodes' rows kept per process (fetched ones, from a bucket root)
+# Partitions a process keeps open (their readers and maps, ~26 maps a DROID range; no file
+# descriptor: episode_warehouse/file_maps.py); the least recently read is closed past it, so
+# a selection over thousands of partitions holds a bounded number of maps (docs/loading.md).
+OPEN_PARTITIONS = 256
 DECODE_MODES = ("item", "batch")
 
 
@@ -102,13 +106,13 @@ def _decode_mode(decode: str, who: str) -> str:
 
 class _TedCache:
     """Per-process cache of opened TEDs (not pickled): the readers of the selection's
-    partitions, their whole memory-mapped TEDs where asked for, and a bounded buffer of
-    episodes' rows."""
+    partitions (the :data:`OPEN_PARTITIONS` most recently read), their whole memory-mapped TEDs
+    where asked for, and a bounded buffer of episodes' rows."""
 
     def __init__(self, selection: Selection) -> None:
         self.selection = selection
         self._open: dict[tuple[str, str], TensorDictBase] = {}
-        self._readers: dict[tuple[str, str], TedReader] = {}
+        self._readers: OrderedDict[tuple[str, str], TedReader] = OrderedDict()
         self._episodes: OrderedDict[int, TensorDictBase] = OrderedDict()
         self._fetched_earlier = 0  # bytes fetched by readers of versions since replaced
         self._recheck: set[tuple[str, str]] = set()  # readers whose record a new epoch rechecks
@@ -116,7 +120,7 @@ class _TedCache:
         self._lock = threading.Lock()  # read-ahead threads open readers concurrently
 
     def __getstate__(self):
-        return {**self.__dict__, "_open": {}, "_readers": {}, "_episodes": OrderedDict(),
+        return {**self.__dict__, "_open": {}, "_readers": OrderedDict(), "_episodes": OrderedDict(),
                 "_recheck": set(), "_lock": None}  # fmt: skip
 
     def __setstate__(self, state):
@@ -126,9 +130,11 @@ class _TedCache:
         """The whole TED of a partition, memory-mapped (random access: step windows,
         statistics); from a bucket root it is downloaded into the cache once."""
         key = (source, partition)
-        if key not in self._open:
-            self._open[key] = self.reader(source, partition).whole()
-        return self._open[key]
+        reader = self.reader(source, partition)  # also marks it the most recently read
+        whole = self._open.get(key)
+        if whole is None:
+            whole = self._open[key] = reader.whole()
+        return whole
 
     def reader(self, source: str, partition: str) -> TedReader:
         """The partition's reader; after :meth:`new_epoch`, the same one if its record is
@@ -146,6 +152,13 @@ class _TedCache:
                     self._root = self.selection.reader_root()
                 known = TedReader.of(self._root, source, partition)
                 self._readers[key] = known
+                self._open.pop(key, None)  # a whole TED of the reader it replaces
+            self._readers.move_to_end(key)
+            while len(self._readers) > OPEN_PARTITIONS:
+                closed, old = self._readers.popitem(last=False)
+                self._fetched_earlier += old.bytes_fetched
+                self._open.pop(closed, None)
+                self._recheck.discard(closed)
             return known
 
     def new_epoch(self) -> None:

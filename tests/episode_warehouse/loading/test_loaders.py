@@ -203,3 +203,36 @@ def test_slices_say_what_they_leave_out(tmp_path, caplog):
     assert f"{want} of {int(sel.length.sum())} selected steps" in caplog.text
     with pytest.raises(ConfigError, match="every selected episode is shorter than slice_len"):
         EpisodeSliceDataset(sel, slice_len=int(sel.length.max()) + 1)
+
+
+def test_a_process_keeps_a_bounded_number_of_partitions_open(warehouse_root, monkeypatch):
+    """Past OPEN_PARTITIONS the least recently read partition is closed and reopened when read
+    again: every value is the same as with all of them open, and no descriptor is held."""
+    import os
+
+    from episode_warehouse.loading import StepWindowDataset, torch_datasets
+
+    sel = select_episodes(ALL, root=warehouse_root)
+    assert len(sel.partitions) == 2
+    first = int(
+        sum(n for n, part in zip(sel.length, sel.partition, strict=True) if part == "Pong/1")
+    )
+    total = int(sum(sel.length))
+    pairs = zip(range(0, first, 7), range(first, total, 7), strict=False)  # the shorter ends
+    order = [i for pair in pairs for i in pair]
+    deltas = {"observation": [-1, 0], "action": [0, 1]}
+    expected = StepWindowDataset(sel, deltas)
+    wanted = [expected[i] for i in order]
+    monkeypatch.setattr(torch_datasets, "OPEN_PARTITIONS", 1)
+    bounded = StepWindowDataset(sel, deltas)
+    for i, want in zip(order, wanted, strict=True):  # alternating partitions: a reopen each
+        got = bounded[i]
+        assert len(bounded.cache._readers) == 1
+        assert (got == want).all()
+    held = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            held.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # the listing's own descriptor, closed since
+            continue
+    assert not [p for p in held if str(warehouse_root) in p]
