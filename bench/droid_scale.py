@@ -15,7 +15,14 @@ curation columns (content hash, step MinHash, frame hashes). Then, each the best
 - the catalog's views rebuilt (``episode_catalog``'s work);
 - the duplicate search over all 95,658 episodes (``episode_duplicates``' work, #60).
 
-    python -m bench.droid_scale [--episodes 95658] [--ranges 64] [--repeats 3]
+The other parts (``bench/droid_scale_plane.py``, ``bench/droid_scale_loaders.py``) run on
+the 2,048-shard fixture (``warehouse_fixtures.droid_scale``: DROID's shard count, ``--per-shard``
+episodes a shard, 8x8 JPEG cameras): the sensor's ticks (folder and bucket), the backfill of
+every range on the local cluster, the loaders over every range and the pooled statistics.
+
+    python -m bench.droid_scale [--parts catalog,sensor,cluster,loaders] [--episodes 95658]
+        [--ranges 64] [--repeats 3] [--shards 2048] [--per-shard 1] [--workers 2]
+        [--seconds 60] [--rss-seconds 600]
 """
 
 from __future__ import annotations
@@ -136,12 +143,8 @@ def _best(fn, repeats: int) -> tuple[float, object]:
     return best, value
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=scaled(95_658, 2_000))
-    parser.add_argument("--ranges", type=int, default=scaled(64, 4))
-    parser.add_argument("--repeats", type=int, default=scaled(3, 1))
-    args = parser.parse_args()
+def catalog_part(args: argparse.Namespace) -> dict:
+    """95,658 episodes' rows over 64 ranges, and what reads them."""
     from episode_warehouse.catalog import CatalogStore, run_query
     from episode_warehouse.paths import WarehouseLayout
     from episode_warehouse.stages.curation import publish_duplicates
@@ -181,6 +184,45 @@ def main() -> None:
         "duplicate_search_s": round(duplicates_s, 2),
         "duplicates_found": found.meta.listed,
     }
+    return report
+
+
+PARTS = ("catalog", "sensor", "cluster", "loaders")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"of {', '.join(PARTS)}")
+    parser.add_argument("--episodes", type=int, default=scaled(95_658, 2_000))
+    parser.add_argument("--ranges", type=int, default=scaled(64, 4))
+    parser.add_argument("--repeats", type=int, default=scaled(3, 1))
+    parser.add_argument("--shards", type=int, default=scaled(2048, 64))
+    parser.add_argument("--per-shard", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2, help="the cluster's Celery workers")
+    parser.add_argument("--seconds", type=int, default=scaled(60, 4), help="the VLA loader's")
+    parser.add_argument("--rss-seconds", type=int, default=scaled(600, 0))
+    args = parser.parse_args()
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"unknown parts {unknown}; choose among {', '.join(PARTS)}")
+    from bench import droid_scale_loaders as loaders
+    from bench import droid_scale_plane as plane
+
+    report: dict = {}
+    if "catalog" in parts:
+        report["catalog"] = catalog_part(args)
+    folder, facts = plane.shards_folder(args.shards, args.per_shard)
+    report["fixture"] = facts
+    root = plane.DATA / f"droid_scale_root-{args.shards}x{args.per_shard}"
+    if "sensor" in parts:
+        report["sensor"] = plane.sensor_part(folder, args.shards)
+    if "cluster" in parts:
+        report["cluster"] = plane.cluster_part(folder, args.shards, root, args.workers)
+    if "loaders" in parts:
+        if not (root / "catalog").exists():
+            parser.error(f"no warehouse at {root}: run the cluster part first")
+        report["loaders"] = loaders.loaders_part(root.resolve(), args.seconds, args.rss_seconds)
     print(json.dumps(report, indent=1))
     save_report("droid_scale", report)
 

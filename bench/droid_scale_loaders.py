@@ -241,18 +241,82 @@ def _dataset_rows(root: str, selection) -> np.ndarray:
     )
 
 
-def loaders_part(root: Path, seconds: int) -> dict:
-    """Every loader in its own child process, measured."""
+def long_child(root: str, seconds: str) -> None:
+    """``StepWindowDataset`` (rank 0 of 2, 2 workers) epoch after epoch for ``seconds``: each
+    worker's RSS in the first and the last minute (one JSON line)."""
+    from episode_warehouse.loading import select_episodes
+
+    selection = select_episodes(OPENPI, root)
+    watch, samples, started, epochs = Watch(root), 0, time.perf_counter(), 0
+    while time.perf_counter() - started < float(seconds):
+        loader = _loader("window", root, 0, selection)
+        loader.sampler.set_epoch(epochs)
+        for batch in loader:
+            samples += batch.batch_size[0]
+            if time.perf_counter() - started >= float(seconds):
+                break
+        epochs += 1
+    elapsed = time.perf_counter() - started
+    print(json.dumps({"loader": "window", "seconds": round(elapsed), "epochs_started": epochs,
+                      "steps_per_s": round(samples / elapsed, 1), **watch.summary()}))  # fmt: skip
+
+
+def pooled_statistics(root: Path) -> dict:
+    """The mixture ``[("droid", 1.0)]`` resolved (statistics pooled over every range), timed,
+    and its action mean and std against those of every range's actions concatenated."""
+    from episode_warehouse.standardized.mixtures import resolve
+    from episode_warehouse.standardized.reader import locate
+
+    started = time.perf_counter()
+    entries = resolve([("droid", 1.0)], root)
+    seconds = time.perf_counter() - started
+    pooled = entries[0][3]["action"]
+    actions = np.concatenate(
+        [np.asarray(locate(s, p, root).array("action"), np.float64) for s, p, _, _ in entries]
+    )
+    return {
+        "ranges": len(entries),
+        "resolve_s": round(seconds, 2),
+        "transitions": int(entries[0][3]["num_transitions"]),
+        "mean_max_error": float(np.abs(np.asarray(pooled["mean"]) - actions.mean(0)).max()),
+        "std_max_error": float(np.abs(np.asarray(pooled["std"]) - actions.std(0)).max()),
+    }
+
+
+def build_standardized(root: Path) -> dict:
+    """Every range's standardized stage, in this process (the VLA loader's input)."""
+    from episode_warehouse.paths import WarehouseLayout
+    from episode_warehouse.standardized.stage import build_standardized_stage
+
+    layout = WarehouseLayout.local(root)
+    keys = sorted(p.name for p in (root / "ted" / "openx").iterdir() if p.name.startswith("droid@"))
+    started = time.perf_counter()
+    for key in keys:
+        build_standardized_stage(layout, "openx", key, code_version="bench")
+    return {"ranges": len(keys), "seconds": round(time.perf_counter() - started, 1)}
+
+
+def loaders_part(root: Path, seconds: int, rss_seconds: int) -> dict:
+    """The standardized stage, every loader in its own child process, the long run, and the
+    pooled statistics."""
     from bench.measure import run_child
 
-    report = {}
+    report: dict = {"standardized": build_standardized(root)}
     for kind in ("stream", "window", "vla"):
         report[kind] = run_child(
             "bench.droid_scale_loaders", [kind, str(root), str(seconds)]
         ).result
+    if rss_seconds:
+        report["window_long_run"] = run_child(
+            "bench.droid_scale_loaders", ["long", str(root), str(rss_seconds)]
+        ).result
+    report["pooled_statistics"] = pooled_statistics(root)
     return report
 
 
 if __name__ == "__main__":
-    child(*sys.argv[1:])
+    if sys.argv[1] == "long":
+        long_child(*sys.argv[2:])
+    else:
+        child(*sys.argv[1:])
     sys.exit(0)

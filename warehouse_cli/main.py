@@ -185,11 +185,24 @@ def cmd_fixtures(args: argparse.Namespace) -> int:
     if args.kind == "droid":
         from warehouse_fixtures.droid import write_droid
 
+        args.shards, args.per_shard = args.shards or 8, args.per_shard or 2
         written, _ = write_droid(folder, args.shards, args.per_shard, keep=False)
         print(
             f"wrote DROID ({args.shards} shards of {args.per_shard} episodes, RLDS 1.0.1) to "
             f"{written}; build it: OPENX_URL={args.folder} ./warehouse materialize openx droid "
             f"(or as ranges: droid@00000-{min(args.shards, 4) - 1:05d}, ...)"
+        )
+        return 0
+    if args.kind == "droid_scale":
+        from warehouse_fixtures.droid_scale import write_droid_scale
+
+        per_shard = None if args.per_shard == 0 else (args.per_shard or 1)
+        written = write_droid_scale(folder, shards=args.shards or 2048, per_shard=per_shard)
+        print(
+            f"wrote DROID at scale: {written.shards} shards, {written.episodes} episodes, "
+            f"{written.steps} steps, {written.bytes / 1e9:.2f} GB in {written.seconds} s to "
+            f"{written.folder}; list it as ranges: OPENX_URL={args.folder} "
+            "OPENX_SHARD_RANGES=droid=32 (docs/droid.md)"
         )
         return 0
     if args.kind == "reaching":
@@ -352,14 +365,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("folder")
     p.add_argument(
         "--kind",
-        choices=("demo", "droid", "mt_opt", "reaching"),
+        choices=("demo", "droid", "droid_scale", "mt_opt", "reaching"),
         default="demo",
-        help="demo (default); droid: DROID's schema, --shards x --per-shard episodes; mt_opt: "
+        help="demo (default); droid: DROID's schema, --shards x --per-shard episodes; "
+        "droid_scale: DROID's 2,048 shards with 8x8 cameras, --per-shard episodes each "
+        "(default 1; 0: DROID's own 46-47, 95,658 in all); mt_opt: "
         "the shared sample's shard with its TFDS builder's features.json; reaching: a robot "
         "dataset with planted duplicates (docs/curation.md)",
     )
-    p.add_argument("--shards", type=int, default=8, help="droid: TFRecord shards (default 8)")
-    p.add_argument("--per-shard", type=int, default=2, help="droid: episodes per shard (default 2)")
+    p.add_argument(
+        "--shards", type=int, help="droid: TFRecord shards (default 8; droid_scale: 2048)"
+    )
+    p.add_argument(
+        "--per-shard", type=int, help="droid: episodes per shard (default 2; droid_scale: 1)"
+    )
     p.add_argument("--samples", help="mt_opt: the samples folder (default: ../shared/samples)")
     p.add_argument("--episodes", type=int, default=300, help="reaching: distinct episodes")
     p.add_argument("--planted", type=int, default=30, help="reaching: planted duplicates")

@@ -85,7 +85,7 @@ def write_droid_scale(
     processes: int | None = None,
 ) -> ScaleFixture:
     """``root/droid/1.0.1/`` with ``shards`` shards of ``per_shard`` episodes each (``None``:
-    DROID's own 46-47), written by ``processes`` processes (default: every core)."""
+    DROID's own 46-47), written by ``processes`` processes (default: every core; 1: this one)."""
     folder = Path(root) / NAME / VERSION
     folder.mkdir(parents=True, exist_ok=True)
     counts = shard_counts(shards) if per_shard is None else np.full(shards, per_shard, np.int64)
@@ -96,8 +96,12 @@ def write_droid_scale(
         for i, (f, n) in enumerate(zip(firsts, counts, strict=True))
     ]
     started = time.perf_counter()
-    with ProcessPoolExecutor(processes or os.cpu_count() or 1) as pool:
-        written = list(pool.map(_write_shard, tasks, chunksize=8))
+    processes = processes or os.cpu_count() or 1
+    if processes == 1:
+        written = [_write_shard(task) for task in tasks]
+    else:
+        with ProcessPoolExecutor(processes) as pool:
+            written = list(pool.map(_write_shard, tasks, chunksize=8))
     w.write_metadata(folder, NAME, VERSION, feats, {"train": [n for n, _, _ in written]})
     seconds = time.perf_counter() - started
     return ScaleFixture(
