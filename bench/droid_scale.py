@@ -22,7 +22,7 @@ every range on the local cluster, the loaders over every range and the pooled st
 
     python -m bench.droid_scale [--parts catalog,sensor,cluster,loaders] [--episodes 95658]
         [--ranges 64] [--repeats 3] [--shards 2048] [--per-shard 1] [--workers 2]
-        [--seconds 60] [--rss-seconds 600]
+        [--seconds 60] [--rss-seconds 600] [--bucket-ranges 8]
 """
 
 from __future__ import annotations
@@ -201,6 +201,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="the cluster's Celery workers")
     parser.add_argument("--seconds", type=int, default=scaled(60, 4), help="the VLA loader's")
     parser.add_argument("--rss-seconds", type=int, default=scaled(600, 0))
+    parser.add_argument(
+        "--bucket-ranges", type=int, default=scaled(8, 1), help="ranges built into a bucket"
+    )
     args = parser.parse_args()
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = sorted(set(parts) - set(PARTS))
@@ -222,7 +225,9 @@ def main() -> None:
     if "loaders" in parts:
         if not (root / "catalog").exists():
             parser.error(f"no warehouse at {root}: run the cluster part first")
-        report["loaders"] = loaders.loaders_part(root.resolve(), args.seconds, args.rss_seconds)
+        report["loaders"] = loaders.loaders_part(
+            root.resolve(), folder.resolve(), args.seconds, args.rss_seconds, args.bucket_ranges
+        )
     print(json.dumps(report, indent=1))
     save_report("droid_scale", report)
 

@@ -73,11 +73,19 @@ def _link(fd: Path) -> str:
         return ""
 
 
+def _files_of(root: str) -> str:
+    """Where a root's files are read from on this machine: the folder, or a bucket root's
+    local copy and cache (both under one folder in ``bucket_part``)."""
+    if root.startswith("gs://"):
+        return str(Path(os.environ["EPISODE_WAREHOUSE_CACHE"]).parent)
+    return root
+
+
 class Watch:
     """Samples the workers every 2 s while a loader runs."""
 
     def __init__(self, root: str) -> None:
-        self.root, self.samples, self.stop = root, [], threading.Event()
+        self.root, self.samples, self.stop = _files_of(root), [], threading.Event()
         self.started = time.perf_counter()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -225,13 +233,13 @@ def _exactly_once(root: str, selection, got: np.ndarray, kind: str) -> dict:
 def _dataset_rows(root: str, selection) -> np.ndarray:
     """Each selected row's first row in ``open_ted("openx", "droid")`` (ranges in key order)."""
     from episode_warehouse.catalog import run_query
-    from episode_warehouse.storage.local import LocalRoot
+    from episode_warehouse.storage import parse_root
 
     sql = (
         "SELECT partition, sum(length) FROM episodes WHERE dataset = 'droid' "
         "GROUP BY partition ORDER BY partition"
     )
-    _, rows = run_query(LocalRoot(Path(root)), sql)
+    _, rows = run_query(parse_root(root), sql)
     offsets, total = {}, 0
     for partition, length in rows:
         offsets[partition] = total
@@ -296,9 +304,68 @@ def build_standardized(root: Path) -> dict:
     return {"ranges": len(keys), "seconds": round(time.perf_counter() - started, 1)}
 
 
-def loaders_part(root: Path, seconds: int, rss_seconds: int) -> dict:
-    """The standardized stage, every loader in its own child process, the long run, and the
-    pooled statistics."""
+def build_into_bucket(folder: Path, keys: list[str], url: str) -> float:
+    """``keys``' ranges through mirror, decoded, TED, catalog rows and standardized into the
+    bucket root ``url`` (the emulator's), in this process; seconds."""
+    from episode_warehouse.paths import WarehouseLayout
+    from episode_warehouse.sources.openx.raw import mirror_openx
+    from episode_warehouse.sources.openx.stage import decode_openx
+    from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
+    from episode_warehouse.standardized.stage import build_standardized_stage
+
+    layout = WarehouseLayout.from_root(url)
+    started = time.perf_counter()
+    for key in keys:
+        mirror_openx(str(folder), key, layout.raw_dir("openx", key), root=layout.root,
+                     code_version="bench")  # fmt: skip
+        decode_openx(layout, key, code_version="bench")
+        build_ted_stage(layout, "openx", key, code_version="bench")
+        publish_catalog_rows(layout, "openx", key, code_version="bench", run_id="bench")
+        build_standardized_stage(layout, "openx", key, code_version="bench")
+    return time.perf_counter() - started
+
+
+def bucket_part(folder: Path, ranges: int, seconds: int) -> dict:
+    """The first ``ranges`` ranges built into a ``gs://`` root on the emulator (its own
+    process, a thread a connection), then ``stream`` and ``window`` over them, rank by rank."""
+    import tempfile
+
+    from bench.droid_scale_plane import RANGE
+    from bench.measure import run_child
+    from episode_warehouse.gcs import gcs_client
+    from warehouse_fixtures.gcs_emulator import emulator_process
+
+    keys = [f"droid@{f:05d}-{f + RANGE - 1:05d}" for f in range(0, ranges * RANGE, RANGE)]
+    work = Path(tempfile.mkdtemp(prefix="bench-droid-scale-bucket-"))
+    url = "gs://droid-scale-wh/root"
+    report: dict = {"ranges": len(keys)}
+    with emulator_process(threaded=True) as endpoint:
+        env = {"STORAGE_EMULATOR_HOST": endpoint,
+               "EPISODE_WAREHOUSE_LOCAL_COPY": str(work / "copy"),
+               "EPISODE_WAREHOUSE_CACHE": str(work / "cache")}  # fmt: skip
+        keep = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            gcs_client(endpoint).create_bucket("droid-scale-wh")
+            report["build_s"] = round(build_into_bucket(folder, keys, url), 1)
+            for kind in ("stream", "window"):
+                report[kind] = run_child(
+                    "bench.droid_scale_loaders", [kind, url, str(seconds)]
+                ).result
+        finally:
+            for k, v in keep.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    return report
+
+
+def loaders_part(
+    root: Path, folder: Path, seconds: int, rss_seconds: int, bucket_ranges: int
+) -> dict:
+    """The standardized stage, every loader in its own child process, the long run, the
+    pooled statistics, and the loaders over ``bucket_ranges`` ranges from a bucket root."""
     from bench.measure import run_child
 
     report: dict = {"standardized": build_standardized(root)}
@@ -311,6 +378,8 @@ def loaders_part(root: Path, seconds: int, rss_seconds: int) -> dict:
             "bench.droid_scale_loaders", ["long", str(root), str(rss_seconds)]
         ).result
     report["pooled_statistics"] = pooled_statistics(root)
+    if bucket_ranges:
+        report["bucket"] = bucket_part(folder, bucket_ranges, seconds)
     return report
 
 

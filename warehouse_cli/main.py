@@ -197,11 +197,11 @@ def cmd_fixtures(args: argparse.Namespace) -> int:
         from warehouse_fixtures.droid_scale import write_droid_scale
 
         per_shard = None if args.per_shard == 0 else (args.per_shard or 1)
-        written = write_droid_scale(folder, shards=args.shards or 2048, per_shard=per_shard)
+        scale = write_droid_scale(folder, shards=args.shards or 2048, per_shard=per_shard)
         print(
-            f"wrote DROID at scale: {written.shards} shards, {written.episodes} episodes, "
-            f"{written.steps} steps, {written.bytes / 1e9:.2f} GB in {written.seconds} s to "
-            f"{written.folder}; list it as ranges: OPENX_URL={args.folder} "
+            f"wrote DROID at scale: {scale.shards} shards, {scale.episodes} episodes, "
+            f"{scale.steps} steps, {scale.bytes / 1e9:.2f} GB in {scale.seconds} s to "
+            f"{scale.folder}; list it as ranges: OPENX_URL={args.folder} "
             "OPENX_SHARD_RANGES=droid=32 (docs/droid.md)"
         )
         return 0
