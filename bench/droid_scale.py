@@ -18,9 +18,10 @@ curation columns (content hash, step MinHash, frame hashes). Then, each the best
 The other parts (``bench/droid_scale_plane.py``, ``bench/droid_scale_loaders.py``) run on
 the 2,048-shard fixture (``warehouse_fixtures.droid_scale``: DROID's shard count, ``--per-shard``
 episodes a shard, 8x8 JPEG cameras): the sensor's ticks (folder and bucket), the backfill of
-every range on the local cluster, the loaders over every range and the pooled statistics.
+every range on the local cluster, the loaders over every range and the pooled statistics, and
+the loaders over ``--bucket-ranges`` ranges built into a ``gs://`` root on the emulator.
 
-    python -m bench.droid_scale [--parts catalog,sensor,cluster,loaders] [--episodes 95658]
+    python -m bench.droid_scale [--parts catalog,sensor,cluster,loaders,bucket] [--episodes 95658]
         [--ranges 64] [--repeats 3] [--shards 2048] [--per-shard 1] [--workers 2]
         [--seconds 60] [--rss-seconds 600] [--bucket-ranges 8]
 """
@@ -187,7 +188,7 @@ def catalog_part(args: argparse.Namespace) -> dict:
     return report
 
 
-PARTS = ("catalog", "sensor", "cluster", "loaders")
+PARTS = ("catalog", "sensor", "cluster", "loaders", "bucket")
 
 
 def main() -> None:
@@ -225,9 +226,9 @@ def main() -> None:
     if "loaders" in parts:
         if not (root / "catalog").exists():
             parser.error(f"no warehouse at {root}: run the cluster part first")
-        report["loaders"] = loaders.loaders_part(
-            root.resolve(), folder.resolve(), args.seconds, args.rss_seconds, args.bucket_ranges
-        )
+        report["loaders"] = loaders.loaders_part(root.resolve(), args.seconds, args.rss_seconds)
+    if "bucket" in parts:
+        report["bucket"] = loaders.bucket_part(folder.resolve(), args.bucket_ranges, args.seconds)
     print(json.dumps(report, indent=1))
     save_report("droid_scale", report)
 

@@ -361,11 +361,9 @@ def bucket_part(folder: Path, ranges: int, seconds: int) -> dict:
     return report
 
 
-def loaders_part(
-    root: Path, folder: Path, seconds: int, rss_seconds: int, bucket_ranges: int
-) -> dict:
-    """The standardized stage, every loader in its own child process, the long run, the
-    pooled statistics, and the loaders over ``bucket_ranges`` ranges from a bucket root."""
+def loaders_part(root: Path, seconds: int, rss_seconds: int) -> dict:
+    """The standardized stage, every loader in its own child process, the long run, and the
+    pooled statistics."""
     from bench.measure import run_child
 
     report: dict = {"standardized": build_standardized(root)}
@@ -378,8 +376,6 @@ def loaders_part(
             "bench.droid_scale_loaders", ["long", str(root), str(rss_seconds)]
         ).result
     report["pooled_statistics"] = pooled_statistics(root)
-    if bucket_ranges:
-        report["bucket"] = bucket_part(folder, bucket_ranges, seconds)
     return report
 
 
