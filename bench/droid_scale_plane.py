@@ -216,6 +216,21 @@ def _tree_rss_mb(pid: int) -> tuple[float, float]:
     return own / 2**20, (own + children) / 2**20
 
 
+def single_shard_pages(instance, webserver: str, shards: int) -> dict:
+    """The partition set of single-shard partitions (``droid@00000-00000`` ...) added beside
+    the ranges, and the asset's partitions page over all of them."""
+    keys = [f"droid@{i:05d}-{i:05d}" for i in range(shards)]
+    started = time.perf_counter()
+    instance.add_dynamic_partitions("openx", keys)
+    added = time.perf_counter() - started
+    page = _page_s(webserver, _PARTITIONS_PAGE, {"key": {"path": ["openx_ted"]}})
+    return {
+        "single_shard_partitions_added": len(keys),
+        "single_shard_add_s": round(added, 2),
+        "partitions_page_with_single_shard_partitions_s": round(page, 2),
+    }
+
+
 def cluster_part(
     folder: Path, shards: int, root: Path, workers: int = 2, timeout_s: float = 3600
 ) -> dict:
@@ -279,6 +294,7 @@ def cluster_part(
             ),
             "backfill": _page_s(state["webserver"], _BACKFILL_PAGE, {"id": backfill_id}),
         }
+        single = single_shard_pages(instance, state["webserver"], shards)
         from episode_warehouse.catalog import run_query
         from episode_warehouse.storage.local import LocalRoot
 
@@ -300,6 +316,7 @@ def cluster_part(
             "partitions_page_s_max": round(max(pages["partitions"] + [after["partitions"]]), 2),
             "backfill_page_s_max": round(max(pages["backfill"] + [after["backfill"]]), 2),
             "pages_visited": len(pages["partitions"]) + 1,
+            **single,
         }
     finally:
         stop.set()
