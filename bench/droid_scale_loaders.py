@@ -304,6 +304,23 @@ def build_standardized(root: Path) -> dict:
     return {"ranges": len(keys), "seconds": round(time.perf_counter() - started, 1)}
 
 
+def bytes_child(root: str, items: str) -> None:
+    """Bytes an ``EpisodeStream`` (slices of 16, in this process) fetches for its first
+    ``items`` slices from a bucket root, per sample and per step (one JSON line)."""
+    from episode_warehouse.loading import EpisodeStream, select_episodes
+
+    stream = EpisodeStream(select_episodes(OPENPI, root), SLICE, drop_last=True)
+    count = steps = 0
+    for item in stream:
+        count, steps = count + 1, steps + item.batch_size[0]
+        if count == int(items):
+            break
+    fetched = stream.cache.bytes_fetched
+    print(json.dumps({"slices": count, "steps": steps, "bytes_fetched": fetched,
+                      "bytes_per_slice": round(fetched / count),
+                      "bytes_per_step": round(fetched / steps)}))  # fmt: skip
+
+
 def build_into_bucket(folder: Path, keys: list[str], url: str) -> float:
     """``keys``' ranges through mirror, decoded, TED, catalog rows and standardized into the
     bucket root ``url`` (the emulator's), in this process; seconds."""
@@ -327,7 +344,8 @@ def build_into_bucket(folder: Path, keys: list[str], url: str) -> float:
 
 def bucket_part(folder: Path, ranges: int, seconds: int) -> dict:
     """The first ``ranges`` ranges built into a ``gs://`` root on the emulator (its own
-    process, a thread a connection), then ``stream`` and ``window`` over them, rank by rank."""
+    process, a thread a connection), then every loader over them, rank by rank, and the
+    bytes a stream's slice fetches."""
     import tempfile
 
     from bench.droid_scale_plane import RANGE
@@ -348,10 +366,13 @@ def bucket_part(folder: Path, ranges: int, seconds: int) -> dict:
         try:
             gcs_client(endpoint).create_bucket("droid-scale-wh")
             report["build_s"] = round(build_into_bucket(folder, keys, url), 1)
-            for kind in ("stream", "window"):
+            for kind in ("stream", "window", "vla"):
                 report[kind] = run_child(
                     "bench.droid_scale_loaders", [kind, url, str(seconds)]
                 ).result
+            report["stream_bytes"] = run_child(
+                "bench.droid_scale_loaders", ["bytes", url, "2000"]
+            ).result
         finally:
             for k, v in keep.items():
                 if v is None:
@@ -382,6 +403,8 @@ def loaders_part(root: Path, seconds: int, rss_seconds: int) -> dict:
 if __name__ == "__main__":
     if sys.argv[1] == "long":
         long_child(*sys.argv[2:])
+    elif sys.argv[1] == "bytes":
+        bytes_child(*sys.argv[2:])
     else:
         child(*sys.argv[1:])
     sys.exit(0)
