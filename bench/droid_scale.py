@@ -23,7 +23,7 @@ the loaders over ``--bucket-ranges`` ranges built into a ``gs://`` root on the e
 
     python -m bench.droid_scale [--parts catalog,sensor,cluster,loaders,bucket] [--episodes 95658]
         [--ranges 64] [--repeats 3] [--shards 2048] [--per-shard 1] [--workers 2]
-        [--seconds 60] [--rss-seconds 600] [--bucket-ranges 8]
+        [--seconds 60] [--rss-seconds 600] [--bucket-ranges 64]
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=scaled(60, 4), help="the VLA loader's")
     parser.add_argument("--rss-seconds", type=int, default=scaled(600, 0))
     parser.add_argument(
-        "--bucket-ranges", type=int, default=scaled(8, 1), help="ranges built into a bucket"
+        "--bucket-ranges", type=int, default=scaled(64, 1), help="ranges built into a bucket"
     )
     args = parser.parse_args()
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
