@@ -103,9 +103,8 @@ class StepWindowDataset(Dataset):
             pad = (at < 0) | (at > last)
             rows = self._starts[row][:, None] + torch.minimum(torch.clamp(at, min=0), last)
             windows[key] = (rows, pad)
-        parts = torch.unique(self._part_of[row]).tolist()
-        if get_worker_info() is not None and len(parts) == 1:  # straight into a shared slot
-            batch = self._into_slot(self._parts[parts[0]], row, step, windows)
+        if get_worker_info() is not None:  # straight into a shared slot
+            batch = self._into_slot(row, step, windows)
             if batch is not None:
                 return batch
         out = TensorDict({"selection_index": row, "step": step}, batch_size=[len(idx)])
@@ -114,35 +113,48 @@ class StepWindowDataset(Dataset):
             out.set(pad_key(key), pad)
         return out
 
-    def _into_slot(self, part, row, step, windows) -> TensorDictBase | None:
-        """The batch written into a shared-memory slot of this DataLoader worker: every
-        window gathered into its place, a camera's frames decoded straight into it (each
-        distinct frame once); None when no slot is free."""
+    def _into_slot(self, row, step, windows) -> TensorDictBase | None:
+        """The batch written into a shared-memory slot of this DataLoader worker: each
+        partition's items gathered into their places, a camera's frames decoded straight into
+        them (each distinct frame once); None when no slot is free, or when the partitions'
+        leaves differ in shape or dtype (the items are then gathered one partition at a time)."""
         from episode_warehouse.loading.shared_batches import fill_slot
 
-        td = self.cache.get(*part)
+        part = self._part_of[row]
+        present = torch.unique(part).tolist()
+        tds = {p: self.cache.get(*self._parts[p]) for p in present}
         n = len(row)
         buffers = [Buffer(("selection_index",), (n,), torch.int64),
                    Buffer(("step",), (n,), torch.int64)]  # fmt: skip
         for key, (rows, _) in windows.items():
-            leaf = td.get(_name(key))
+            leaves = [tds[p].get(_name(key)) for p in present]
+            kinds = {(tuple(x.shape[1:]), x.dtype, isinstance(x, FrameTensor)) for x in leaves}
+            if len(kinds) > 1:
+                return None
+            leaf = leaves[0]
             shape = (n, rows.shape[1], *leaf.shape[1:])
             camera = isinstance(leaf, FrameTensor) and pixels_last(tuple(leaf.shape[1:]))
             buffers.append(Buffer(key, shape, leaf.dtype, camera))
             buffers.append(Buffer(pad_key(key), rows.shape, torch.bool))
+        # each partition's items: their places in the batch, and in a window's flat rows
+        mine = {p: torch.nonzero(part == p).squeeze(1) for p in present}
 
         def fill(memory) -> TensorDict:
             leaves = {b.key: view_of(memory[b.key], b) for b in buffers}
             leaves[("selection_index",)].copy_(row)
             leaves[("step",)].copy_(step)
             for key, (rows, pad) in windows.items():
-                leaf, target = td.get(_name(key)), leaves[key]
-                flat = rows.reshape(-1)
-                if isinstance(leaf, FrameTensor):
-                    view = flat_view(target.numpy(), (len(flat), *target.shape[2:]))
-                    decode_rows(leaf.frames, flat.numpy(), view, {})
-                else:
-                    target.copy_(leaf[flat].reshape(target.shape))
+                target, width = leaves[key], rows.shape[1]
+                for p, items in mine.items():
+                    leaf, wanted = tds[p].get(_name(key)), rows[items].reshape(-1)
+                    if isinstance(leaf, FrameTensor):
+                        view = flat_view(target.numpy(), (n * width, *target.shape[2:]))
+                        places = (items[:, None] * width + torch.arange(width)).reshape(-1)
+                        decode_rows(leaf.frames, wanted.numpy(), view, {}, places.numpy())
+                    elif len(mine) == 1:
+                        target.copy_(leaf[wanted].reshape(target.shape))
+                    else:
+                        target[items] = leaf[wanted].reshape(len(items), *target.shape[1:])
                 leaves[pad_key(key)].copy_(pad)
             out = TensorDict(batch_size=[n])
             for key, value in leaves.items():

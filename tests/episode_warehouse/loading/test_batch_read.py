@@ -160,3 +160,48 @@ def test_step_windows_from_workers_equal_the_main_process(minari_root):
         for key in b.keys(True, True):
             assert torch.equal(a.get(key), b.get(key)), key
     assert ted_collate(want[0]) is want[0]  # a batch the dataset made passes through
+
+
+@pytest.fixture(scope="module")
+def two_minari_root(tmp_path_factory):
+    """Two Minari datasets of the same arm (same leaves) in one warehouse."""
+    base = tmp_path_factory.mktemp("batch-read-two")
+    ids = []
+    for name in ("fx/arm/first-v0", "fx/arm/second-v0"):
+        spec = MinariSpec(name, env=ARM_ID, max_steps=12, episodes=3)
+        build_minari(base / "wh", write_minari_dataset(spec, base / "datasets"), spec.dataset_id)
+        ids.append(spec.dataset_id)
+    return base / "wh", ids
+
+
+@pytest.mark.integration  # DataLoader workers
+def test_shuffled_windows_over_two_partitions_are_written_into_the_slot(two_minari_root):
+    """A shuffled batch spans partitions: each partition's items are decoded into their places
+    in the worker's slot (issue #58: such batches went through the item path), equal to the
+    same indices gathered partition by partition in the main process."""
+    from episode_warehouse.frames.tensor import FrameTensor
+    from episode_warehouse.loading import StepWindowDataset, no_collate
+
+    root, ids = two_minari_root
+    rows = [r for dataset_id in ids for r in _rows(root, "minari", dataset_id)]
+    selection = Selection.from_rows(rows, root)
+    td = EpisodeStream(selection, SLICE).cache.get("minari", ids[0])
+    camera = next(k for k in td.keys(True, True) if isinstance(td.get(k), FrameTensor))
+    windows = StepWindowDataset(selection, {camera: [-1, 0, 2], "action": [0, 1]})
+    order = torch.randperm(len(windows), generator=torch.Generator().manual_seed(0)).tolist()
+    batches = [order[k : k + 7] for k in range(0, len(order), 7)]
+    loader = DataLoader(windows, batch_sampler=batches, num_workers=2, collate_fn=no_collate)
+    got, in_slot = [], []
+    for batch in loader:  # a slot batch's leaves are views of one shared memory
+        storage = batch.get(camera).untyped_storage().data_ptr()
+        in_slot.append(storage == batch.get("action").untyped_storage().data_ptr())
+        got.append(batch.clone())
+    assert all(in_slot)
+    spanning = 0
+    for batch, indices in zip(got, batches, strict=True):
+        want = windows.__getitems__(indices)
+        spanning += len(set(np.asarray(selection.partition)[want["selection_index"]])) > 1
+        assert sorted(batch.keys(True, True), key=str) == sorted(want.keys(True, True), key=str)
+        for key in want.keys(True, True):
+            assert torch.equal(batch.get(key), want.get(key)), key
+    assert spanning > len(batches) // 2  # most batches mix the two datasets
