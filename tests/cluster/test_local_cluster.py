@@ -189,10 +189,20 @@ def _started_on(cluster: Cluster, backfill_id: str, step: str, timeout: float = 
     )
 
 
+def _backfill_status(cluster: Cluster, backfill_id: str) -> list[str]:
+    """The backfill's status, and the error the daemon failed it with (once seen: FAILED within
+    a minute of a restarted daemon, no run made, the reason past the daemon log's tail)."""
+    record = cluster.instance.get_backfill(backfill_id)
+    if record is None:
+        return [f"backfill {backfill_id}: not found"]
+    error = record.error.to_string().splitlines() if record.error is not None else []
+    return [f"backfill {backfill_id} {record.status}", *(f"    {line[:200]}" for line in error)]
+
+
 def _diagnosis(cluster: Cluster, backfill_id: str) -> str:
     """What a stuck wait shows: the backfill's runs (status, worker, last events) and the tail
     of each service's log, so that a failure on CI says where the run stopped."""
-    lines = []
+    lines = _backfill_status(cluster, backfill_id)
     for record in cluster.runs(backfill_id):
         run = record.dagster_run
         events = cluster.instance.all_logs(run.run_id)[-5:]
@@ -200,7 +210,9 @@ def _diagnosis(cluster: Cluster, backfill_id: str) -> str:
         lines += [f"    {e.dagster_event_type or ''} {e.step_key or ''} {e.user_message[:160]}"
                   for e in events]  # fmt: skip
     for log in sorted((cluster.folder / "logs").glob("*.log")):
-        tail = log.read_text(errors="replace").splitlines()[-8:]
+        text = log.read_text(errors="replace").splitlines()
+        tail = [line for line in text[:-8] if backfill_id in line or "Error" in line][-12:]
+        tail += text[-8:]
         lines += [f"--- {log.name}", *(f"    {line[:200]}" for line in tail)]
     return "\n".join(lines or ["no run was made"])
 
@@ -268,7 +280,7 @@ def test_a_postgres_restart_mid_backfill_does_not_stop_it(cluster):
 def _story(cluster: Cluster, backfill_id: str) -> str:
     """What a failed run of ``backfill_id`` recorded: its failure tags and every event that
     carries an error, with the last frames of its stack (to tell which process lost what)."""
-    lines = []
+    lines = _backfill_status(cluster, backfill_id)
     for record in cluster.runs(backfill_id):
         run = record.dagster_run
         tags = {k: v for k, v in run.tags.items() if "retry" in k or "failure" in k}
