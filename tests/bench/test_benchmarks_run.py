@@ -45,6 +45,7 @@ BENCHMARKS = [
     ("bench.cluster_backfill", []),
     ("bench.curation", []),
     ("bench.droid_scale", []),
+    ("bench.droid_lance", []),
 ]
 
 
