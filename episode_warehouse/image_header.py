@@ -16,7 +16,8 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 _IHDR_LENGTH = struct.pack(">I", 13)
 _PNG_CHANNELS = {0: 1, 2: 3, 3: 3, 4: 2, 6: 4}  # by colour type; palette decodes to RGB
-_SOF = set(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_NO_LENGTH = frozenset((0x01, *range(0xD0, 0xD8)))  # TEM and RSTn: markers without a length
 
 
 def png_prefix(width: int, height: int, bit_depth: int, colour_type: int) -> bytes:
@@ -31,7 +32,7 @@ def png_prefix(width: int, height: int, bit_depth: int, colour_type: int) -> byt
     )
 
 
-def _png(data: bytes) -> tuple[int, int, int] | None:
+def _png(data: bytes | bytearray) -> tuple[int, int, int] | None:
     """The IHDR of a PNG, trusted only when the chunk layout is PNG's: IHDR first, 13 bytes
     long, its CRC right, dimensions in 1..2**31-1."""
     if len(data) < 33 or data[8:16] != _IHDR_LENGTH + b"IHDR":
@@ -45,7 +46,7 @@ def _png(data: bytes) -> tuple[int, int, int] | None:
     return _PNG_CHANNELS[data[25]], height, width
 
 
-def _jpeg(data: bytes) -> tuple[int, int, int] | None:
+def _jpeg(data: bytes | bytearray) -> tuple[int, int, int] | None:
     i = 2
     while i + 9 < len(data):
         if data[i] != 0xFF:
@@ -54,7 +55,7 @@ def _jpeg(data: bytes) -> tuple[int, int, int] | None:
         if marker == 0xFF:  # fill byte
             i += 1
             continue
-        if marker in (0x01, *range(0xD0, 0xD8)):  # markers without a length
+        if marker in _NO_LENGTH:
             i += 2
             continue
         (length,) = struct.unpack(">H", data[i + 2 : i + 4])
@@ -84,7 +85,7 @@ _OTHERS = ((b"GIF87a", "gif"), (b"GIF89a", "gif"), (b"BM", "bmp"), (b"II*\x00", 
            (b"MM\x00*", "tiff"))  # fmt: skip
 
 
-def image_size(data: bytes) -> tuple[int, int, int] | None:
+def image_size(data: bytes | bytearray) -> tuple[int, int, int] | None:
     """(channels, height, width) declared by a JPEG's or PNG's header; None for any other
     bytes (another format, or a header that cannot be read)."""
     if data.startswith(PNG_SIGNATURE):

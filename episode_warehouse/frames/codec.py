@@ -193,20 +193,22 @@ def _decode_picture(
     blob: bytes | memoryview, shape: tuple[int, ...], dtype: np.dtype, where: str
 ) -> np.ndarray:
     """A JPEG or PNG: its header must declare the row's height and width first."""
-    data = bytes(blob)
+    data = bytearray(blob)  # the one copy: the decoder's input must be writable memory
     declared = image_size(data)
     if declared is None or declared[1:] != tuple(shape[-2:]):  # height, width
         raise _other_size(where, f"a header of {declared}", shape, dtype)
     return _decode_image(data, shape, dtype, where)
 
 
-def _decode_image(data: bytes, shape: tuple[int, ...], dtype: np.dtype, where: str) -> np.ndarray:
+def _decode_image(
+    data: bytearray, shape: tuple[int, ...], dtype: np.dtype, where: str
+) -> np.ndarray:
     import torch
     from torchvision.io import ImageReadMode, decode_image
 
     try:
         pixels = decode_image(
-            torch.frombuffer(bytearray(data), dtype=torch.uint8), mode=ImageReadMode.UNCHANGED
+            torch.frombuffer(data, dtype=torch.uint8), mode=ImageReadMode.UNCHANGED
         ).numpy()
     except RuntimeError as exc:
         raise CorruptInputError(
