@@ -46,7 +46,8 @@ CAMERAS = ("exterior_image_1_left", "exterior_image_2_left", "wrist_image_left")
 EXPORT_REPO = "episode-warehouse/bench_droid"
 
 
-def _source(shards: int, per_shard: int) -> Path:
+def droid_source(shards: int, per_shard: int) -> Path:
+    """DROID fixture shards (three 180x320 JPEG cameras), written once and kept."""
     from warehouse_fixtures.droid import write_droid
 
     src = DATA / f"src-{shards}x{per_shard}"
@@ -346,7 +347,7 @@ def main() -> None:
     parser.add_argument("--loading-ranges", type=int, default=scaled(2, 2))
     args = parser.parse_args()
     os.environ["BENCH_DROID_RANGES"] = str(args.loading_ranges)
-    src = _source(args.shards, args.per_shard)
+    src = droid_source(args.shards, args.per_shard)
     report: dict = {"shards": args.shards, "episodes_per_shard": args.per_shard,
                     "shards_per_range": args.range}  # fmt: skip
     ingest = run_child("bench.droid", ["ingest", str(src), str(args.shards), str(args.range)])

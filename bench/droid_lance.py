@@ -32,8 +32,8 @@ stored bytes of the steps it names.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -42,7 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.measure import dispatch, run_child, save_report, scaled
+from bench.droid import droid_source
+from bench.measure import dispatch, environment, run_child, save_report, scaled
 
 DATA = Path(__file__).parent / "data" / "droid_lance"
 LANCE_SITE = Path(__file__).parent / "data" / "lance-site"
@@ -193,11 +194,15 @@ def child_check(root: str, lance_path: str) -> None:
     import torch
     from torchvision.io import decode_jpeg
 
-    def reference(key: str, row: int, camera: str) -> np.ndarray:
+    @functools.cache
+    def camera_file(key: str, camera: str) -> tuple[np.ndarray, np.ndarray]:
         folder = Path(root) / "ted" / "openx" / key
-        offsets = offsets_of(folder, camera)
-        data = np.fromfile(folder / "observation" / f"{camera}.frames", dtype=np.uint8)
-        blob = torch.from_numpy(data[offsets[row] : offsets[row + 1]].copy())
+        frames = folder / "observation" / f"{camera}.frames"
+        return offsets_of(folder, camera), np.memmap(frames, np.uint8, mode="r")
+
+    def reference(key: str, row: int, camera: str) -> np.ndarray:
+        offsets, data = camera_file(key, camera)
+        blob = torch.from_numpy(np.array(data[offsets[row] : offsets[row + 1]]))
         return decode_jpeg(blob).numpy()
 
     steps = [(key, int(r)) for key, rows in _selected_rows(root) for r in rows]
@@ -250,43 +255,16 @@ def child_stream(kind: str, where: str, seconds: str) -> None:
 
 
 def child_bound(root: str, seconds: str) -> None:
-    """2 processes doing nothing but ``decode_jpeg`` (one thread each) on the stored frames of
-    the first range, round robin, for ``seconds``: frames/s of both (one JSON line)."""
-    import multiprocessing as mp
+    """The decode bound (``bench.measure.decode_bound``, one process a worker) on the first
+    range's three cameras: frames/s and samples/s (one JSON line)."""
+    from bench.measure import decode_bound
 
-    key = _selected_rows(root)[0][0]
-    folder = Path(root) / "ted" / "openx" / key / "observation"
-    blobs_np = []
-    for camera in CAMERAS:
-        offsets = np.load(folder / f"{camera}.offsets.npy")
-        data = np.fromfile(folder / f"{camera}.frames", dtype=np.uint8)
-        blobs_np += [data[a:b] for a, b in zip(offsets[:-1], offsets[1:], strict=True) if b > a]
-    start, counts = mp.Barrier(WORKERS + 1), mp.Array("q", WORKERS)
-
-    def decode(k: int) -> None:
-        import torch
-        from torchvision.io import decode_jpeg
-
-        torch.set_num_threads(1)
-        blobs = [torch.from_numpy(b.copy()) for b in blobs_np]
-        start.wait()
-        done, t = 0, time.perf_counter()
-        while time.perf_counter() - t < float(seconds):
-            decode_jpeg(blobs[done % len(blobs)])
-            done += 1
-        counts[k] = done
-
-    workers = [mp.get_context("fork").Process(target=decode, args=(k,)) for k in range(WORKERS)]
-    for w in workers:
-        w.start()
-    start.wait()
-    t = time.perf_counter()
-    for w in workers:
-        w.join()
-    elapsed = max(time.perf_counter() - t, float(seconds))
-    frames = sum(counts)
-    print(json.dumps({"frames_per_s": round(frames / elapsed, 1),
-                      "samples_per_s": round(frames / len(CAMERAS) / elapsed, 1)}))  # fmt: skip
+    folder = Path(root) / "ted" / "openx" / _selected_rows(root)[0][0]
+    files = [(offsets_of(folder, c), np.fromfile(folder / "observation" / f"{c}.frames", np.uint8))
+             for c in CAMERAS]  # fmt: skip
+    rate = decode_bound(files, WORKERS, float(seconds))
+    print(json.dumps({"frames_per_s": round(rate, 1),
+                      "samples_per_s": round(rate / len(CAMERAS), 1)}))  # fmt: skip
 
 
 def child_build(src: str, url: str, shards: str, per_range: str) -> None:
@@ -295,17 +273,6 @@ def child_build(src: str, url: str, shards: str, per_range: str) -> None:
 
     seconds = build_into_bucket(Path(src), _keys(int(shards), int(per_range)), url)
     print(json.dumps({"build_s": round(seconds, 1)}))
-
-
-def _source(shards: int, per_shard: int) -> Path:
-    from warehouse_fixtures.droid import write_droid
-
-    src = DATA / f"src-{shards}x{per_shard}"
-    if not (src / "done").exists():
-        shutil.rmtree(src, ignore_errors=True)
-        write_droid(src, shards=shards, per_shard=per_shard, keep=False)
-        (src / "done").write_text("")
-    return src
 
 
 def _best(kind: str, where: str, seconds: int, rounds: int) -> dict:
@@ -326,7 +293,7 @@ def main() -> None:
     parser.add_argument("--rss-seconds", type=int, default=0)
     args = parser.parse_args()
     _install_lance()
-    src = _source(args.shards, args.per_shard)
+    src = droid_source(args.shards, args.per_shard)
     root, lance_path = DATA / "root", DATA / "droid.lance"
     report: dict = {"shards": args.shards, "episodes_per_shard": args.per_shard,
                     "batch": BATCH, "workers": WORKERS}  # fmt: skip
@@ -375,22 +342,16 @@ def _bucket(build: list[str], seconds: int, rounds: int) -> dict:
 
     work = Path(tempfile.mkdtemp(prefix="bench-droid-lance-"))
     url = f"gs://{BUCKET}/root"
-    env = {"EPISODE_WAREHOUSE_LOCAL_COPY": str(work / "copy"),
-           "EPISODE_WAREHOUSE_CACHE": str(work / "cache")}  # fmt: skip
-    keep = {k: os.environ.get(k) for k in (*env, "STORAGE_EMULATOR_HOST")}
     try:
-        with emulator_process(threaded=True) as endpoint:
-            os.environ.update(env | {"STORAGE_EMULATOR_HOST": endpoint})
+        with emulator_process(threaded=True) as endpoint, environment(
+            STORAGE_EMULATOR_HOST=endpoint, EPISODE_WAREHOUSE_LOCAL_COPY=str(work / "copy"),
+            EPISODE_WAREHOUSE_CACHE=str(work / "cache"),
+        ):  # fmt: skip
             gcs_client(endpoint).create_bucket(BUCKET)
             out = {"build": run_child("bench.droid_lance", ["build", *_at(build, url)]).result}
             out["ours_gs"] = _best("ours", url, seconds, rounds)
             return out
     finally:
-        for k, v in keep.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -349,7 +349,7 @@ def bucket_part(folder: Path, ranges: int, seconds: int) -> dict:
     import tempfile
 
     from bench.droid_scale_plane import RANGE
-    from bench.measure import run_child
+    from bench.measure import environment, run_child
     from episode_warehouse.gcs import gcs_client
     from warehouse_fixtures.gcs_emulator import emulator_process
 
@@ -357,28 +357,17 @@ def bucket_part(folder: Path, ranges: int, seconds: int) -> dict:
     work = Path(tempfile.mkdtemp(prefix="bench-droid-scale-bucket-"))
     url = "gs://droid-scale-wh/root"
     report: dict = {"ranges": len(keys)}
-    with emulator_process(threaded=True) as endpoint:
-        env = {"STORAGE_EMULATOR_HOST": endpoint,
-               "EPISODE_WAREHOUSE_LOCAL_COPY": str(work / "copy"),
-               "EPISODE_WAREHOUSE_CACHE": str(work / "cache")}  # fmt: skip
-        keep = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            gcs_client(endpoint).create_bucket("droid-scale-wh")
-            report["build_s"] = round(build_into_bucket(folder, keys, url), 1)
-            for kind in ("stream", "window", "vla"):
-                report[kind] = run_child(
-                    "bench.droid_scale_loaders", [kind, url, str(seconds)]
-                ).result
-            report["stream_bytes"] = run_child(
-                "bench.droid_scale_loaders", ["bytes", url, "2000"]
-            ).result
-        finally:
-            for k, v in keep.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+    with emulator_process(threaded=True) as endpoint, environment(
+        STORAGE_EMULATOR_HOST=endpoint, EPISODE_WAREHOUSE_LOCAL_COPY=str(work / "copy"),
+        EPISODE_WAREHOUSE_CACHE=str(work / "cache"),
+    ):  # fmt: skip
+        gcs_client(endpoint).create_bucket("droid-scale-wh")
+        report["build_s"] = round(build_into_bucket(folder, keys, url), 1)
+        for kind in ("stream", "window", "vla"):
+            report[kind] = run_child("bench.droid_scale_loaders", [kind, url, str(seconds)]).result
+        report["stream_bytes"] = run_child(
+            "bench.droid_scale_loaders", ["bytes", url, "2000"]
+        ).result
     return report
 
 

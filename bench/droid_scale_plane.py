@@ -12,10 +12,11 @@ sensor's tick over it (folder and ``gs://`` bucket), and the partition sets in D
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from pathlib import Path
+
+from bench.measure import environment
 
 DATA = Path(__file__).parent / "data"
 RANGE = 32
@@ -46,20 +47,6 @@ def shards_folder(shards: int, per_shard: int) -> tuple[Path, dict]:
     }
     done.write_text(json.dumps(facts))
     return folder, facts
-
-
-@contextlib.contextmanager
-def _env(**values: str):
-    keep = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in keep.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _tick(instance, cursor):
@@ -93,7 +80,7 @@ def ticks(url: str, write, shards: int, per_range: int = RANGE) -> dict:
 
     out: dict = {}
     with (
-        _env(OPENX_URL=url, OPENX_SHARD_RANGES=f"droid={per_range}"),
+        environment(OPENX_URL=url, OPENX_SHARD_RANGES=f"droid={per_range}"),
         dg.instance_for_test() as inst,
     ):  # noqa: E501
         first_s, first = _tick(inst, None)

@@ -186,40 +186,15 @@ def child_stream(kind: str, layout: str, seconds: str) -> None:
 
 
 def child_bound(processes: str, seconds: str) -> None:
-    """The decode bound: ``processes`` processes doing nothing but torchvision's
-    ``decode_jpeg`` (libjpeg-turbo, accurate IDCT, one thread each) on the encoded TED's stored
-    frames, round robin, for ``seconds``; frames/s of all together (one JSON line)."""
-    import multiprocessing as mp
+    """The decode bound (``bench.measure.decode_bound``) on the encoded TED's stored frames:
+    frames/s of ``processes`` processes together (one JSON line)."""
+    from bench.measure import decode_bound
 
     ted = DATA / "encoded" / "ted" / "openx" / NAME
     offsets = np.load(ted / "observation" / "image.offsets.npy")
     data = np.fromfile(ted / "observation" / "image.frames", dtype=np.uint8)
-    n = int(processes)
-    start, counts = mp.Barrier(n + 1), mp.Array("q", n)
-
-    def decode(k: int) -> None:
-        import torch
-        from torchvision.io import decode_jpeg
-
-        torch.set_num_threads(1)
-        pairs = zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)
-        blobs = [torch.from_numpy(data[a:b].copy()) for a, b in pairs if b > a]
-        start.wait()
-        done, t = 0, time.perf_counter()
-        while time.perf_counter() - t < float(seconds):
-            decode_jpeg(blobs[done % len(blobs)])
-            done += 1
-        counts[k] = done
-
-    workers = [mp.get_context("fork").Process(target=decode, args=(k,)) for k in range(n)]
-    for w in workers:
-        w.start()
-    start.wait()
-    t = time.perf_counter()
-    for w in workers:
-        w.join()
-    elapsed = max(time.perf_counter() - t, float(seconds))
-    print(json.dumps({"frames_per_s": round(sum(counts) / elapsed, 1), "processes": n}))
+    rate = decode_bound([(offsets, data)], int(processes), float(seconds))
+    print(json.dumps({"frames_per_s": round(rate, 1), "processes": int(processes)}))
 
 
 EXPORT_REPO = "episode-warehouse/bench_frames"

@@ -7,13 +7,17 @@ the kernel can drop), plus VmHWM (the kernel's own peak of both).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import statistics
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 
 @dataclass
@@ -104,3 +108,53 @@ def tiny() -> bool:
 def scaled(full, small):
     """``small`` in a tiny run (:func:`tiny`), else ``full``: a benchmark's size."""
     return small if tiny() else full
+
+
+@contextlib.contextmanager
+def environment(**values: str):
+    """``os.environ`` with ``values`` set, as it was afterwards (child processes inherit it)."""
+    keep = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in keep.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def decode_bound(frame_files: list[tuple[np.ndarray, np.ndarray]], processes: int,
+                 seconds: float) -> float:  # fmt: skip
+    """The decode bound: ``processes`` processes (forked) doing nothing but torchvision's
+    ``decode_jpeg`` (libjpeg-turbo, accurate IDCT, one thread each) on the stored frames of
+    ``frame_files`` (each a camera's offsets and bytes), round robin, for ``seconds``: frames/s
+    of all together. The baseline a loader over the same frames is measured against."""
+    import multiprocessing as mp
+
+    start, counts = mp.Barrier(processes + 1), mp.Array("q", processes)
+
+    def decode(k: int) -> None:
+        import torch
+        from torchvision.io import decode_jpeg
+
+        torch.set_num_threads(1)
+        blobs = [torch.from_numpy(data[a:b].copy()) for offsets, data in frame_files
+                 for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)
+                 if b > a]  # fmt: skip
+        start.wait()
+        done, t = 0, time.perf_counter()
+        while time.perf_counter() - t < seconds:
+            decode_jpeg(blobs[done % len(blobs)])
+            done += 1
+        counts[k] = done
+
+    workers = [mp.get_context("fork").Process(target=decode, args=(k,)) for k in range(processes)]
+    for w in workers:
+        w.start()
+    start.wait()
+    t = time.perf_counter()
+    for w in workers:
+        w.join()
+    return sum(counts) / max(time.perf_counter() - t, seconds)
