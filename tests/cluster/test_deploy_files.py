@@ -76,3 +76,20 @@ def test_the_instance_files_read_passwords_from_the_environment():
         launcher = instance["run_launcher"]["config"]
         assert launcher["broker"] == {"env": "WAREHOUSE_BROKER_URL"}
         assert launcher["backend"] == {"env": "WAREHOUSE_BACKEND_URL"}
+
+
+def test_every_daemon_keeps_a_backfill_while_its_code_location_reloads():
+    """The local cluster's daemon, Compose's and Helm's get the same environment (a backfill
+    submitted while the daemon reloads the location is skipped then, not failed for good)."""
+    from warehouse_cli.cluster.instance import DAEMON_ENV
+
+    (name, value), = DAEMON_ENV.items()
+    assert name == "DAGSTER_BACKFILL_RETRY_DEFINITION_CHANGED_ERROR" and value
+    compose = yaml.safe_load((DEPLOY / "docker-compose.yaml").read_text())
+    daemon = compose["services"]["daemon"]["environment"]
+    assert daemon[name] == value
+    assert daemon["DAGSTER_PG_PASSWORD"] == compose["services"]["worker"]["environment"][
+        "DAGSTER_PG_PASSWORD"
+    ]  # the shared environment is kept, not replaced
+    helm = yaml.safe_load((DEPLOY / "helm" / "values.yaml").read_text())
+    assert {"name": name, "value": value} in helm["dagsterDaemon"]["env"]

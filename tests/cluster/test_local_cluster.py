@@ -252,6 +252,8 @@ def test_every_service_asks_for_the_generated_password(cluster):
     with pytest.raises(redis.AuthenticationError):
         redis.Redis(host="127.0.0.1", port=port, socket_timeout=2).ping()
     assert redis.Redis(host="127.0.0.1", port=port, password=secrets.redis).ping()
+    daemon = Path(f"/proc/{cluster.state['services']['daemon']}/environ").read_bytes()
+    assert b"DAGSTER_BACKFILL_RETRY_DEFINITION_CHANGED_ERROR=1\0" in daemon  # instance.py
     for pid in services.status(cluster.folder)["pids"]:
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()

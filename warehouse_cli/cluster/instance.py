@@ -16,6 +16,12 @@ from dataclasses import dataclass, field
 QUEUE = "dagster"  # the Celery queue the workers listen on
 SOURCE_TAG = "warehouse/source"
 POOL_LIMITS = {"catalog_writer": 1, "download": 2}  # the pools the assets name (assets/*.py)
+# The daemon's own environment. While its copy of the code location is reloading (after a
+# restart, or a database that went away), a backfill submitted then names assets the daemon
+# cannot see yet; Dagster fails such a backfill for good unless this is set, and with it
+# skips the backfill until the location loads again (dagster asset_backfill.py). A location
+# that loads without the asset still fails the backfill. Compose and Helm set the same.
+DAEMON_ENV = {"DAGSTER_BACKFILL_RETRY_DEFINITION_CHANGED_ERROR": "1"}
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from warehouse_cli import processes
 from warehouse_cli.cluster import credentials
 from warehouse_cli.cluster.credentials import Credentials
 from warehouse_cli.cluster.instance import (
+    DAEMON_ENV,
     POOL_LIMITS,
     QUEUE,
     ClusterConfig,
@@ -260,7 +261,7 @@ def up(
         record("webserver", _start("webserver", cmd, env, logs))
     if not _alive(state, "daemon"):
         cmd = [_bin("dagster-daemon"), "run", "-w", workspace]
-        record("daemon", _start("daemon", cmd, env, logs))
+        record("daemon", _start("daemon", cmd, {**env, **DAEMON_ENV}, logs))
     host = socket.gethostname()
     for n in range(1, workers + 1):
         name = f"worker-{n}"
