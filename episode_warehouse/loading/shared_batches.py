@@ -238,8 +238,9 @@ def stack_into_slot(items: list[TensorDictBase]) -> TensorDictBase | None:
 def fill_slot(buffers: list[Buffer], fill) -> TensorDictBase | None:
     """A batch of ``buffers`` written into a free slot of this worker by ``fill(memory)``
     (each owner buffer's bytes by key; it returns the batch's TensorDict, whose leaves are
-    :func:`~episode_warehouse.ted.gather.view_of` them), or None when no slot is free (the
-    caller then fills fresh memory)."""
+    :func:`~episode_warehouse.ted.gather.view_of` them, and may hold non-tensor entries that
+    travel pickled beside the slot), or None when no slot is free (the caller then fills
+    fresh memory)."""
     leaves = plan(buffers)
     pool = _worker_pool()
     _forget_unsent(pool)
@@ -250,8 +251,9 @@ def fill_slot(buffers: list[Buffer], fill) -> TensorDictBase | None:
     memory = {b.key: data[leaf.offset : leaf.offset + leaf.nbytes]  # type: ignore[index]
               for b, leaf in zip(buffers, leaves, strict=True) if b.owner is None}  # fmt: skip
     out = fill(memory)
+    extras = {name: out.get(name) for name in non_tensor_keys(out)}  # strings travel pickled
     pool.flags[i] = 1
-    _sent[id(out)] = (weakref.ref(out), i, leaves, _views(data, leaves), {})  # type: ignore[arg-type]
+    _sent[id(out)] = (weakref.ref(out), i, leaves, _views(data, leaves), extras)  # type: ignore[arg-type]
     return out
 
 

@@ -118,7 +118,7 @@ class _Layout:
 def _write_part(dataset, index: int, part, layout: _Layout, bar) -> tuple[int, dict]:
     """The chosen episodes of one dataset of the mixture into ``dataset``: (frames written,
     the dataset's row of ``meta/warehouse_mixture.json``)."""
-    from episode_warehouse.standardized.vla import resize
+    from episode_warehouse.standardized.images import resize  # torch: not at import
 
     label, opened, weight, chosen = part
     meta = opened.meta

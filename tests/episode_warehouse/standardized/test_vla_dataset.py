@@ -194,3 +194,57 @@ def test_sizes_must_agree_or_be_given_and_metadata_per_dataset(root):
     assert chunk[..., :6].abs().max() <= 1  # q01..q99 to [-1, 1], clipped
     with pytest.raises(ConfigError, match="normalization"):
         VLADataset(MIX, root, image_sizes=SIZES, normalization="z")
+
+
+def test_a_batch_read_at_once_equals_the_items_collated(root):
+    """``batch_size=B`` yields the items ``batch_size=None`` yields, in order, B at a time:
+    every leaf and string equal to ``ted_collate`` of the items read one by one (windows over
+    episode starts, chunks over ends, a view one dataset lacks, two datasets in a batch);
+    the last batch of an epoch is short; resume skips what was delivered."""
+    from torchrl.data.vla import validate_vla_tensordict
+
+    def dataset(**kw):
+        return VLADataset(MIX, root, image_sizes=SIZES, window=2, chunk=3, num_samples=30,
+                          seed=3, **kw)  # fmt: skip
+
+    items = list(dataset())
+    whole = [ted_collate(items[i : i + 8]) for i in range(0, 30, 8)]
+    batched = dataset(batch_size=8)
+    assert len(batched) == 4
+    got = list(batched)
+    assert [len(b) for b in got] == [8, 8, 8, 6]
+    assert all(validate_vla_tensordict(b) == [] for b in got)
+    assert any(len({*b["dataset_name"]}) == 2 for b in got)  # batches mix the datasets
+    assert any(b["observation", "timestep_is_pad"].any() for b in got)
+    assert any(b["action_is_pad"].any() for b in got)
+    assert_same_batches(got, whole)
+
+    first = dataset(batch_size=8)
+    it = iter(first)
+    next(it)
+    again = dataset(batch_size=8)
+    again.load_state_dict(first.state_dict())
+    assert_same_batches(list(again), whole[1:])
+
+
+@pytest.mark.integration  # DataLoader worker processes
+def test_batches_read_in_workers_come_through_shared_memory_with_their_strings(root):
+    """In a worker a batch is written into the worker's shared-memory slot (sent as the slot,
+    not pickled), its strings beside it; each item arrives once, equal to the main process's."""
+    from torch.utils.data import DataLoader
+
+    from episode_warehouse.loading import shared_batches
+
+    def dataset(**kw):
+        return VLADataset(MIX, root, image_sizes=SIZES, num_samples=40, **kw)
+
+    want = sorted((x for x in dataset()), key=_key)
+    loader = DataLoader(dataset(batch_size=8), batch_size=None, num_workers=2,
+                        collate_fn=ted_collate)  # fmt: skip
+    got, held = [], 0
+    for batch in loader:
+        assert len(batch["language_instruction"]) == len(batch)
+        held = max(held, len(shared_batches._held))  # the batch came as a slot
+        got += [item.clone() for item in batch.unbind(0)]
+    assert held >= 1
+    assert_same_batches(sorted(got, key=_key), want)

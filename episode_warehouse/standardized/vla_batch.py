@@ -1,0 +1,129 @@
+"""A whole batch of VLADataset items read at once: the same values as ``ted_collate`` of the
+items read one by one (``VLADataset.item``), computed per dataset of the mix with one gather
+of each array, one normalization and one resize of each view for all its items, and written
+into the batch's memory (in a DataLoader worker, a shared-memory slot: nothing is stacked or
+pickled). ``VLADataset(..., batch_size=B)`` yields these batches.
+
+Profiled on ``bench.vla_mixture``'s four datasets (one process, batches of 64): item by item,
+25% of the time went to resizing, the rest to building and stacking one TensorDict an item
+(setting ~14 leaves each, 0.28 s of 2.36 s stacking them) and per-item NumPy; read at once,
+the resize is most of what is left (docs/standardized.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from tensordict import NonTensorData, TensorDict
+from torch.utils.data import get_worker_info
+
+from episode_warehouse.standardized.images import resize
+from episode_warehouse.ted.gather import Buffer, fresh, view_of
+
+Key = tuple[str, ...]
+
+
+def _rows_of(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``array[rows]`` for any shape of ``rows``, each distinct row read once, in order."""
+    unique, inverse = np.unique(rows, return_inverse=True)
+    return np.asarray(array[unique])[inverse.reshape(rows.shape)]
+
+
+def _buffers(ds, n: int) -> list[Buffer]:
+    w, k, a, s = ds.window, ds.chunk, ds.action_dim, ds.state_dim
+    out = [
+        Buffer(("action",), (n, w, a), torch.float32),
+        Buffer(("vla_action", "chunk"), (n, w, k, a), torch.float32),
+        Buffer(("action_is_pad",), (n, w, k), torch.bool),
+        Buffer(("action_dim_is_pad",), (n, a), torch.bool),
+        Buffer(("observation", "state"), (n, w, s), torch.float32),
+        Buffer(("observation", "pad_mask_dict", "state"), (n, w), torch.bool),
+        Buffer(("observation", "timestep_is_pad"), (n, w), torch.bool),
+    ]
+    for view in ds.views:
+        out.append(Buffer(("observation", "pad_mask_dict", view), (n, w), torch.bool))
+        if view in ds.image_sizes:
+            height, width = ds.image_sizes[view]
+            out.append(Buffer(("observation", "image", view), (n, w, 3, height, width),
+                              torch.uint8, channels_last=True))  # fmt: skip
+    return out
+
+
+def _fill_part(ds, part, rows: np.ndarray, leaves: dict[Key, torch.Tensor], at: torch.Tensor):
+    """The items of ``rows`` (standardized rows of ``part``) into ``leaves`` at places ``at``,
+    as ``VLADataset.item`` computes each (see its module's docstring for the fields)."""
+
+    opened, n = part.opened, len(rows)
+    start, end = part.starts[rows][:, None], part.ends[rows][:, None]
+    history = rows[:, None] + np.arange(1 - ds.window, 1)[None, :]
+    timestep_pad = history < start
+    history = np.maximum(history, start)
+    future = history[:, :, None] + np.arange(ds.chunk)
+    action_pad = future > end[:, :, None]
+    future = np.minimum(future, end[:, :, None])
+    actions = opened.array("action")
+    pad = ds._pad
+
+    def put(key: Key, values) -> None:
+        leaf = leaves[key]
+        leaf[at] = torch.as_tensor(values, dtype=leaf.dtype)
+
+    put(("action",), pad(_rows_of(actions, history), ds.action_dim))
+    put(("vla_action", "chunk"), pad(part.action(_rows_of(actions, future)), ds.action_dim))
+    put(("action_is_pad",), action_pad)
+    put(("action_dim_is_pad",), torch.arange(ds.action_dim) >= opened.meta.action_dim)
+    if part.state is not None:
+        state = part.state(_rows_of(opened.array("state"), history))
+    else:
+        state = np.zeros((n, ds.window, 0), np.float32)
+    put(("observation", "state"), pad(state, ds.state_dim))
+    put(("observation", "pad_mask_dict", "state"), part.state is not None)
+    put(("observation", "timestep_is_pad"), timestep_pad)
+    ted_rows = _rows_of(opened.array("ted_row"), history).reshape(-1)
+    for view in ds.views:
+        size = ds.image_sizes.get(view)
+        frames = opened.frames(view)
+        present = frames is not None and size is not None
+        put(("observation", "pad_mask_dict", view), present)
+        if present:
+            image = resize(np.asarray(frames[ted_rows]), size, contiguous=False)
+            leaf = leaves[("observation", "image", view)]
+            for j, place in enumerate(at.tolist()):  # channels-last into channels-last: a
+                leaf[place].copy_(image[j * ds.window : (j + 1) * ds.window])  # plain copy
+        elif size is not None:
+            put(("observation", "image", view), 0)
+
+
+def read_items(ds, draws: list[tuple[int, int]]) -> TensorDict:
+    """The batch of ``draws`` (``(part, standardized row)`` each, as ``VLADataset.draw``
+    gives them), equal to ``ted_collate([ds.item(p, r) for p, r in draws])``."""
+    n = len(draws)
+    part_of = np.array([p for p, _ in draws], dtype=np.int64)
+    row_of = np.array([r for _, r in draws], dtype=np.int64)
+    buffers = _buffers(ds, n)
+
+    def fill(memory: dict) -> TensorDict:
+        leaves = {b.key: view_of(memory[b.key], b) for b in buffers}
+        texts, names = [""] * n, [""] * n
+        for p in np.unique(part_of).tolist():
+            part, places = ds.parts[p], np.flatnonzero(part_of == p)
+            _fill_part(ds, part, row_of[places], leaves, torch.from_numpy(places))
+            said = part.opened.instructions[_rows_of(part.opened.array("instruction"),
+                                                     row_of[places])]  # fmt: skip
+            for place, text in zip(places.tolist(), said, strict=True):
+                texts[place], names[place] = str(text), part.name
+        out = TensorDict(batch_size=[n])
+        for key, value in leaves.items():
+            out.set(key, value)
+        for name, values in (("language_instruction", texts), ("dataset_name", names)):
+            made: dict[str, NonTensorData] = {}  # one entry a distinct string, shared
+            out.set(name, torch.stack([made.setdefault(v, NonTensorData(v)) for v in values]))
+        return out
+
+    if get_worker_info() is not None:
+        from episode_warehouse.loading.shared_batches import fill_slot
+
+        batch = fill_slot(buffers, fill)
+        if batch is not None:
+            return batch
+    return fill(fresh(buffers))
