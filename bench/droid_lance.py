@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.droid import droid_source
-from bench.measure import dispatch, environment, run_child, save_report, scaled
+from bench.measure import dispatch, environment, run_child, save_report, scaled, uv
 
 DATA = Path(__file__).parent / "data" / "droid_lance"
 LANCE_SITE = Path(__file__).parent / "data" / "lance-site"
@@ -63,23 +63,14 @@ def _keys(shards: int, per_range: int) -> list[str]:
     return [r.key for r in plan_ranges("droid", shards, per_range)]
 
 
-def _uv() -> str:
-    """uv: on the PATH, else the one ./test and ./warehouse installed beside the project (this
-    checkout's, or the venv's project when a copy of the files runs it)."""
-    for candidate in (shutil.which("uv"), *(p / ".tools" / "bin" / "uv" for p in (
-            Path(__file__).parents[1], Path(sys.prefix).parent))):  # fmt: skip
-        if candidate and Path(candidate).is_file():
-            return str(candidate)
-    raise SystemExit("bench.droid_lance installs pylance with uv: run ./test once (it installs uv)")
-
-
 def _install_lance() -> None:
     """pylance into ``bench/data/lance-site`` once (its dependencies are the project's own)."""
     if (LANCE_SITE / "done").exists():
         return
     shutil.rmtree(LANCE_SITE, ignore_errors=True)
-    subprocess.run([_uv(), "pip", "install", "--quiet", "--python", sys.executable, "--target",
-                    str(LANCE_SITE), "--no-deps", PYLANCE], check=True)  # fmt: skip
+    subprocess.run([uv("installs pylance"), "pip", "install", "--quiet", "--python",
+                    sys.executable, "--target", str(LANCE_SITE), "--no-deps", PYLANCE],
+                   check=True)  # fmt: skip
     (LANCE_SITE / "done").write_text(PYLANCE)
 
 

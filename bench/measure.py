@@ -158,3 +158,16 @@ def decode_bound(frame_files: list[tuple[np.ndarray, np.ndarray]], processes: in
     for w in workers:
         w.join()
     return sum(counts) / max(time.perf_counter() - t, seconds)
+
+
+def uv(why: str) -> str:
+    """uv: on the PATH, else the one ./test and ./warehouse installed beside the project (this
+    checkout's, or the venv's project when a copy of the files runs it). ``why`` completes the
+    message when there is none ("installs pylance")."""
+    import shutil
+
+    for candidate in (shutil.which("uv"), *(p / ".tools" / "bin" / "uv" for p in (
+            Path(__file__).parents[1], Path(sys.prefix).parent))):  # fmt: skip
+        if candidate and Path(candidate).is_file():
+            return str(candidate)
+    raise SystemExit(f"this benchmark {why} with uv: run ./test once (it installs uv)")

@@ -6,7 +6,8 @@ features.json (256x320, 150x200 + 84x84, 224x224 + 224x224, 224x224 + 224x224 ca
 
 1. Stage cost: the standardized stage of each dataset against its TED build (same run).
 2. Streaming: ``VLADataset(mix, image_sizes={"primary": (256, 256), "wrist": (128, 128)},
-   chunk=4)`` through a DataLoader with 2 workers, batches of 64, for ``--seconds``; frames/s and
+   chunk=4, batch_size=64)`` through a DataLoader with 2 workers, for ``--seconds`` (and the
+   same items one by one, collated by the DataLoader, for ``--baseline-seconds``); frames/s and
    the process tree's anonymous RSS sampled every 5 s (first minute against last minute: flat
    or not); file-backed RSS (the mapped frame files, shared with the page cache) apart.
    Baseline, same run, same sampling: the same items computed the way a loader without a
@@ -14,12 +15,16 @@ features.json (256x320, 150x200 + 84x84, 224x224 + 224x224, 224x224 + 224x224 ca
    the TED, run the dataset's transform over it (Octo's per-trajectory ``traj_map``), then
    normalize, chunk and resize that step.
 
-Octo's own tf.data pipeline needs TensorFlow 2.15, which is not installed here; the figures the
-shared reference measured for it on a 2-core machine (460 frames/s on one fractal folder, no
-first batch from make_interleaved_dataset over four within 10 minutes) are quoted in
-docs/standardized.md, not measured by this script.
+3. Octo, same run (``--octo-src``/``--dlimp-src``, or ``OCTO_SRC``/``DLIMP_SRC``: folders of
+   Octo's and dlimp's sources, e.g. ``git clone https://github.com/octo-models/octo``; never
+   copied into the project): Octo's own ``make_interleaved_dataset`` over the same four RLDS
+   folders with the same settings, in a side environment the benchmark builds once in
+   ``bench/data/octo-env`` (tensorflow-cpu 2.21, tensorflow-datasets 4.9.10; never a project
+   dependency). It runs ``bench/octo_side.py`` there. Without the two folders the part is
+   skipped and the report says so.
 
     python -m bench.vla_mixture [--episodes 30] [--steps 40] [--seconds 600]
+        [--octo-src DIR --dlimp-src DIR [--octo-seconds 600]]
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -36,12 +42,16 @@ from pathlib import Path
 import numpy as np
 from torch.utils.data import IterableDataset
 
-from bench.measure import dispatch, run_child, save_report, scaled
+from bench.measure import dispatch, run_child, save_report, scaled, uv
 
 DATA = Path(__file__).parent / "data" / "vla_mixture"
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples" / "oxe_features"
 DATASETS = ("fractal20220817_data", "taco_play", "jaco_play", "viola")
 SIZES = {"primary": (256, 256), "wrist": (128, 128)}
+OCTO_ENV = Path(__file__).parent / "data" / "octo-env"
+# octo.data imports huggingface_hub at module level (task_augmentation.py)
+OCTO_PACKAGES = ("tensorflow-cpu==2.21.0", "tensorflow-datasets==4.9.10", "absl-py", "tqdm",
+                 "huggingface_hub")  # fmt: skip
 
 
 def _prepare(episodes: int, steps: int) -> dict:
@@ -164,7 +174,7 @@ class _Stream(IterableDataset):
     def __iter__(self):
         from torch.utils.data import get_worker_info
 
-        if self.kind == "ours":
+        if self.kind in ("ours", "ours_items"):
             yield from self.ds
             return
         self.baseline = self.baseline or _Baseline(self.ds)
@@ -182,10 +192,12 @@ def child_stream(kind: str, seconds: str) -> None:
     from episode_warehouse.standardized import VLADataset
 
     mix = [(name, 1.0) for name in DATASETS]
-    ds = VLADataset(mix, DATA / "wh", image_sizes=SIZES, chunk=4, num_samples=10**9)
-
-    loader = DataLoader(_Stream(kind, ds), batch_size=64, num_workers=2, collate_fn=ted_collate,
-                        persistent_workers=True, prefetch_factor=4)  # fmt: skip
+    batched = 64 if kind == "ours" else None  # ours: whole batches read at once (vla_batch.py)
+    ds = VLADataset(mix, DATA / "wh", image_sizes=SIZES, chunk=4, num_samples=10**9,
+                    batch_size=batched)  # fmt: skip
+    loader = DataLoader(_Stream(kind, ds), batch_size=None if batched else 64, num_workers=2,
+                        collate_fn=ted_collate, persistent_workers=True,
+                        prefetch_factor=4)  # fmt: skip
     samples: list[tuple[float, float, float]] = []
     stop = threading.Event()
     started = time.perf_counter()
@@ -219,15 +231,70 @@ def child_stream(kind: str, seconds: str) -> None:
     }))  # fmt: skip
 
 
+def _octo_sources(octo: str | None, dlimp: str | None) -> list[str] | str:
+    """The two source folders for Octo's side (``PYTHONPATH``), or why the part is skipped."""
+    octo, dlimp = octo or os.environ.get("OCTO_SRC"), dlimp or os.environ.get("DLIMP_SRC")
+    if not octo or not dlimp:
+        return ("skipped: pass --octo-src and --dlimp-src (git clone https://github.com/"
+                "octo-models/octo and https://github.com/kvablack/dlimp)")  # fmt: skip
+    for folder, module in ((octo, "octo/data/dataset.py"), (dlimp, "dlimp/dataset.py")):
+        if not (Path(folder) / module).is_file():
+            raise SystemExit(f"{folder}: no {module}; pass the folder of a checkout of its source")
+    return [str(Path(octo).resolve()), str(Path(dlimp).resolve())]
+
+
+def _octo_env() -> Path:
+    """The side environment's Python, built once with uv (TensorFlow is never the project's)."""
+    python = OCTO_ENV / "bin" / "python"
+    done = OCTO_ENV / "done"
+    if done.exists() and done.read_text() == " ".join(OCTO_PACKAGES):
+        return python
+    shutil.rmtree(OCTO_ENV, ignore_errors=True)
+    tool = uv("builds Octo's side environment")
+    subprocess.run([tool, "venv", "--quiet", "--python", sys.executable, str(OCTO_ENV)],
+                   check=True)  # fmt: skip
+    subprocess.run([tool, "pip", "install", "--quiet", "--python", str(python), *OCTO_PACKAGES],
+                   check=True)  # fmt: skip
+    done.write_text(" ".join(OCTO_PACKAGES))
+    return python
+
+
+def _octo_stream(sources: list[str], seconds: int) -> dict:
+    """Octo's ``make_interleaved_dataset`` over the same folders and settings (octo_side.py)."""
+    from episode_warehouse.standardized import VLADataset
+
+    mix = [(name, 1.0) for name in DATASETS]
+    ours = VLADataset(mix, DATA / "wh", image_sizes=SIZES, chunk=4, num_samples=1)
+    args = {
+        "data_dir": str(DATA / "src"), "datasets": list(DATASETS), "seconds": seconds,
+        "batch": 64, "shuffle": 1000, "chunk": 4, "sizes": SIZES,
+        "action_dim": ours.action_dim, "state_dim": ours.state_dim,
+    }  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sources), "TF_CPP_MIN_LOG_LEVEL": "2",
+           "CUDA_VISIBLE_DEVICES": ""}  # fmt: skip
+    done = subprocess.run(
+        [str(_octo_env()), str(Path(__file__).parent / "octo_side.py"), json.dumps(args)],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"Octo's side failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=scaled(30, 3))
     parser.add_argument("--steps", type=int, default=scaled(40, 10))
     parser.add_argument("--seconds", type=int, default=scaled(600, 5))
     parser.add_argument("--baseline-seconds", type=int, default=scaled(120, 5))
+    parser.add_argument("--octo-src", help="a folder of Octo's source (octo-models/octo)")
+    parser.add_argument("--dlimp-src", help="a folder of dlimp's source (kvablack/dlimp)")
+    parser.add_argument("--octo-seconds", type=int, default=scaled(600, 5))
     args = parser.parse_args()
+    sources = _octo_sources(args.octo_src, args.dlimp_src)
     costs = _prepare(args.episodes, args.steps)
     ours = run_child("bench.vla_mixture", ["stream", "ours", str(args.seconds)]).result
+    items = run_child("bench.vla_mixture", ["stream", "ours_items", str(args.baseline_seconds)])
     base = run_child("bench.vla_mixture", ["stream", "baseline", str(args.baseline_seconds)])
     # RSS counts the mapped frame files in every process that touched them (file-backed,
     # shared with the page cache): the anonymous part is what a loader holds
@@ -236,6 +303,10 @@ def main() -> None:
         "episodes_x_steps": [args.episodes, args.steps],
         "stage_cost": costs,
         "stream_ours": ours,
+        "stream_ours_item_by_item": items.result,
+        "frames_per_s_ratio_batch_vs_items": round(
+            ours["frames_per_s"] / items.result["frames_per_s"], 2
+        ),
         "stream_baseline_transform_at_read_time": base.result,
         "frames_per_s_ratio_vs_baseline": round(
             ours["frames_per_s"] / base.result["frames_per_s"], 2
@@ -244,6 +315,15 @@ def main() -> None:
             ours["anon_rss_last_minute_mb"] - ours["anon_rss_first_minute_mb"], 1
         ),
     }
+    if isinstance(sources, str):
+        report["stream_octo"] = sources
+    else:
+        octo = _octo_stream(sources, args.octo_seconds)
+        report["stream_octo"] = octo
+        report["frames_per_s_ratio_vs_octo"] = round(ours["frames_per_s"] / octo["frames_per_s"], 2)
+        report["anon_rss_growth_octo_mb"] = round(
+            octo["anon_rss_last_minute_mb"] - octo["anon_rss_first_minute_mb"], 1
+        )
     save_report("vla_mixture", report)
     print(json.dumps(report, indent=1))
 
