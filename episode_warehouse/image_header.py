@@ -46,7 +46,9 @@ def _png(data: bytes | bytearray) -> tuple[int, int, int] | None:
     return _PNG_CHANNELS[data[25]], height, width
 
 
-def _jpeg(data: bytes | bytearray) -> tuple[int, int, int] | None:
+def jpeg_size(data: bytes | bytearray | memoryview) -> tuple[int, int, int] | None:
+    """(components, height, width) of a JPEG's first frame header (SOF), read from any
+    bytes-like object without copying it; None where the markers before it do not parse."""
     i = 2
     while i + 9 < len(data):
         if data[i] != 0xFF:
@@ -91,5 +93,5 @@ def image_size(data: bytes | bytearray) -> tuple[int, int, int] | None:
     if data.startswith(PNG_SIGNATURE):
         return _png(data)
     if data.startswith(b"\xff\xd8"):
-        return _jpeg(data)
+        return jpeg_size(data)
     return None

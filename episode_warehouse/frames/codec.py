@@ -3,9 +3,11 @@
 A stored frame is one of:
 
 - the source's own JPEG or PNG bytes, as published (RLDS, the WebDataset repack, LeRobot image
-  datasets): decoded with torchvision's ``decode_image`` (libjpeg's accurate integer IDCT, the
-  PNG's own bit depth), the call the decoders themselves use, so the pixels equal the decoded
-  layout's;
+  datasets): a JPEG decoded by libjpeg-turbo through simplejpeg (the accurate integer IDCT and
+  fancy upsampling: bit-identical to torchvision's ``decode_image``, PIL's and TensorFlow's
+  ``INTEGER_ACCURATE``; tests compare them), straight into memory the caller owns where it
+  can (:func:`decode_frame_into`: a batch's slot, no copy); a PNG (its own bit depth) and a JPEG
+  of another component count (CMYK) with torchvision's ``decode_image``;
 - a raw frame compressed once with Zstandard (level 3), for sources whose frames come as
   pixels (Dopamine checkpoints, RL Unplugged after its workers decode, Minari, LeRobot image
   arrays): the codec was chosen by measurement (``bench.frame_codecs``: 0.084x the raw bytes on
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.image_header import PNG_SIGNATURE, image_size
+from episode_warehouse.image_header import PNG_SIGNATURE, image_size, jpeg_size
 
 JPEG_SIGNATURE = b"\xff\xd8\xff"
 ZSTD_SIGNATURE = b"\x28\xb5\x2f\xfd"
@@ -62,6 +64,11 @@ class Codec:
     decode: Callable[[bytes | memoryview, tuple[int, ...], np.dtype, str], np.ndarray] | None
     # a small grey image (float32), where the codec can decode scaled (JPEG: 1/8 a side)
     preview: Callable[[bytes | memoryview, tuple[int, ...], str], np.ndarray] | None = None
+    # the row written into memory the caller owns, ``(blob, out, shape, where)``; False where
+    # it cannot write there (the caller then copies ``decode``'s result)
+    decode_into: Callable[[bytes | memoryview, np.ndarray, tuple[int, ...], str], bool] | None = (
+        None
+    )
 
 
 def codec_of(blob: bytes | memoryview) -> Codec | None:
@@ -132,6 +139,22 @@ def decode_frame(
     return codec.decode(blob, shape, dtype, where)
 
 
+def decode_frame_into(
+    blob: bytes | memoryview, out: np.ndarray, shape: tuple[int, ...], dtype: np.dtype, where: str
+) -> None:
+    """One stored frame decoded into ``out`` (a row of ``shape`` and ``dtype`` in memory the
+    caller owns, in any memory order): straight into it where the codec can (a JPEG into
+    channels-last memory), else decoded and copied.
+
+    Raises:
+        CorruptInputError: as :func:`decode_frame`.
+    """
+    codec = codec_of(blob) if len(blob) else None
+    into = codec.decode_into if codec is not None else None
+    if into is None or not into(blob, out, shape, where):
+        out[...] = decode_frame(blob, shape, dtype, where)
+
+
 def grey(pixels: np.ndarray) -> np.ndarray:
     """float32 (H, W) of a row as the TED keeps it: (C, H, W) or (H, W)."""
     f = pixels.astype(np.float32)
@@ -200,6 +223,52 @@ def _decode_picture(
     return _decode_image(data, shape, dtype, where)
 
 
+def _decode_jpeg(
+    blob: bytes | memoryview, shape: tuple[int, ...], dtype: np.dtype, where: str
+) -> np.ndarray:
+    """A JPEG row in fresh memory, channels last as every decoder gives pixels."""
+    if dtype == np.uint8 and len(shape) in (2, 3):
+        memory = (*shape[1:], shape[0]) if len(shape) == 3 else shape
+        out: np.ndarray = np.empty(memory, np.uint8)
+        if len(shape) == 3:
+            out = out.transpose(2, 0, 1)
+        if _decode_jpeg_into(blob, out, shape, where):
+            return out
+    return _decode_picture(blob, shape, dtype, where)
+
+
+def _decode_jpeg_into(
+    blob: bytes | memoryview, out: np.ndarray, shape: tuple[int, ...], where: str
+) -> bool:
+    """A JPEG of 1 or 3 components written by libjpeg-turbo (simplejpeg) into ``out``, a
+    uint8 row held channels last (or a grey ``(H, W)`` row), after its header declared the
+    row's size and component count. False, with nothing decoded, for any other memory, dtype
+    or component count (torchvision's path decides those)."""
+    import simplejpeg
+
+    channels = shape[0] if len(shape) == 3 else 1
+    target = out.transpose(1, 2, 0) if len(shape) == 3 else out
+    if out.dtype != np.uint8 or channels not in (1, 3):
+        return False
+    if not (target.flags.c_contiguous and target.flags.writeable):
+        return False
+    declared = jpeg_size(blob)
+    if declared is None or declared[1:] != tuple(shape[-2:]):  # height, width
+        raise _other_size(where, f"a header of {declared}", shape, np.dtype(np.uint8))
+    if declared[0] not in (1, 3):
+        return False
+    if declared[0] != channels:
+        raise _other_size(where, f"{declared[0]} component(s)", shape, np.dtype(np.uint8))
+    try:
+        simplejpeg.decode_jpeg(blob, colorspace="RGB" if channels == 3 else "GRAY",
+                               buffer=target, strict=True)  # fmt: skip
+    except ValueError as exc:  # strict: a truncated frame fails, as it does in torchvision
+        raise CorruptInputError(
+            f"a frame does not decode ({exc})", subject=where, fix=_FIX
+        ) from None
+    return True
+
+
 def _decode_image(
     data: bytearray, shape: tuple[int, ...], dtype: np.dtype, where: str
 ) -> np.ndarray:
@@ -231,7 +300,7 @@ def _other_size(where: str, got: str, shape: tuple[int, ...], dtype: np.dtype):
 
 # Every kind of stored frame, by signature: a new codec is one entry here.
 CODECS: tuple[Codec, ...] = (
-    Codec("jpeg", JPEG_SIGNATURE, "image/jpeg", _decode_picture, _preview_jpeg),
+    Codec("jpeg", JPEG_SIGNATURE, "image/jpeg", _decode_jpeg, _preview_jpeg, _decode_jpeg_into),
     Codec("png", PNG_SIGNATURE, "image/png", _decode_picture),
     Codec("zstd", ZSTD_SIGNATURE, None, _decode_zstd),
     Codec("video", VIDEO_REF, None, None),

@@ -20,7 +20,7 @@ import numpy as np
 
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.file_maps import map_bytes, map_npy
-from episode_warehouse.frames.codec import VIDEO_REF, decode_frame
+from episode_warehouse.frames.codec import VIDEO_REF, decode_frame, decode_frame_into
 from episode_warehouse.frames.video import VideoFiles
 
 _FIX = "re-materialize the partition (its TED, or its decoded stage)"
@@ -225,7 +225,7 @@ class FrameRows:
             starts, stops = offsets[run].tolist(), offsets[run + 1].tolist()
             for k, row in enumerate(run.tolist()):
                 blob = data[starts[k] - base : stops[k] - base]
-                out[positions[order[at + k]]] = self._decode_one(blob, row)
+                self._decode_one_into(blob, row, out[positions[order[at + k]]])
             at += len(run)
 
     def _one(self, row: int) -> np.ndarray:
@@ -237,6 +237,14 @@ class FrameRows:
             frame = self._decode_one(self.read(*key), row)
             self.cache.put(key, frame)
         return frame
+
+    def _decode_one_into(self, blob: memoryview, row: int, out: np.ndarray) -> None:
+        """One stored frame written into ``out`` (a row of the caller's memory): a JPEG by
+        its decoder straight into it, anything else decoded, then copied."""
+        if self.videos is not None and bytes(blob[:4]) == VIDEO_REF:
+            out[...] = self._decode_one(blob, row)
+            return
+        decode_frame_into(blob, out, self.row_shape, self.dtype, f"{self.where} row {row}")
 
     def _decode_one(self, blob: bytes | memoryview | np.ndarray, row: int) -> np.ndarray:
         """One stored frame through the codec table (a video camera's references through its

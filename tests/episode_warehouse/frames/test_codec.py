@@ -109,3 +109,83 @@ def test_one_table_knows_every_kind_of_stored_frame():
     assert kind(b"") == "empty"
     with pytest.raises(CorruptInputError, match="video reference outside a video camera"):
         decode_frame(b"EWVR" + bytes(8), (3, 6, 8), np.uint8, "t")
+
+
+def _published_jpegs(samples) -> list[bytes]:
+    """Every JPEG the TFDS authors' real RLDS sample shards hold (mt_opt's cameras)."""
+    from episode_warehouse.tfrecord.example import parse_example
+    from episode_warehouse.tfrecord.records import iter_records
+
+    found = []
+    for shard in sorted((samples / "rlds").glob("*/*/*.tfrecord-*")):
+        with open(shard, "rb") as fh:
+            for _, data in iter_records(fh, str(shard)):
+                for feature in parse_example(data).features.feature.values():
+                    values = feature.bytes_list.value
+                    found += [bytes(b) for b in values if b[:3] == b"\xff\xd8\xff"]
+    return found
+
+
+def _reference(jpeg: bytes) -> np.ndarray:
+    """torchvision's decode_image (its own libjpeg-turbo 2.0): (C, H, W)."""
+    from torchvision.io import ImageReadMode, decode_image
+
+    tensor = torch.frombuffer(bytearray(jpeg), dtype=torch.uint8)
+    return decode_image(tensor, mode=ImageReadMode.UNCHANGED).numpy()
+
+
+def test_a_jpeg_is_decoded_straight_into_channels_last_memory_with_the_reference_pixels(
+    shared_samples,
+):
+    """#58: a JPEG row is written by libjpeg-turbo into the caller's memory (a batch's slot):
+    the same pixels as torchvision's decode (the decoder before), on the published mt_opt
+    frames and on every chroma subsampling, grey included, at odd sizes."""
+    from episode_warehouse.frames.codec import decode_frame_into
+
+    jpegs = _published_jpegs(shared_samples)
+    assert len(jpegs) >= 40
+    rng = np.random.default_rng(5)
+    for subsampling in ("4:4:4", "4:2:2", "4:2:0"):
+        for height, width in ((17, 29), (64, 80), (181, 320)):
+            pixels = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+            out = io.BytesIO()
+            Image.fromarray(pixels).save(out, "JPEG", quality=85, subsampling=subsampling)
+            jpegs.append(out.getvalue())
+    grey = _jpeg(rng.integers(0, 256, (33, 47), dtype=np.uint8))
+    for jpeg in [*jpegs, grey]:
+        want = _reference(jpeg)
+        shape = want.shape if want.shape[0] == 3 else want.shape[1:]
+        memory = np.zeros((*want.shape[1:], want.shape[0]), np.uint8)  # (H, W, C): a slot's
+        row = memory.transpose(2, 0, 1) if len(shape) == 3 else memory[..., 0]
+        decode_frame_into(memoryview(jpeg), row, shape, np.dtype(np.uint8), "f")
+        np.testing.assert_array_equal(row, want.reshape(shape))
+        assert np.shares_memory(row, memory)
+        np.testing.assert_array_equal(decode_frame(jpeg, shape, "uint8", "f"), want.reshape(shape))
+    # the decoder writes channels-last memory itself; channels-first memory is written by a
+    # copy of the decoded frame (the same pixels)
+    jpeg = jpegs[0]
+    first = np.zeros(_reference(jpeg).shape, np.uint8)
+    last = np.zeros((*first.shape[1:], first.shape[0]), np.uint8).transpose(2, 0, 1)
+    into = codec_of(jpeg).decode_into
+    assert into(jpeg, last, first.shape, "f") and not into(jpeg, first, first.shape, "f")
+    decode_frame_into(jpeg, first, first.shape, np.dtype(np.uint8), "f")
+    np.testing.assert_array_equal(first, _reference(jpeg))
+    np.testing.assert_array_equal(last, first)
+
+
+def test_a_jpeg_that_is_not_the_row_is_refused_before_anything_is_written():
+    from episode_warehouse.frames.codec import decode_frame_into
+
+    rng = np.random.default_rng(6)
+    rgb = _jpeg(rng.integers(0, 256, (24, 32, 3), dtype=np.uint8))
+    memory = np.full((24, 32, 3), 7, np.uint8)
+    row = memory.transpose(2, 0, 1)
+    with pytest.raises(CorruptInputError, match=r"row 2.*\(3, 16, 32\)"):
+        decode_frame_into(rgb, np.zeros((16, 32, 3), np.uint8).transpose(2, 0, 1), (3, 16, 32),
+                          np.dtype(np.uint8), "cam.frames row 2")  # fmt: skip
+    grey = _jpeg(rng.integers(0, 256, (24, 32), dtype=np.uint8))
+    with pytest.raises(CorruptInputError, match="1 component"):
+        decode_frame_into(grey, row, (3, 24, 32), np.dtype(np.uint8), "cam.frames row 3")
+    assert (memory == 7).all()  # refused by the header: nothing written
+    with pytest.raises(CorruptInputError, match="does not decode"):  # a cut frame, as before
+        decode_frame_into(rgb[: len(rgb) // 2], row, (3, 24, 32), np.dtype(np.uint8), "row 4")
