@@ -245,15 +245,15 @@ def child_stream(kind: str, where: str, seconds: str) -> None:
                       **facts}))  # fmt: skip
 
 
-def child_bound(root: str, seconds: str) -> None:
-    """The decode bound (``bench.measure.decode_bound``, one process a worker) on the first
-    range's three cameras: frames/s and samples/s (one JSON line)."""
+def child_bound(root: str, seconds: str, decoder: str) -> None:
+    """The decode bound (``bench.measure.decode_bound``, one process a worker, ``decoder``) on
+    the first range's three cameras: frames/s and samples/s (one JSON line)."""
     from bench.measure import decode_bound
 
     folder = Path(root) / "ted" / "openx" / _selected_rows(root)[0][0]
     files = [(offsets_of(folder, c), np.fromfile(folder / "observation" / f"{c}.frames", np.uint8))
              for c in CAMERAS]  # fmt: skip
-    rate = decode_bound(files, WORKERS, float(seconds))
+    rate = decode_bound(files, WORKERS, float(seconds), decoder)
     print(json.dumps({"frames_per_s": round(rate, 1),
                       "samples_per_s": round(rate / len(CAMERAS), 1)}))  # fmt: skip
 
@@ -296,7 +296,9 @@ def main() -> None:
     write = ["lance-write", str(root), str(lance_path)]
     report["lance_write"] = run_child("bench.droid_lance", write).result
     report["pixels"] = run_child("bench.droid_lance", ["check", str(root), str(lance_path)]).result
-    report["bound"] = run_child("bench.droid_lance", ["bound", str(root), str(args.seconds)]).result
+    for decoder, name in (("torchvision", "bound"), ("simplejpeg", "bound_into_buffer")):
+        bound = ["bound", str(root), str(args.seconds), decoder]
+        report[name] = run_child("bench.droid_lance", bound).result
     for kind, where in (("ours", str(root)), ("lance", str(lance_path))):
         report[kind] = _best(kind, where, args.seconds, args.rounds)
     report["ours_vs_lance"] = round(
@@ -307,6 +309,9 @@ def main() -> None:
     )
     report["lance_vs_bound"] = round(
         report["lance"]["samples_per_s"] / report["bound"]["samples_per_s"], 2
+    )
+    report["ours_vs_bound_into_buffer"] = round(
+        report["ours"]["samples_per_s"] / report["bound_into_buffer"]["samples_per_s"], 2
     )
     report["bucket"] = _bucket(build, args.seconds, args.rounds)
     report["ours_gs_vs_ours_local"] = round(

@@ -126,27 +126,42 @@ def environment(**values: str):
 
 
 def decode_bound(frame_files: list[tuple[np.ndarray, np.ndarray]], processes: int,
-                 seconds: float) -> float:  # fmt: skip
-    """The decode bound: ``processes`` processes (forked) doing nothing but torchvision's
-    ``decode_jpeg`` (libjpeg-turbo, accurate IDCT, one thread each) on the stored frames of
-    ``frame_files`` (each a camera's offsets and bytes), round robin, for ``seconds``: frames/s
-    of all together. The baseline a loader over the same frames is measured against."""
+                 seconds: float, decoder: str = "torchvision") -> float:  # fmt: skip
+    """The decode bound: ``processes`` processes (forked) doing nothing but decode the stored
+    JPEG frames of ``frame_files`` (each a camera's offsets and bytes), one thread each, round
+    robin, for ``seconds``: frames/s of all together. The baseline a loader over the same frames
+    is measured against. ``decoder``: ``"torchvision"`` (``decode_jpeg``, a new tensor a frame:
+    issue #58's definition) or ``"simplejpeg"`` (into one reused buffer: the call the loaders
+    make since they decode into the batch). Both are libjpeg-turbo's accurate IDCT."""
     import multiprocessing as mp
 
     start, counts = mp.Barrier(processes + 1), mp.Array("q", processes)
 
     def decode(k: int) -> None:
+        import simplejpeg
         import torch
         from torchvision.io import decode_jpeg
 
         torch.set_num_threads(1)
-        blobs = [torch.from_numpy(data[a:b].copy()) for offsets, data in frame_files
-                 for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)
-                 if b > a]  # fmt: skip
+        raw = [data[a:b].tobytes() for offsets, data in frame_files
+               for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)
+               if b > a]  # fmt: skip
+        if decoder == "torchvision":
+            tensors = [torch.frombuffer(bytearray(b), dtype=torch.uint8) for b in raw]
+
+            def one(i: int) -> None:
+                decode_jpeg(tensors[i])
+        else:
+            sizes = {simplejpeg.decode_jpeg_header(b)[:2] for b in raw}
+            out = np.empty((max(h * w for h, w in sizes) * 3,), np.uint8)
+
+            def one(i: int) -> None:
+                simplejpeg.decode_jpeg(raw[i], buffer=out)
+
         start.wait()
         done, t = 0, time.perf_counter()
         while time.perf_counter() - t < seconds:
-            decode_jpeg(blobs[done % len(blobs)])
+            one(done % len(raw))
             done += 1
         counts[k] = done
 
