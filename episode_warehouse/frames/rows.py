@@ -192,16 +192,17 @@ class FrameRows:
                 first, last = int(run[0]), int(run[-1])
                 base = int(offsets[first])
                 data = memoryview(self.read(base, int(offsets[last + 1])))
-                decoded: dict[int, np.ndarray] = {}
+                blobs: dict[int, memoryview] = {}  # each distinct row once
                 for k, row in enumerate(run.tolist()):
                     i = int(missing[order[at + k]])
-                    frame = decoded.get(row)
-                    if frame is None:
-                        blob = data[starts[i] - base : stops[i] - base]
-                        frame = decoded[row] = self._decode_one(blob, row)
-                    frames[i] = frame
+                    blobs.setdefault(row, data[starts[i] - base : stops[i] - base])
+                decoded = dict(zip(blobs, self._decode_blobs(list(blobs.values()), list(blobs)),
+                                   strict=True))  # fmt: skip
+                for k, row in enumerate(run.tolist()):
+                    i = int(missing[order[at + k]])
+                    frames[i] = decoded[row]
                     if cached:
-                        self.cache.put(keys[i], frame)
+                        self.cache.put(keys[i], decoded[row])
                 at += len(run)
         out = _empty_like_frames(len(frames), frames[0] if frames else None, self)
         for i, each in enumerate(frames):
@@ -223,9 +224,16 @@ class FrameRows:
             base = int(offsets[run[0]])
             data = memoryview(self.read(base, int(offsets[run[-1] + 1])))
             starts, stops = offsets[run].tolist(), offsets[run + 1].tolist()
-            for k, row in enumerate(run.tolist()):
-                blob = data[starts[k] - base : stops[k] - base]
-                self._decode_one_into(blob, row, out[positions[order[at + k]]])
+            blobs = [data[a - base : b - base] for a, b in zip(starts, stops, strict=True)]
+            places = [positions[order[at + k]] for k in range(len(run))]
+            if self.videos is not None:  # a video camera: its frames decoded in runs
+                for place, frame in zip(places, self._decode_blobs(blobs, run.tolist()),
+                                        strict=True):  # fmt: skip
+                    out[place] = frame
+            else:
+                for blob, row, place in zip(blobs, run.tolist(), places, strict=True):
+                    decode_frame_into(blob, out[place], self.row_shape, self.dtype,
+                                      f"{self.where} row {row}")  # fmt: skip
             at += len(run)
 
     def _one(self, row: int) -> np.ndarray:
@@ -238,13 +246,21 @@ class FrameRows:
             self.cache.put(key, frame)
         return frame
 
-    def _decode_one_into(self, blob: memoryview, row: int, out: np.ndarray) -> None:
-        """One stored frame written into ``out`` (a row of the caller's memory): a JPEG by
-        its decoder straight into it, anything else decoded, then copied."""
-        if self.videos is not None and bytes(blob[:4]) == VIDEO_REF:
-            out[...] = self._decode_one(blob, row)
-            return
-        decode_frame_into(blob, out, self.row_shape, self.dtype, f"{self.where} row {row}")
+    def _decode_blobs(self, blobs: list[memoryview], rows: list[int]) -> list[np.ndarray]:
+        """The frames of ``blobs`` (rows ``rows``): the references into a video camera's
+        files decoded together, in runs (``VideoFiles.frames``), any other one by one."""
+        out: list[np.ndarray | None] = [None] * len(blobs)
+        if self.videos is not None:
+            refs = [k for k, blob in enumerate(blobs) if bytes(blob[:4]) == VIDEO_REF]
+            if refs:
+                where = f"{self.where} rows {rows[refs[0]]}..{rows[refs[-1]]}"
+                frames = self.videos.frames([blobs[k] for k in refs], self.row_shape, where)
+                for k, frame in zip(refs, frames, strict=True):
+                    out[k] = frame
+        return [
+            self._decode_one(blob, row) if frame is None else frame
+            for blob, row, frame in zip(blobs, rows, out, strict=True)
+        ]
 
     def _decode_one(self, blob: bytes | memoryview | np.ndarray, row: int) -> np.ndarray:
         """One stored frame through the codec table (a video camera's references through its

@@ -166,3 +166,34 @@ def test_rows_far_apart_in_a_static_video_decode_only_their_frames(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     grown_mb = int(done.stdout.split()[-1])
     assert grown_mb < 100, f"peak memory grew by {grown_mb} MB for five frames"
+
+
+def test_frames_asked_in_any_order_decode_in_runs_as_one_by_one_seeks_give_them(tmp_path):
+    """The one wrapper (frames/video.py), shared by the TED's video cameras and the LeRobot
+    source: frames asked out of order, repeated and with gaps come back in the order asked,
+    equal to torchcodec's exact seek of each (``get_frame_at``), with its presentation times;
+    a run never spans a gap or more than RUN_FRAMES frames."""
+    import torch
+    from torchcodec.decoders import VideoDecoder
+    from torchcodec.encoders import VideoEncoder
+
+    from episode_warehouse.frames.video import RUN_FRAMES, _runs, decode_indices
+
+    path = tmp_path / "v.mp4"
+    frames = torch.zeros(150, 3, 64, 96, dtype=torch.uint8)  # (SVT-AV1's least: 64x64)
+    for i in range(150):  # each frame its own picture: a wrong index shows
+        frames[i, i % 3, (i // 5) % 64, :] = 255
+        frames[i, :, :, i % 96] = 128
+    VideoEncoder(frames, frame_rate=10).to_file(str(path), codec="libsvtav1")
+    index = np.array([140, 3, 4, 4, 5, 90, 2, 0, *range(10, 10 + RUN_FRAMES + 5)], np.int64)
+    decoder = VideoDecoder(str(path), seek_mode="exact")
+    got, pts = decode_indices(decoder, index, "v.mp4", "none")
+    reference = VideoDecoder(str(path), seek_mode="exact")
+    for k, i in enumerate(index.tolist()):
+        frame = reference.get_frame_at(i)
+        np.testing.assert_array_equal(got[k], frame.data.numpy(), err_msg=f"frame {i}")
+        assert pts[k] == pytest.approx(frame.pts_seconds)
+    runs = [sorted(index[r].tolist()) for r in _runs(index)]
+    assert runs[:4] == [[0], [2, 3, 4, 4, 5], list(range(10, 10 + RUN_FRAMES)),
+                        list(range(10 + RUN_FRAMES, 15 + RUN_FRAMES))]  # fmt: skip
+    assert all(max(r) - min(r) < RUN_FRAMES for r in runs)
