@@ -83,13 +83,14 @@ def test_every_daemon_keeps_a_backfill_while_its_code_location_reloads():
     submitted while the daemon reloads the location is skipped then, not failed for good)."""
     from warehouse_cli.cluster.instance import DAEMON_ENV
 
-    (name, value), = DAEMON_ENV.items()
+    ((name, value),) = DAEMON_ENV.items()
     assert name == "DAGSTER_BACKFILL_RETRY_DEFINITION_CHANGED_ERROR" and value
     compose = yaml.safe_load((DEPLOY / "docker-compose.yaml").read_text())
     daemon = compose["services"]["daemon"]["environment"]
     assert daemon[name] == value
-    assert daemon["DAGSTER_PG_PASSWORD"] == compose["services"]["worker"]["environment"][
-        "DAGSTER_PG_PASSWORD"
-    ]  # the shared environment is kept, not replaced
+    assert (
+        daemon["DAGSTER_PG_PASSWORD"]
+        == compose["services"]["worker"]["environment"]["DAGSTER_PG_PASSWORD"]
+    )  # the shared environment is kept, not replaced
     helm = yaml.safe_load((DEPLOY / "helm" / "values.yaml").read_text())
     assert {"name": name, "value": value} in helm["dagsterDaemon"]["env"]
