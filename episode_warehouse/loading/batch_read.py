@@ -23,10 +23,10 @@ from typing import Protocol
 import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
-from torch.utils.data import get_worker_info
 
 from episode_warehouse.loading.selection import Selection
-from episode_warehouse.ted.gather import Buffer, batch_buffers, fresh, gather, view_of
+from episode_warehouse.loading.shared_batches import fill_batch
+from episode_warehouse.ted.gather import Buffer, batch_buffers, gather, view_of
 from episode_warehouse.ted.reader import TedReader
 
 
@@ -85,10 +85,4 @@ def read_batch(refs: list[SliceRef]) -> TensorDictBase | None:
             td.set(buffer.key, leaf)
         return td
 
-    if get_worker_info() is not None:
-        from episode_warehouse.loading.shared_batches import fill_slot
-
-        batch = fill_slot(buffers, fill)
-        if batch is not None:
-            return batch
-    return fill(fresh(buffers))
+    return fill_batch(buffers, fill)

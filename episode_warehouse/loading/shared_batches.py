@@ -42,8 +42,9 @@ from multiprocessing.reduction import ForkingPickler
 import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, is_non_tensor
 from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils.data import get_worker_info
 
-from episode_warehouse.ted.gather import Buffer, view_of
+from episode_warehouse.ted.gather import Buffer, fresh, view_of
 
 log = logging.getLogger(__name__)
 MAX_SLOTS = 8  # per worker: batches in flight (prefetch) + held by the trainer + one late
@@ -255,6 +256,16 @@ def fill_slot(buffers: list[Buffer], fill) -> TensorDictBase | None:
     pool.flags[i] = 1
     _sent[id(out)] = (weakref.ref(out), i, leaves, _views(data, leaves), extras)  # type: ignore[arg-type]
     return out
+
+
+def fill_batch(buffers: list[Buffer], fill) -> TensorDictBase:
+    """A batch of ``buffers`` written by ``fill(memory)`` (see :func:`fill_slot`): into a
+    shared-memory slot in a DataLoader worker where one is free, else into fresh memory."""
+    if get_worker_info() is not None:
+        batch = fill_slot(buffers, fill)
+        if batch is not None:
+            return batch
+    return fill(fresh(buffers))
 
 
 def _forget_unsent(pool: _Pool) -> None:

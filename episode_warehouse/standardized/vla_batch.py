@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 from tensordict import NonTensorData, TensorDict
-from torch.utils.data import get_worker_info
 
+from episode_warehouse.loading.shared_batches import fill_batch
 from episode_warehouse.standardized.images import resize
-from episode_warehouse.ted.gather import Buffer, fresh, view_of
+from episode_warehouse.ted.gather import Buffer, view_of
 
 Key = tuple[str, ...]
 
@@ -120,10 +120,4 @@ def read_items(ds, draws: list[tuple[int, int]]) -> TensorDict:
             out.set(name, torch.stack([made.setdefault(v, NonTensorData(v)) for v in values]))
         return out
 
-    if get_worker_info() is not None:
-        from episode_warehouse.loading.shared_batches import fill_slot
-
-        batch = fill_slot(buffers, fill)
-        if batch is not None:
-            return batch
-    return fill(fresh(buffers))
+    return fill_batch(buffers, fill)
