@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import simplejpeg
 
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.image_header import PNG_SIGNATURE, image_size, jpeg_size
@@ -244,8 +245,6 @@ def _decode_jpeg_into(
     uint8 row held channels last (or a grey ``(H, W)`` row), after its header declared the
     row's size and component count. False, with nothing decoded, for any other memory, dtype
     or component count (torchvision's path decides those)."""
-    import simplejpeg
-
     channels = shape[0] if len(shape) == 3 else 1
     target = out.transpose(1, 2, 0) if len(shape) == 3 else out
     if out.dtype != np.uint8 or channels not in (1, 3):
