@@ -20,7 +20,7 @@ import numpy as np
 
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.file_maps import map_bytes, map_npy
-from episode_warehouse.frames.codec import VIDEO_REF, decode_frame, decode_frame_into
+from episode_warehouse.frames.codec import VIDEO_REF, decode_frame, decode_frames_into
 from episode_warehouse.frames.video import VideoFiles
 
 _FIX = "re-materialize the partition (its TED, or its decoded stage)"
@@ -231,9 +231,8 @@ class FrameRows:
                                         strict=True):  # fmt: skip
                     out[place] = frame
             else:
-                for blob, row, place in zip(blobs, run.tolist(), places, strict=True):
-                    decode_frame_into(blob, out[place], self.row_shape, self.dtype,
-                                      f"{self.where} row {row}")  # fmt: skip
+                decode_frames_into(blobs, out, places, self.row_shape, self.dtype,
+                                   _naming(self.where, int(run[0])))  # fmt: skip
             at += len(run)
 
     def _one(self, row: int) -> np.ndarray:
@@ -270,6 +269,11 @@ class FrameRows:
         if self.videos is not None and bytes(blob[:4]) == VIDEO_REF:
             return self.videos.frame(blob, self.row_shape, where)
         return decode_frame(blob, self.row_shape, self.dtype, where)
+
+
+def _naming(where: str, first: int) -> Callable[[int], str]:
+    """Names the k-th frame of a run that starts at row ``first`` (for errors)."""
+    return lambda k: f"{where} row {first + k}"
 
 
 def _empty_like_frames(n: int, first: np.ndarray | None, rows: FrameRows) -> np.ndarray:

@@ -150,7 +150,7 @@ class StepWindowDataset(Dataset):
                     if isinstance(leaf, FrameTensor):
                         view = flat_view(target.numpy(), (n * width, *target.shape[2:]))
                         places = (items[:, None] * width + torch.arange(width)).reshape(-1)
-                        decode_rows(leaf.frames, wanted.numpy(), view, {}, places.numpy())
+                        decode_rows(leaf.frames, wanted.numpy(), view, [], places.numpy())
                     elif len(mine) == 1:
                         target.copy_(leaf[wanted].reshape(target.shape))
                     else:

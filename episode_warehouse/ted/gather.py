@@ -32,11 +32,13 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
+from episode_warehouse import reused_memory
 from episode_warehouse.frames.rows import FrameRows
 from episode_warehouse.ted.assemble import MappedRows
 from episode_warehouse.ted.layout import ARRAY, NEXT_OF, UNSQUEEZE, ZEROS
 
 Key = tuple[str, ...]
+_ALIGN = 64  # bytes: every leaf starts on a cache line (and on its dtype's alignment)
 
 
 @dataclass(frozen=True)
@@ -87,16 +89,27 @@ def pixels_last(row: tuple[int, ...]) -> bool:
 
 
 def fresh(buffers: list[Buffer]) -> dict[Key, torch.Tensor]:
-    """New memory for ``buffers`` (outside a DataLoader worker): bytes by owner key."""
-    return {b.key: torch.empty(b.nbytes, dtype=torch.uint8) for b in buffers if b.owner is None}
+    """Memory for ``buffers`` outside a DataLoader worker (bytes by owner key): one block of
+    this process's reused memory (:mod:`episode_warehouse.reused_memory`), each leaf's bytes
+    starting on a cache line."""
+    owners = [b for b in buffers if b.owner is None]
+    sizes = [-(-b.nbytes // _ALIGN) * _ALIGN for b in owners]
+    block = reused_memory.take(sum(sizes))
+    ends = np.cumsum(sizes).tolist()
+    return {b.key: block[end - size : end - size + b.nbytes]
+            for b, size, end in zip(owners, sizes, ends, strict=True)}  # fmt: skip
 
 
-def batch_buffers(rows: MappedRows, starts: np.ndarray, length: int) -> list[Buffer]:
+def batch_buffers(
+    rows: MappedRows, starts: np.ndarray, length: int, share: bool = True
+) -> list[Buffer]:
     """The :class:`Buffer` of every key of the batch of slices ``[s, s + length)`` of the TED
-    ``rows`` reads, one for each ``s`` in ``starts``, in the record's order."""
+    ``rows`` reads, one for each ``s`` in ``starts``, in the record's order; with ``share``
+    a camera and its next rows are views of one memory where they can be (see the module),
+    else each leaf has memory of its own."""
     batch = len(starts)
     last = _last_steps(rows, starts, length)
-    shares = not last[:, :-1].any()  # no episode ends inside a slice
+    shares = share and not last[:, :-1].any()  # no episode ends inside a slice
     finals = {e["file"] for e in rows.ted.keys.values() if "final" in e}  # read apart
     cameras = {e["file"]: name for name, e in rows.ted.keys.items()
                if e["kind"] == ARRAY and "frames" in e and e.get("rows_plus_one")
@@ -144,7 +157,7 @@ def gather(
     flat = index.reshape(-1)
     last = _last_steps(rows, starts, length).reshape(-1)
     out = TensorDict(batch_size=[len(starts), length])
-    memo: dict[str, dict[int, np.ndarray]] = {}  # frame file -> row -> where it was decoded
+    memo: dict[str, list[Decoded]] = {}  # frame file -> what the batch decoded of it
     for buffer in buffers:
         entry = rows.ted.keys["/".join(buffer.key)]
         leaf = view_of(memory[buffer.owner or buffer.key], buffer)
@@ -163,12 +176,22 @@ def gather(
         elif kind in (ARRAY, UNSQUEEZE):
             source = rows.file_rows(entry["file"])
             if isinstance(source, FrameRows):
-                decode_rows(source, flat, target, memo.setdefault(entry["file"], {}))
+                decode_rows(source, flat, target, memo.setdefault(entry["file"], []))
             else:
                 np.take(source, flat, axis=0, out=flat_view(target, (len(flat), *source.shape[1:])))
         else:
             raise ValueError(f"unknown TED key kind {kind!r}")
     return out
+
+
+def gather_rows(rows: MappedRows, index: np.ndarray) -> TensorDict:
+    """The TED's rows ``index`` (any rows, repeats allowed) as one TensorDict of batch size
+    ``(len(index),)`` in new memory, every leaf contiguous: the values of the TED's TensorDict
+    indexed with ``index``, each distinct frame decoded once (a row's next frame is the next
+    row's frame, copied: a slice of ``L`` rows decodes ``L + 1`` frames)."""
+    index = np.asarray(index, dtype=np.int64).reshape(-1)
+    buffers = batch_buffers(rows, index, 1, share=False)
+    return gather(rows, index, 1, buffers).reshape(-1)
 
 
 def _last_steps(rows: MappedRows, starts: np.ndarray, length: int) -> np.ndarray:
@@ -190,7 +213,7 @@ def _camera_and_next(rows, entry, index, last, memory, buffer, memo) -> None:
     keep = np.ones(wanted.shape, dtype=bool)
     keep[:, -1] = ~ends
     source = rows.file_rows(entry["file"])
-    decode_rows(source, wanted[keep], target, memo.setdefault(entry["file"], {}), places[keep])
+    decode_rows(source, wanted[keep], target, memo.setdefault(entry["file"], []), places[keep])
     target[places[ends, -1]] = 0
 
 
@@ -200,7 +223,7 @@ def _next_rows(rows, entry, flat, last, target, memo) -> None:
     source = rows.file_rows(entry["file"])
     following = np.flatnonzero(~last)
     if isinstance(source, FrameRows):
-        decode_rows(source, flat[following] + 1, target, memo.setdefault(entry["file"], {}),
+        decode_rows(source, flat[following] + 1, target, memo.setdefault(entry["file"], []),
                 positions=following)  # fmt: skip
     else:
         target[following] = source[flat[following] + 1]
@@ -214,28 +237,62 @@ def _next_rows(rows, entry, flat, last, target, memo) -> None:
         target[ends] = 0
 
 
+@dataclass(frozen=True)
+class Decoded:
+    """Frames of one file decoded in this batch: row ``rows[k]`` is ``array[places[k]]``
+    (``rows`` sorted and distinct)."""
+
+    rows: np.ndarray
+    places: np.ndarray
+    array: np.ndarray
+
+
 def decode_rows(
     frames: FrameRows,
     wanted: np.ndarray,
     target: np.ndarray,
-    decoded: dict[int, np.ndarray],
+    decoded: list[Decoded],
     positions: np.ndarray | None = None,
 ) -> None:
     """Frames ``wanted`` into ``target[positions]`` (default: ``target[k]`` for the k-th),
-    each distinct row decoded once per batch: a row met again (here, or in the batch's other
-    leaf of the same file) is copied from where it was written."""
-    places = range(len(wanted)) if positions is None else positions.tolist()
-    first: dict[int, int] = {}  # row -> the place it is decoded into
-    for row, at in zip(wanted.tolist(), places, strict=True):
-        if row not in decoded and row not in first:
-            first[row] = at
-    if first:
-        rows, at = np.fromiter(first, np.int64), np.fromiter(first.values(), np.int64)
-        frames.decode_into(rows, target, at)
-        decoded.update((row, target[place]) for row, place in first.items())
-    for row, place in zip(wanted.tolist(), places, strict=True):
-        if first.get(row) != place:
-            target[place] = decoded[row]
+    each distinct row decoded once per batch: a row met again (here, or in ``decoded``: the
+    batch's other leaves of the same file, to which this call adds its own) is copied from
+    where it was written, consecutive rows as one copy (:func:`copy_runs`)."""
+    wanted = np.asarray(wanted, dtype=np.int64)
+    places = (np.arange(len(wanted), dtype=np.int64) if positions is None
+              else np.asarray(positions, dtype=np.int64))  # fmt: skip
+    todo = np.ones(len(wanted), dtype=bool)
+    for done in decoded:
+        at = np.minimum(np.searchsorted(done.rows, wanted), len(done.rows) - 1)
+        hit = todo & (done.rows[at] == wanted)
+        if hit.any():
+            copy_runs(target, places[hit], done.array, done.places[at[hit]])
+            todo &= ~hit
+    rest = np.flatnonzero(todo)
+    if not len(rest):
+        return
+    rows, first = np.unique(wanted[rest], return_index=True)
+    first_places = places[rest[first]]
+    frames.decode_into(rows, target, first_places)
+    sources = first_places[np.searchsorted(rows, wanted[rest])]
+    again = sources != places[rest]  # a row wanted more than once in this call
+    if again.any():
+        copy_runs(target, places[rest][again], target, sources[again])
+    decoded.append(Decoded(rows, first_places, target))
+
+
+def copy_runs(target: np.ndarray, places: np.ndarray, source: np.ndarray, at: np.ndarray) -> None:
+    """``target[places[k]] = source[at[k]]`` for every k, one slice copy for each run where
+    both ``places`` and ``at`` step by one (a batch's next frames are its frames shifted by
+    one: a run a slice)."""
+    if not len(places):
+        return
+    breaks = np.flatnonzero((np.diff(places) != 1) | (np.diff(at) != 1)) + 1
+    begins = np.concatenate([[0], breaks])
+    ends = np.concatenate([breaks, [len(places)]])
+    for begin, end, to, frm in zip(begins.tolist(), ends.tolist(), places[begins].tolist(),
+                                   at[begins].tolist(), strict=True):  # fmt: skip
+        target[to : to + end - begin] = source[frm : frm + end - begin]
 
 
 def flat_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
