@@ -13,7 +13,7 @@ from tensordict import TensorDict
 
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames import FrameRows, FrameTensor, decode_frame, encode_pixels
-from episode_warehouse.frames.codec import CODECS, codec_of, kind
+from episode_warehouse.frames.codec import CODECS, codec_of, decode_frames_into, kind
 
 
 def _png(pixels: np.ndarray) -> bytes:
@@ -189,3 +189,36 @@ def test_a_jpeg_that_is_not_the_row_is_refused_before_anything_is_written():
     assert (memory == 7).all()  # refused by the header: nothing written
     with pytest.raises(CorruptInputError, match="does not decode"):  # a cut frame, as before
         decode_frame_into(rgb[: len(rgb) // 2], row, (3, 24, 32), np.dtype(np.uint8), "row 4")
+
+
+def _names(k: int) -> str:
+    return f"cam.frames row {10 + k}"
+
+
+def test_a_run_of_zstd_frames_decodes_as_each_frame_alone_into_its_place():
+    rng = np.random.default_rng(5)
+    rows = [rng.integers(0, 256, (6, 7), dtype=np.uint8) for _ in range(5)]
+    blobs = [memoryview(encode_pixels(r)) for r in rows]
+    out = np.zeros((8, 6, 7), np.uint8)
+    decode_frames_into(blobs, out, [7, 0, 3, 1, 5], (6, 7), np.dtype("uint8"), _names)
+    for row, place in zip(rows, [7, 0, 3, 1, 5], strict=True):
+        np.testing.assert_array_equal(out[place], row)
+    assert not out[[2, 4, 6]].any()  # nothing written elsewhere
+    mixed = [blobs[0], memoryview(b""), memoryview(_png(rows[1]))]  # kinds mixed: one by one
+    decode_frames_into(mixed, out, [0, 1, 2], (6, 7), np.dtype("uint8"), _names)
+    np.testing.assert_array_equal(out[:3], np.stack([rows[0], np.zeros((6, 7)), rows[1]]))
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (encode_pixels(np.zeros((4096, 4096), np.uint8)), r"row 12.*\(6, 7\)"),  # a bomb
+        (encode_pixels(np.arange(42, dtype=np.uint8))[:-3], "row 12.*does not decode"),  # cut
+        (encode_pixels(np.zeros((6, 8), np.uint8)), r"row 12.*48 bytes"),  # another size
+    ],
+)
+def test_a_bad_frame_in_a_zstd_run_is_refused_naming_its_row(bad, message):
+    good = encode_pixels(np.ones((6, 7), np.uint8))
+    out = np.zeros((3, 6, 7), np.uint8)
+    with pytest.raises(CorruptInputError, match=message):
+        decode_frames_into([good, good, bad], out, [0, 1, 2], (6, 7), np.dtype("uint8"), _names)
