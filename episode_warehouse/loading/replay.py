@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.ted.open import open_ted
+from episode_warehouse.ted.open import open_ted_and_rows
 
 
 def replay_buffer(
@@ -22,20 +22,22 @@ def replay_buffer(
     that never cross an episode boundary (trajectories from the ``episode`` key).
 
     ``partitions`` is a list of (source, partition): one gives a
-    ``ReplayBuffer(TensorStorage(ted), SliceSampler)``; several give a :class:`PartitionMixture`
-    of those, sampled in proportion to their number of steps (no partition is copied or
-    concatenated). Or it is a :class:`Selection`: slices come from its episodes only, each
-    episode drawn in proportion to the selection's ``weight`` column (uniformly without one),
-    among the episodes of at least ``slice_len`` steps.
+    ``ReplayBuffer(TedStorage(ted), SliceSampler)`` (a ``TensorStorage`` that reads each
+    sample at once, :mod:`~episode_warehouse.loading.ted_storage`); several give a
+    :class:`PartitionMixture` of those, sampled in proportion to their number of steps (no
+    partition is copied or concatenated). Or it is a :class:`Selection`: slices come from its
+    episodes only, each episode drawn in proportion to the selection's ``weight`` column
+    (uniformly without one), among the episodes of at least ``slice_len`` steps.
 
     Example:
         >>> rb = replay_buffer([("atari", "Pong/5"), ("atari", "Pong/1")], slice_len=64)
         >>> batch = rb.sample()   # 256 slices x 64 steps
         >>> rb = replay_buffer(select_episodes("SELECT ..., weight FROM episodes"), slice_len=64)
     """
-    from torchrl.data import ReplayBuffer, SliceSampler, TensorStorage
+    from torchrl.data import ReplayBuffer, SliceSampler
 
     from episode_warehouse.loading.selection import Selection
+    from episode_warehouse.loading.ted_storage import TedStorage
 
     if batch_size % slice_len:
         raise ValueError(f"batch_size {batch_size} must be a multiple of slice_len {slice_len}")
@@ -43,7 +45,7 @@ def replay_buffer(
         return _selection_buffer(partitions, slice_len, batch_size, seed)
     buffers, tds = [], []
     for source, partition in partitions:
-        td = open_ted(source, partition, root)
+        td, mapped = open_ted_and_rows(source, partition, root)
         tds.append(td)
         episodes = td["episode"].numpy().reshape(-1)
         longest = int(np.bincount(episodes - episodes.min()).max()) if len(episodes) else 0
@@ -58,7 +60,7 @@ def replay_buffer(
         # a mixture passes its own batch sizes to sample(); a single buffer keeps its own
         buffers.append(
             ReplayBuffer(
-                storage=TensorStorage(td),
+                storage=TedStorage(td, mapped),
                 sampler=sampler,
                 batch_size=batch_size if len(partitions) == 1 else None,
             )
@@ -80,9 +82,10 @@ def _selection_buffer(selection, slice_len: int, batch_size: int, seed: int | No
     """Per partition a buffer whose sampler draws its selected episodes by weight; several are
     mixed by their total weight, so an episode's share is its weight over all of them."""
     import numpy as np
-    from torchrl.data import ReplayBuffer, TensorStorage
+    from torchrl.data import ReplayBuffer
 
     from episode_warehouse.loading.episode_sampler import EpisodeWeightSampler
+    from episode_warehouse.loading.ted_storage import TedStorage
 
     weight = selection.weight if selection.weight is not None else np.ones(len(selection))
     fits = np.where(selection.length >= slice_len, weight, 0.0)
@@ -99,12 +102,12 @@ def _selection_buffer(selection, slice_len: int, batch_size: int, seed: int | No
             slice_len,
             seed=None if seed is None else seed + 1 + n,
         )
-        td = open_ted(source, partition, selection.root)
+        td, mapped = open_ted_and_rows(source, partition, selection.root)
         tds.append(td)
         single = len(selection.partitions) == 1
         buffers.append(
             ReplayBuffer(
-                storage=TensorStorage(td),
+                storage=TedStorage(td, mapped),
                 sampler=sampler,
                 batch_size=batch_size if single else None,
             )

@@ -75,11 +75,26 @@ def open_ted(
     Raises:
         NotMaterializedError: the partition's TED has not been built.
     """
+    return open_ted_and_rows(source, partition, root, next_obs=next_obs)[0]
+
+
+def open_ted_and_rows(
+    source: str,
+    partition: str,
+    root: str | os.PathLike | Root | None = None,
+    *,
+    next_obs: str = "view",
+) -> tuple[TensorDictBase, MappedRows | None]:
+    """:func:`open_ted`, and the TED's memory-mapped rows where its files are on this machine
+    (a partition's or a shard range's TED under a folder root), which the batch read takes
+    (:func:`~episode_warehouse.ted.gather.gather_rows`); None for a bucket root's or a dataset
+    of ranges."""
     store = parse_root(root)
     named = key_form(partition) == "name"  # a partition's key, or a dataset's built as ranges
     if named and not _published(store, source, partition) and has_ranges(store, source, partition):
-        return open_dataset_ted(source, partition, store, next_obs=next_obs)
-    return TedReader.of(store, source, partition).whole(next_obs)
+        return open_dataset_ted(source, partition, store, next_obs=next_obs), None
+    reader = TedReader.of(store, source, partition)
+    return reader.whole(next_obs), reader.mapped_rows()
 
 
 def _published(store: Root, source: str, partition: str) -> bool:
