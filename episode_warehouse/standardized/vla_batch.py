@@ -12,13 +12,17 @@ the resize is most of what is left (docs/standardized.md).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from tensordict import NonTensorData, TensorDict
 
+from episode_warehouse import reused_memory
+from episode_warehouse.frames.rows import FrameRows
 from episode_warehouse.loading.shared_batches import fill_batch
 from episode_warehouse.standardized.images import resize
-from episode_warehouse.ted.gather import Buffer, view_of
+from episode_warehouse.ted.gather import Buffer, decode_rows, pixels_last, view_of
 
 Key = tuple[str, ...]
 
@@ -86,12 +90,31 @@ def _fill_part(ds, part, rows: np.ndarray, leaves: dict[Key, torch.Tensor], at: 
         present = frames is not None and size is not None
         put(("observation", "pad_mask_dict", view), present)
         if present:
-            image = resize(np.asarray(frames[ted_rows]), size, contiguous=False)
+            image = resize(_pixels(frames, ted_rows), size, contiguous=False)
             leaf = leaves[("observation", "image", view)]
             for j, place in enumerate(at.tolist()):  # channels-last into channels-last: a
                 leaf[place].copy_(image[j * ds.window : (j + 1) * ds.window])  # plain copy
         elif size is not None:
             put(("observation", "image", view), 0)
+
+
+def _pixels(frames, rows: np.ndarray) -> np.ndarray:
+    """A view's frames of TED rows ``rows``: encoded ones decoded straight into this process's
+    reused memory (:mod:`episode_warehouse.reused_memory`; channels last, as ``resize`` takes
+    them), so no frame and no batch of frames allocates memory of its own (allocations of a
+    size that changes from batch to batch grew the workers' heaps: docs/standardized.md)."""
+    if not isinstance(frames, FrameRows):
+        return np.asarray(frames[rows])  # a decoded layout's memory map
+    shape, dtype = frames.row_shape, frames.dtype
+    block = reused_memory.take(len(rows) * math.prod(shape) * dtype.itemsize).numpy().view(dtype)
+    target: np.ndarray
+    if pixels_last(shape):
+        channels, height, width = shape
+        target = block.reshape(len(rows), height, width, channels).transpose(0, 3, 1, 2)
+    else:
+        target = block.reshape(len(rows), *shape)
+    decode_rows(frames, rows, target, [])
+    return target
 
 
 def read_items(ds, draws: list[tuple[int, int]]) -> TensorDict:
