@@ -14,7 +14,8 @@ a leaf). A weak reference to the view says when the last of them is gone; only t
 block handed out again. A batch that is still held is never written into: holding many batches
 costs new memory, never correctness. At most :data:`KEPT` blocks are kept a process; a request
 when none is free (or larger than any kept one) gets new memory, kept in place of the smallest
-block when all are in use no longer.
+block when all are in use no longer. Kept blocks stay until :func:`release` (a replay buffer
+of 256 slices of 64 Atari steps keeps two or three of ~230 MB while it samples).
 """
 
 from __future__ import annotations
@@ -73,6 +74,16 @@ def take(nbytes: int) -> torch.Tensor:
         view = block.memory[:nbytes]
         block.lent = weakref.ref(view)
         return torch.from_numpy(view)
+
+
+def release() -> int:
+    """Drop every block no batch holds (memory a process that is done reading can give back);
+    returns the bytes dropped."""
+    with _lock:
+        idle = [b for b in _blocks if b.free]
+        for block in idle:
+            _blocks.remove(block)
+        return sum(len(b.memory) for b in idle)
 
 
 def kept_bytes() -> int:

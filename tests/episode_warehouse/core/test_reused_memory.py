@@ -43,6 +43,16 @@ def test_memory_still_held_in_any_form_is_never_handed_out():
     assert where in {t.data_ptr() for t in taken}  # free again once nothing holds it
 
 
+def test_release_drops_the_free_blocks_only():
+    held = _fill(reused_memory.take(1 << 16), 3)
+    reused_memory.take(1 << 15)  # dropped at once: free
+    kept = reused_memory.kept_bytes()
+    released = reused_memory.release()
+    assert released > 0 and reused_memory.kept_bytes() == kept - released >= 1 << 16
+    assert (held == 3).all()
+    assert reused_memory.take(1 << 16).data_ptr() != held.data_ptr()  # still held: not reused
+
+
 def _child_keeps(queue) -> None:
     queue.put(reused_memory.kept_bytes())
 
