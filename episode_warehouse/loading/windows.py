@@ -103,7 +103,7 @@ class StepWindowDataset(Dataset):
             pad = (at < 0) | (at > last)
             rows = self._starts[row][:, None] + torch.minimum(torch.clamp(at, min=0), last)
             windows[key] = (rows, pad)
-        if get_worker_info() is not None:  # straight into a shared slot
+        if get_worker_info() is not None and len(idx):  # straight into a shared slot
             batch = self._into_slot(row, step, windows)
             if batch is not None:
                 return batch

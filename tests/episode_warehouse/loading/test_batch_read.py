@@ -160,6 +160,10 @@ def test_step_windows_from_workers_equal_the_main_process(minari_root):
         for key in b.keys(True, True):
             assert torch.equal(a.get(key), b.get(key)), key
     assert ted_collate(want[0]) is want[0]  # a batch the dataset made passes through
+    # an empty batch in a worker is an empty batch, as in the main process (it raised there)
+    empty = DataLoader(windows, batch_sampler=[[], [0, 1]], num_workers=1, collate_fn=no_collate)
+    sizes = [batch.batch_size[0] for batch in empty]
+    assert sizes == [0, 2]
 
 
 @pytest.fixture(scope="module")
