@@ -53,6 +53,15 @@ def _zstd():
     return contexts
 
 
+# ``(blobs, out, places, shape, dtype, where)``: ``blobs[k]`` into ``out[places[k]]``,
+# ``where(k)`` naming it for errors
+RunDecoder = Callable[
+    [Sequence[bytes | memoryview], np.ndarray, Sequence[int], tuple[int, ...], np.dtype,
+     Callable[[int], str]],
+    None,
+]  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Codec:
     """One kind of stored frame: the signature its bytes start with, the media type a viewer
@@ -70,9 +79,9 @@ class Codec:
     decode_into: Callable[[bytes | memoryview, np.ndarray, tuple[int, ...], str], bool] | None = (
         None
     )
-    # frames that all start with this signature, ``(blobs, out, places, shape, dtype, where)``:
-    # ``blobs[k]`` into ``out[places[k]]``, ``where(k)`` naming it; None: one frame at a time
-    decode_run: Callable[..., None] | None = None
+    # frames that all start with this signature into ``out[places[k]]`` (see
+    # :func:`decode_frames_into`); None: one frame at a time
+    decode_run: RunDecoder | None = None
 
 
 def codec_of(blob: bytes | memoryview) -> Codec | None:
@@ -175,11 +184,12 @@ def decode_frames_into(
     Raises:
         CorruptInputError: as :func:`decode_frame`.
     """
-    heads = [bytes(blob[:4]) for blob in blobs]
-    codec = _BY_HEAD.get(heads[0]) if heads else None
-    if codec is not None and codec.decode_run is not None and heads.count(heads[0]) == len(heads):
-        codec.decode_run(blobs, out, places, shape, np.dtype(dtype), where)
-        return
+    codec = codec_of(blobs[0]) if blobs else None
+    if codec is not None and codec.decode_run is not None:
+        signature = codec.signature
+        if all(bytes(blob[: len(signature)]) == signature for blob in blobs):
+            codec.decode_run(blobs, out, places, shape, np.dtype(dtype), where)
+            return
     for k, (blob, place) in enumerate(zip(blobs, places, strict=True)):
         decode_frame_into(blob, out[place], shape, dtype, where(k))
 

@@ -44,11 +44,10 @@ from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils.data import get_worker_info
 
-from episode_warehouse.ted.gather import Buffer, fresh, view_of
+from episode_warehouse.ted.gather import ALIGN, Buffer, fresh, placed, view_of
 
 log = logging.getLogger(__name__)
 MAX_SLOTS = 8  # per worker: batches in flight (prefetch) + held by the trainer + one late
-ALIGN = 64  # bytes: every leaf starts on a cache line (and on its dtype's alignment)
 SLOT_ROUNDING = 1 << 20  # slots are allocated in whole MiB, so batch sizes can vary a little
 
 
@@ -114,12 +113,7 @@ def plan(buffers: list[Buffer]) -> list[Leaf]:
     """Where each of ``buffers`` goes in a slot, one after another (a view of another's memory
     at that one's place)."""
     leaves: list[Leaf] = []
-    at: dict[tuple[str, ...], tuple[int, int]] = {}
-    offset = 0
-    for b in buffers:
-        if b.owner is None:
-            at[b.key] = (offset, b.nbytes)
-            offset += -(-b.nbytes // ALIGN) * ALIGN
+    at, _ = placed(buffers)
     for b in buffers:
         start, nbytes = at[b.owner or b.key]
         leaves.append(Leaf(b.key, b.dtype, b.shape, start, nbytes, b.channels_last, b.rows,

@@ -52,25 +52,29 @@ class TedStorage(TensorStorage):
         self._lock = threading.Lock()
 
     def get(self, index):
-        mapped = self._rows
-        rows = _rows_of(index, len(self)) if mapped is not None else None
-        if mapped is None or rows is None:
-            return super().get(index)
-        with self._lock:
-            held, self._held = self._held, None
-        if held is not None and np.array_equal(held[0], rows):
-            return held[1]  # the sampler's read of these rows, handed on
-        return gather_rows(mapped, rows)
+        return self._read(index)[1]
 
     def __getitem__(self, index):
         """What the sampler reads (``storage[index]``): kept for the buffer's ``get`` of the
         same rows (one batch a storage; a different index reads again)."""
-        batch = self.get(index)
-        rows = _rows_of(index, len(self)) if self._rows is not None else None
+        rows, batch = self._read(index)
         if rows is not None:
             with self._lock:
                 self._held = (rows, batch)
         return batch
+
+    def _read(self, index) -> tuple[np.ndarray | None, TensorDictBase]:
+        """The rows ``index`` picks (None where ``TensorStorage`` reads it) and their batch:
+        the sampler's read of the same rows where it is held, else read now."""
+        mapped = self._rows
+        rows = _rows_of(index, len(self)) if mapped is not None else None
+        if mapped is None or rows is None:
+            return None, super().get(index)
+        with self._lock:
+            held, self._held = self._held, None
+        if held is not None and np.array_equal(held[0], rows):
+            return rows, held[1]  # the sampler's read of these rows, handed on
+        return rows, gather_rows(mapped, rows)
 
 
 def _rows_of(index, rows: int) -> np.ndarray | None:

@@ -12,17 +12,14 @@ the resize is most of what is left (docs/standardized.md).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 from tensordict import NonTensorData, TensorDict
 
-from episode_warehouse import reused_memory
 from episode_warehouse.frames.rows import FrameRows
 from episode_warehouse.loading.shared_batches import fill_batch
 from episode_warehouse.standardized.images import resize
-from episode_warehouse.ted.gather import Buffer, decode_rows, pixels_last, view_of
+from episode_warehouse.ted.gather import Buffer, decode_rows, fresh, pixels_last, view_of
 
 Key = tuple[str, ...]
 
@@ -100,19 +97,15 @@ def _fill_part(ds, part, rows: np.ndarray, leaves: dict[Key, torch.Tensor], at: 
 
 def _pixels(frames, rows: np.ndarray) -> np.ndarray:
     """A view's frames of TED rows ``rows``: encoded ones decoded straight into this process's
-    reused memory (:mod:`episode_warehouse.reused_memory`; channels last, as ``resize`` takes
-    them), so no frame and no batch of frames allocates memory of its own (allocations of a
-    size that changes from batch to batch grew the workers' heaps: docs/standardized.md)."""
+    reused memory (:func:`~episode_warehouse.ted.gather.fresh`; channels last, as ``resize``
+    takes them), so no frame and no batch of frames allocates memory of its own (allocations of
+    a size that changes from batch to batch grew the workers' heaps: docs/standardized.md)."""
     if not isinstance(frames, FrameRows):
         return np.asarray(frames[rows])  # a decoded layout's memory map
-    shape, dtype = frames.row_shape, frames.dtype
-    block = reused_memory.take(len(rows) * math.prod(shape) * dtype.itemsize).numpy().view(dtype)
-    target: np.ndarray
-    if pixels_last(shape):
-        channels, height, width = shape
-        target = block.reshape(len(rows), height, width, channels).transpose(0, 3, 1, 2)
-    else:
-        target = block.reshape(len(rows), *shape)
+    shape = frames.row_shape
+    dtype = torch.from_numpy(np.zeros(0, frames.dtype)).dtype
+    buffer = Buffer(("frames",), (len(rows), *shape), dtype, pixels_last(shape))
+    target = view_of(fresh([buffer])[buffer.key], buffer).numpy()
     decode_rows(frames, rows, target, [])
     return target
 

@@ -38,7 +38,7 @@ from episode_warehouse.ted.assemble import MappedRows
 from episode_warehouse.ted.layout import ARRAY, NEXT_OF, UNSQUEEZE, ZEROS
 
 Key = tuple[str, ...]
-_ALIGN = 64  # bytes: every leaf starts on a cache line (and on its dtype's alignment)
+ALIGN = 64  # bytes: every leaf starts on a cache line (and on its dtype's alignment)
 
 
 @dataclass(frozen=True)
@@ -88,16 +88,25 @@ def pixels_last(row: tuple[int, ...]) -> bool:
     return len(row) == 3 and row[0] in (3, 4)
 
 
+def placed(buffers: list[Buffer]) -> tuple[dict[Key, tuple[int, int]], int]:
+    """Where each owner buffer's bytes go in one memory, one after another, each starting on
+    a cache line: ``(offset, nbytes)`` by key, and the memory's size."""
+    at: dict[Key, tuple[int, int]] = {}
+    offset = 0
+    for b in buffers:
+        if b.owner is None:
+            at[b.key] = (offset, b.nbytes)
+            offset += -(-b.nbytes // ALIGN) * ALIGN
+    return at, offset
+
+
 def fresh(buffers: list[Buffer]) -> dict[Key, torch.Tensor]:
     """Memory for ``buffers`` outside a DataLoader worker (bytes by owner key): one block of
-    this process's reused memory (:mod:`episode_warehouse.reused_memory`), each leaf's bytes
-    starting on a cache line."""
-    owners = [b for b in buffers if b.owner is None]
-    sizes = [-(-b.nbytes // _ALIGN) * _ALIGN for b in owners]
-    block = reused_memory.take(sum(sizes))
-    ends = np.cumsum(sizes).tolist()
-    return {b.key: block[end - size : end - size + b.nbytes]
-            for b, size, end in zip(owners, sizes, ends, strict=True)}  # fmt: skip
+    this process's reused memory (:mod:`episode_warehouse.reused_memory`), laid out by
+    :func:`placed`."""
+    at, size = placed(buffers)
+    block = reused_memory.take(size)
+    return {key: block[start : start + nbytes] for key, (start, nbytes) in at.items()}
 
 
 def batch_buffers(
