@@ -9,10 +9,16 @@ when the last tensor of that batch is gone there it marks the slot free again, s
 next batch reuses its pages.
 
 How a slot comes back: each worker has one small shared array of flags (1 = the main process
-may still hold the batch). The batch travels as one TensorDict whose pickling is ours (a slot,
-its flags and the leaves' layout, see :func:`_reduce`); the main process rebuilds the leaves as
-views of the slot and keeps a weak reference to the slot's storage. Whenever a batch arrives
-there, every slot whose storage has died since is flagged free. A worker with no free slot
+may still hold the batch). The batch travels as one TensorDict whose pickling is ours (see
+:func:`_reduce`): the first batch of a slot carries the slot and the flags themselves (a file
+descriptor each, passed over a socket, and a new mapping in the main process), every later one
+only the slot's name and the leaves' layout, because the main process keeps each slot mapped
+(:data:`_mapped`) as long as its worker lives. Passing the descriptors again for every batch
+cost the trainer's process a fifth of a core at 100 batches/s (measured, docs/read-path.md).
+There the leaves are views of a new array over the slot's mapping (``torch.from_numpy``), which
+lives as long as any tensor of the batch; a weak reference to that array says when the batch is
+gone. Whenever a batch arrives, every slot whose batch has died since is flagged free. A worker
+with no free slot
 allocates one more (at most :data:`MAX_SLOTS`), then falls back to torch's own path, so holding
 many batches costs speed, never correctness. A slot batch changed in the worker after stacking
 (a collate that wraps ``ted_collate``) is sent as a copy and its slot reused at once.
@@ -39,9 +45,9 @@ import weakref
 from dataclasses import dataclass
 from multiprocessing.reduction import ForkingPickler
 
+import numpy as np
 import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, is_non_tensor
-from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils.data import get_worker_info
 
 from episode_warehouse.ted.gather import ALIGN, Buffer, fresh, placed, view_of
@@ -135,8 +141,11 @@ class _Pool:
 
     def __init__(self) -> None:
         self.pid = os.getpid()
+        self.name = f"{self.pid}-{os.urandom(8).hex()}"  # unique in the main process's table
         self.flags = torch.zeros(MAX_SLOTS, dtype=torch.uint8).share_memory_()
         self.slots: list[torch.Tensor | None] = [None] * MAX_SLOTS
+        self.generation = [0] * MAX_SLOTS  # a slot allocated again is a new one for the main
+        self.mapped = [False] * MAX_SLOTS  # whether the main process maps this generation
         self.warned = False
 
     def take(self, nbytes: int) -> int | None:
@@ -151,6 +160,8 @@ class _Pool:
         i = next((i for i in free if self.slots[i] is None), free[0])
         size = -(-nbytes // SLOT_ROUNDING) * SLOT_ROUNDING
         self.slots[i] = None
+        self.generation[i] += 1
+        self.mapped[i] = False
         try:
             self.slots[i] = torch.empty(size, dtype=torch.uint8).share_memory_()
         except RuntimeError as exc:  # /dev/shm full (containers give it 64 MiB)
@@ -301,8 +312,10 @@ def _reduce(td: TensorDict):
     if entry is not None and id(entry[0]()) == id(td) and _pool is not None:  # (not a reused id)
         _, i, leaves, views, extras = entry
         if _untouched(td, leaves, views, extras) and td.batch_size[0] == leaves[0].shape[0]:
-            rebuild = (_pool.slots[i], _pool.flags, i, leaves, tuple(td.batch_size), extras)
-            return _rebuild, rebuild
+            pool, slot = _pool, _SlotName(_pool.name, _pool.pid, i, _pool.generation[i])
+            memory = None if pool.mapped[i] else (pool.slots[i], pool.flags)
+            pool.mapped[i] = True  # this message maps it: the main process reads them in order
+            return _rebuild, (slot, memory, leaves, tuple(td.batch_size), extras)
         copy = td.clone()  # changed in the worker after stacking: send a copy, keep the slot
         _pool.flags[i] = 0
     else:
@@ -310,22 +323,45 @@ def _reduce(td: TensorDict):
     return _previous_reduce(copy)  # type: ignore[misc]
 
 
-# main process side: the slots it holds, freed when their storage has died
-_held: list[tuple[StorageWeakRef, torch.Tensor, int]] = []
-_held_pid = os.getpid()
+# main process side: each worker's slots, mapped once; the batches it holds
+@dataclass(frozen=True)
+class _SlotName:
+    pool: str  # the worker's pool (its pid and a random part: pids are reused)
+    pid: int
+    index: int
+    generation: int
+
+
+@dataclass
+class _Mapped:
+    generation: int
+    memory: np.ndarray  # the slot's bytes, mapped here (its base holds the mapping)
+    flags: torch.Tensor  # the worker's flags
+
+
+_mapped: dict[tuple[str, int], _Mapped] = {}
+_held: list[tuple[weakref.ref[np.ndarray], torch.Tensor, int]] = []
 _held_lock = threading.Lock()  # torch's pin-memory thread unpickles too
+
+
+def _forget_inherited() -> None:
+    """A forked child (a DataLoader worker) holds none of its parent's slots."""
+    global _held_lock
+    _mapped.clear()
+    _held.clear()
+    _held_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_inherited)
 
 
 def release_dropped() -> int:
     """Flag free every held slot whose batch the main process has dropped; how many."""
-    global _held, _held_pid
+    global _held
     with _held_lock:
-        if _held_pid != os.getpid():  # a forked child's copy: those slots are not its own
-            _held, _held_pid = [], os.getpid()
-            return 0
         keep, freed = [], 0
         for ref, flags, i in _held:
-            if ref.expired():
+            if ref() is None:
                 flags[i] = 0
                 freed += 1
             else:
@@ -334,20 +370,52 @@ def release_dropped() -> int:
         return freed
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process now has that pid
+        return True
+    return True
+
+
+def _map(slot: _SlotName, memory: tuple[torch.Tensor, torch.Tensor] | None) -> _Mapped:
+    """The slot's mapping here: kept from its first batch, which carried the slot itself.
+    A new slot's first batch also drops the mappings of workers that have exited (a loader
+    whose workers end each epoch would otherwise keep every epoch's slots mapped)."""
+    key = (slot.pool, slot.index)
+    if memory is not None:
+        for other in [k for k in _mapped if k[0] != slot.pool]:
+            if not _alive(int(other[0].split("-")[0])):
+                del _mapped[other]
+        data, flags = memory
+        _mapped[key] = _Mapped(slot.generation, data.numpy(), flags)
+    found = _mapped.get(key)
+    if found is None or found.generation != slot.generation:
+        raise RuntimeError(
+            f"a batch from DataLoader worker {slot.pid} names shared-memory slot {slot.index} "
+            "that this process never received: a worker's batch reached another process "
+            "than the one whose DataLoader made it; clone() a batch before passing it on"
+        )
+    return found
+
+
 def _rebuild(
-    data: torch.Tensor,
-    flags: torch.Tensor,
-    i: int,
+    slot: _SlotName,
+    memory: tuple[torch.Tensor, torch.Tensor] | None,
     leaves: list[Leaf],
     batch_size: tuple[int, ...],
     extras: _Extras,
 ) -> TensorDict:
     release_dropped()
+    with _held_lock:
+        mapped = _map(slot, memory)
+        carrier = mapped.memory[:]  # this batch's own array: it lives while any leaf does
+        _held.append((weakref.ref(carrier), mapped.flags, slot.index))
     out = TensorDict(batch_size=batch_size)
-    for leaf, view in zip(leaves, _views(data, leaves), strict=True):
+    for leaf, view in zip(leaves, _views(torch.from_numpy(carrier), leaves), strict=True):
         out.set(leaf.key, view)
     for key, value in extras.items():
         out.set(key, value)
-    with _held_lock:
-        _held.append((StorageWeakRef(data.untyped_storage()), flags, i))
     return out

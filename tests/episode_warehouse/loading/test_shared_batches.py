@@ -142,3 +142,70 @@ def test_worker_batches_keep_their_strings(context):
     want = batches(0)
     assert want[0]["language_instruction"] == ["pick 0", "pick 1", "pick 2", "pick 3"]
     assert_same_batches(batches(2), want)
+
+
+def _slot_worker(conn, batches: int) -> None:
+    """A worker's side, by hand: batches written into slots and sent as DataLoader sends them
+    (ForkingPickler), each once the trainer has dropped the one before."""
+    from multiprocessing.reduction import ForkingPickler
+
+    from tensordict import TensorDict
+
+    from episode_warehouse.loading.shared_batches import fill_slot
+    from episode_warehouse.ted.gather import Buffer, view_of
+
+    buffer = Buffer(("x",), (4, 3), torch.int64)
+    for k in range(batches):
+
+        def fill(memory, k=k):
+            leaf = view_of(memory[("x",)], buffer)
+            leaf.fill_(k)
+            return TensorDict({"x": leaf}, [4])
+
+        conn.send_bytes(bytes(ForkingPickler.dumps(fill_slot([buffer], fill))))
+        conn.recv()
+
+
+def test_a_slot_is_passed_once_then_its_batches_travel_by_name():
+    """#58: passing a slot's file descriptor again for every batch cost the trainer a fifth of
+    a core; the main process now maps each slot once and later batches name it. Every batch
+    still holds its own values, and the slot comes back once the trainer drops a batch."""
+    import multiprocessing
+    from multiprocessing.reduction import ForkingPickler
+
+    from episode_warehouse.loading import shared_batches
+
+    batches = 8
+    ours, theirs = multiprocessing.get_context("fork").Pipe()
+    worker = multiprocessing.get_context("fork").Process(target=_slot_worker,
+                                                         args=(theirs, batches))  # fmt: skip
+    worker.start()
+    carrying = []
+    for k in range(batches):
+        message = ours.recv_bytes()
+        carrying.append(b"rebuild_storage" in message)  # torch's storage: a descriptor passed
+        batch = ForkingPickler.loads(message)
+        assert torch.equal(batch["x"], torch.full((4, 3), k))
+        del batch
+        ours.send(1)
+    worker.join(timeout=60)
+    assert worker.exitcode == 0
+    # the batch before is seen dropped when the next arrives: two slots take turns, each passed
+    # with its first batch only
+    assert carrying == [True, True] + [False] * (batches - 2)
+    assert sum(pool.startswith(f"{worker.pid}-") for pool, _ in shared_batches._mapped) == 2
+
+
+def test_the_slots_of_workers_that_have_exited_are_not_kept_mapped(warehouse_root):
+    """Workers that end with each epoch (persistent_workers=False) leave no mapping behind
+    in the main process beyond the last epoch's workers'."""
+    from episode_warehouse.loading import shared_batches
+
+    stream = EpisodeStream(select_episodes(ALL, root=warehouse_root), SLICE, shuffle=False,
+                           drop_last=True)  # fmt: skip
+    loader = DataLoader(stream, batch_size=BATCH, num_workers=WORKERS, collate_fn=ted_collate)
+    for _ in range(3):
+        for batch in loader:
+            del batch
+    pids = {int(pool.split("-")[0]) for pool, _ in shared_batches._mapped}
+    assert 1 <= len(pids) <= WORKERS, pids
