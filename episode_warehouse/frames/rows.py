@@ -212,28 +212,33 @@ class FrameRows:
     def decode_into(self, rows: np.ndarray, out: np.ndarray, positions: np.ndarray) -> None:
         """Rows ``rows`` (distinct, in range) decoded into ``out[positions]``, a buffer the
         caller owns (each a row of this camera's shape and dtype, in any memory order): each
-        run of consecutive rows is one read of its bytes, each frame one decoder call and one
-        copy into its place. The cache is neither read nor filled (a batch decodes each of
-        its frames once by itself)."""
+        run of consecutive rows is one read of its bytes, then the frames go to the codec
+        table together (:func:`~episode_warehouse.frames.codec.decode_frames_into`: one
+        decoder call each, straight into its place). The cache is neither read nor filled (a
+        batch decodes each of its frames once by itself)."""
+        if not len(rows):
+            return
         offsets = np.asarray(self.offsets)
         order = np.argsort(rows, kind="stable")
         ordered = rows[order]
-        breaks = np.flatnonzero(np.diff(ordered) != 1) + 1
-        at = 0
-        for run in np.split(ordered, breaks):
-            base = int(offsets[run[0]])
-            data = memoryview(self.read(base, int(offsets[run[-1] + 1])))
-            starts, stops = offsets[run].tolist(), offsets[run + 1].tolist()
-            blobs = [data[a - base : b - base] for a, b in zip(starts, stops, strict=True)]
-            places = [positions[order[at + k]] for k in range(len(run))]
-            if self.videos is not None:  # a video camera: its frames decoded in runs
-                for place, frame in zip(places, self._decode_blobs(blobs, run.tolist()),
-                                        strict=True):  # fmt: skip
-                    out[place] = frame
-            else:
-                decode_frames_into(blobs, out, places, self.row_shape, self.dtype,
-                                   _naming(self.where, int(run[0])))  # fmt: skip
-            at += len(run)
+        first = np.flatnonzero(np.r_[True, np.diff(ordered) != 1])  # where each run starts
+        last = np.r_[first[1:], len(ordered)] - 1
+        bases = offsets[ordered[first]].tolist()
+        ends = offsets[ordered[last] + 1].tolist()
+        starts, stops = offsets[ordered].tolist(), offsets[ordered + 1].tolist()
+        run_of = np.repeat(np.arange(len(first)), last - first + 1).tolist()
+        data = [memoryview(self.read(a, b)) for a, b in zip(bases, ends, strict=True)]
+        blobs = [data[r][a - bases[r] : b - bases[r]]
+                 for r, a, b in zip(run_of, starts, stops, strict=True)]  # fmt: skip
+        places = positions[order]
+        if self.videos is not None:  # a video camera: its frames decoded in runs
+            for place, frame in zip(places.tolist(), self._decode_blobs(blobs, ordered.tolist()),
+                                    strict=True):  # fmt: skip
+                out[place] = frame
+            return
+        names = ordered.tolist()
+        decode_frames_into(blobs, out, places.tolist(), self.row_shape, self.dtype,
+                           lambda k: f"{self.where} row {names[k]}")  # fmt: skip
 
     def _one(self, row: int) -> np.ndarray:
         """Row ``row`` decoded (from the cache where it is there; the cache's own: a copy is
@@ -269,11 +274,6 @@ class FrameRows:
         if self.videos is not None and bytes(blob[:4]) == VIDEO_REF:
             return self.videos.frame(blob, self.row_shape, where)
         return decode_frame(blob, self.row_shape, self.dtype, where)
-
-
-def _naming(where: str, first: int) -> Callable[[int], str]:
-    """Names the k-th frame of a run that starts at row ``first`` (for errors)."""
-    return lambda k: f"{where} row {first + k}"
 
 
 def _empty_like_frames(n: int, first: np.ndarray | None, rows: FrameRows) -> np.ndarray:

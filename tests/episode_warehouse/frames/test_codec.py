@@ -222,3 +222,59 @@ def test_a_bad_frame_in_a_zstd_run_is_refused_naming_its_row(bad, message):
     out = np.zeros((3, 6, 7), np.uint8)
     with pytest.raises(CorruptInputError, match=message):
         decode_frames_into([good, good, bad], out, [0, 1, 2], (6, 7), np.dtype("uint8"), _names)
+
+
+def test_a_run_of_jpegs_decodes_as_each_frame_alone_into_its_place(shared_samples):
+    """#58: a batch's JPEG frames go to the codec's run entry (the memory checked once, no
+    per-frame dispatch) and land where each frame alone lands: the published mt_opt frames in
+    channels-last memory (written by the decoder) and channels-first memory (copied), grey
+    rows, and a 4-channel (CMYK) camera, which libjpeg-turbo does not write (one by one)."""
+    from episode_warehouse.frames.codec import decode_frame
+
+    jpegs = _published_jpegs(shared_samples)[:6]
+    shape = _reference(jpegs[0]).shape
+    blobs = [memoryview(j) for j in jpegs]
+    places = [8, 0, 3, 1, 5, 2]
+    want = [decode_frame(b, shape, np.uint8, "f") for b in blobs]
+    last = np.zeros((9, *shape[1:], 3), np.uint8).transpose(0, 3, 1, 2)  # a slot's memory
+    first = np.zeros((9, *shape), np.uint8)  # channels first: decoded, then copied
+    for out in (last, first):
+        decode_frames_into(blobs, out, places, shape, np.dtype("uint8"), _names)
+        for frame, place in zip(want, places, strict=True):
+            np.testing.assert_array_equal(out[place], frame)
+        assert not out[[4, 6, 7]].any()  # nothing written elsewhere
+    cmyk = []
+    for seed in (1, 2):
+        pixels = np.random.default_rng(seed).integers(0, 256, (20, 24, 3), dtype=np.uint8)
+        buffer = io.BytesIO()
+        Image.fromarray(pixels).convert("CMYK").save(buffer, "JPEG", quality=90)
+        cmyk.append(memoryview(buffer.getvalue()))
+    out = np.zeros((2, 20, 24, 4), np.uint8).transpose(0, 3, 1, 2)
+    decode_frames_into(cmyk, out, [1, 0], (4, 20, 24), np.dtype("uint8"), _names)
+    for blob, place in zip(cmyk, [1, 0], strict=True):
+        np.testing.assert_array_equal(out[place], decode_frame(blob, (4, 20, 24), "uint8", "f"))
+    assert out.any()
+    rng = np.random.default_rng(4)
+    greys = [rng.integers(0, 256, (20, 24), dtype=np.uint8) for _ in range(3)]
+    blobs = [memoryview(_jpeg(g)) for g in greys]
+    out = np.zeros((3, 20, 24), np.uint8)
+    decode_frames_into(blobs, out, [2, 0, 1], (20, 24), np.dtype("uint8"), _names)
+    for blob, place in zip(blobs, [2, 0, 1], strict=True):
+        np.testing.assert_array_equal(out[place], decode_frame(blob, (20, 24), "uint8", "f"))
+
+
+@pytest.mark.parametrize("bad, message", [("small", r"row 12.*\(3, 24, 32\)"),
+                                          ("grey", "row 12.*1 component"),
+                                          ("cut", "row 12.*does not decode")])  # fmt: skip
+def test_a_bad_frame_in_a_jpeg_run_is_refused_naming_its_row(bad, message):
+    rng = np.random.default_rng(6)
+    good = _jpeg(rng.integers(0, 256, (24, 32, 3), dtype=np.uint8))
+    frames = {"small": _jpeg(rng.integers(0, 256, (16, 32, 3), dtype=np.uint8)),
+              "grey": _jpeg(rng.integers(0, 256, (24, 32), dtype=np.uint8)),
+              "cut": good[: len(good) // 2]}  # fmt: skip
+    memory = np.full((3, 24, 32, 3), 7, np.uint8)
+    with pytest.raises(CorruptInputError, match=message):
+        decode_frames_into([good, good, frames[bad]], memory.transpose(0, 3, 1, 2), [0, 1, 2],
+                           (3, 24, 32), np.dtype("uint8"), _names)  # fmt: skip
+    if bad != "cut":  # refused by its header: that row is never written
+        assert (memory[2] == 7).all()
