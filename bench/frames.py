@@ -16,7 +16,12 @@ Built twice through the real stages, ``EPISODE_WAREHOUSE_FRAMES=encoded`` and ``
    shuffled batches of 32 with 2 workers; ours: ``StepWindowDataset`` over the same steps (the
    camera at offset 0), shuffled batches of 32, 2 workers, frames decoded when sampled.
 
-    python -m bench.frames [--episodes 40] [--steps 40] [--seconds 30] [--rounds 2]
+    python -m bench.frames [--episodes 160] [--steps 40] [--seconds 30] [--rounds 2]
+
+Epochs: a stream's figure is over whole epochs, the turnover between them included (the
+DataLoader drains its workers at each epoch's end and refills them at the next one's start);
+each stream also reports that turnover and its rate within epochs. With 40 episodes (an epoch
+of 0.4 s) the turnover took a third of the time (132 ms an epoch), so the default is 160.
 """
 
 from __future__ import annotations
@@ -158,6 +163,8 @@ def child_stream(kind: str, layout: str, seconds: str) -> None:
 
     frames, started, epoch = 0, None, 0
     watcher = threading.Thread(target=watch, daemon=True)
+    gaps: list[float] = []  # an epoch's end to the next epoch's first batch (the pipeline refills)
+    ended = None
     while True:
         if hasattr(dataset, "set_epoch"):
             dataset.set_epoch(epoch)
@@ -166,20 +173,28 @@ def child_stream(kind: str, layout: str, seconds: str) -> None:
                 started = time.perf_counter()
                 watcher.start()
                 continue
+            if ended is not None:
+                gaps.append(time.perf_counter() - ended)
+                ended = None
             frames += batch.batch_size[0] * per_item
             if time.perf_counter() - started > float(seconds):
                 break
         else:
             epoch += 1
+            ended = time.perf_counter()
             continue
         break
     elapsed = time.perf_counter() - started
+    between = sum(gaps)
     stop.set()
     window = min(60.0, elapsed / 4)  # the first and the last minute (a quarter of short runs)
     seen = [m for _, m in rss] or [0.0]  # a tiny run may end between two samples
     first = max((m for t, m in rss if t <= window), default=seen[0])
     last = max((m for t, m in rss if t >= elapsed - window), default=seen[-1])
     print(json.dumps({"frames_per_s": round(frames / elapsed, 1), "seconds": round(elapsed, 1),
+                      "epochs": epoch,
+                      "epoch_turnover_ms": round(1000 * between / max(len(gaps), 1)),
+                      "frames_per_s_within_epochs": round(frames / (elapsed - between), 1),
                       "anon_rss_first_window_mb": round(first, 1),
                       "anon_rss_last_window_mb": round(last, 1), "rss_window_s": round(window),
                       "anon_rss_peak_mb": round(max(seen), 1)}))  # fmt: skip
@@ -240,7 +255,7 @@ def child_export() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=scaled(40, 4))
+    parser.add_argument("--episodes", type=int, default=scaled(160, 4))
     parser.add_argument("--steps", type=int, default=scaled(40, 10))
     parser.add_argument("--seconds", type=int, default=scaled(30, 2))
     parser.add_argument("--rounds", type=int, default=scaled(2, 1))
