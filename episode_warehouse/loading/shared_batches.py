@@ -50,6 +50,7 @@ import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, is_non_tensor
 from torch.utils.data import get_worker_info
 
+from episode_warehouse.errors import ConfigError
 from episode_warehouse.ted.gather import ALIGN, Buffer, fresh, placed, view_of
 
 log = logging.getLogger(__name__)
@@ -334,6 +335,7 @@ class _SlotName:
 
 @dataclass
 class _Mapped:
+    pid: int  # the worker's
     generation: int
     memory: np.ndarray  # the slot's bytes, mapped here (its base holds the mapping)
     flags: torch.Tensor  # the worker's flags
@@ -386,17 +388,18 @@ def _map(slot: _SlotName, memory: tuple[torch.Tensor, torch.Tensor] | None) -> _
     whose workers end each epoch would otherwise keep every epoch's slots mapped)."""
     key = (slot.pool, slot.index)
     if memory is not None:
-        for other in [k for k in _mapped if k[0] != slot.pool]:
-            if not _alive(int(other[0].split("-")[0])):
-                del _mapped[other]
+        for other in [k for k, m in _mapped.items() if k[0] != slot.pool and not _alive(m.pid)]:
+            del _mapped[other]
         data, flags = memory
-        _mapped[key] = _Mapped(slot.generation, data.numpy(), flags)
+        _mapped[key] = _Mapped(slot.pid, slot.generation, data.numpy(), flags)
     found = _mapped.get(key)
     if found is None or found.generation != slot.generation:
-        raise RuntimeError(
-            f"a batch from DataLoader worker {slot.pid} names shared-memory slot {slot.index} "
-            "that this process never received: a worker's batch reached another process "
-            "than the one whose DataLoader made it; clone() a batch before passing it on"
+        raise ConfigError(
+            f"a batch names shared-memory slot {slot.index} of DataLoader worker {slot.pid}, "
+            "which this process never received: the batch was passed on from the process "
+            "whose DataLoader made it",
+            subject=f"a batch of DataLoader worker {slot.pid}",
+            fix="clone() a worker's batch before sending it to another process",
         )
     return found
 

@@ -194,6 +194,27 @@ def test_a_slot_is_passed_once_then_its_batches_travel_by_name():
     # with its first batch only
     assert carrying == [True, True] + [False] * (batches - 2)
     assert sum(pool.startswith(f"{worker.pid}-") for pool, _ in shared_batches._mapped) == 2
+    # a batch that names its slot, read by a process that never received the slot: refused
+    answer, asked = multiprocessing.get_context("fork").Pipe()
+    other = multiprocessing.get_context("fork").Process(target=_load_elsewhere,
+                                                        args=(asked, message))  # fmt: skip
+    other.start()
+    refusal = answer.recv()
+    other.join(timeout=60)
+    assert "never received" in refusal and "clone()" in refusal, refusal
+
+
+def _load_elsewhere(conn, message: bytes) -> None:
+    from multiprocessing.reduction import ForkingPickler
+
+    from episode_warehouse.errors import ConfigError
+
+    try:
+        ForkingPickler.loads(message)
+    except ConfigError as exc:
+        conn.send(str(exc))
+    else:
+        conn.send("loaded")
 
 
 def test_the_slots_of_workers_that_have_exited_are_not_kept_mapped(warehouse_root):
@@ -207,5 +228,5 @@ def test_the_slots_of_workers_that_have_exited_are_not_kept_mapped(warehouse_roo
     for _ in range(3):
         for batch in loader:
             del batch
-    pids = {int(pool.split("-")[0]) for pool, _ in shared_batches._mapped}
+    pids = {mapped.pid for mapped in shared_batches._mapped.values()}
     assert 1 <= len(pids) <= WORKERS, pids
