@@ -176,12 +176,15 @@ def test_a_slot_is_passed_once_then_its_batches_travel_by_name():
     from episode_warehouse.loading import shared_batches
 
     batches = 8
-    ours, theirs = multiprocessing.get_context("fork").Pipe()
-    worker = multiprocessing.get_context("fork").Process(target=_slot_worker,
-                                                         args=(theirs, batches))  # fmt: skip
+    # spawned, not forked: a fork of a process whose OpenMP threads have run deadlocks in the
+    # child's first parallel copy (DataLoader workers avoid it with set_num_threads(1))
+    spawn = multiprocessing.get_context("spawn")
+    ours, theirs = spawn.Pipe()
+    worker = spawn.Process(target=_slot_worker, args=(theirs, batches))
     worker.start()
     carrying = []
     for k in range(batches):
+        assert ours.poll(120), f"no batch {k} from the worker (exit code {worker.exitcode})"
         message = ours.recv_bytes()
         carrying.append(b"rebuild_storage" in message)  # torch's storage: a descriptor passed
         batch = ForkingPickler.loads(message)
@@ -195,10 +198,10 @@ def test_a_slot_is_passed_once_then_its_batches_travel_by_name():
     assert carrying == [True, True] + [False] * (batches - 2)
     assert sum(pool.startswith(f"{worker.pid}-") for pool, _ in shared_batches._mapped) == 2
     # a batch that names its slot, read by a process that never received the slot: refused
-    answer, asked = multiprocessing.get_context("fork").Pipe()
-    other = multiprocessing.get_context("fork").Process(target=_load_elsewhere,
-                                                        args=(asked, message))  # fmt: skip
+    answer, asked = spawn.Pipe()
+    other = spawn.Process(target=_load_elsewhere, args=(asked, message))
     other.start()
+    assert answer.poll(120), f"no answer (exit code {other.exitcode})"
     refusal = answer.recv()
     other.join(timeout=60)
     assert "never received" in refusal and "clone()" in refusal, refusal
