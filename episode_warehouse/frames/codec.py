@@ -313,70 +313,27 @@ def _decode_jpeg_into(
     uint8 row held channels last (or a grey ``(H, W)`` row), after its header declared the
     row's size and component count. False, with nothing decoded, for any other memory, dtype
     or component count (torchvision's path decides those)."""
-    target = _jpeg_target(out, shape)
-    return target is not None and _jpeg_into(blob, target, shape, where)
-
-
-def _jpeg_target(out: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
-    """``out`` (a row) as the ``(H, W, C)`` or ``(H, W)`` memory libjpeg-turbo writes, or None
-    where it cannot write there (another dtype, channel count or memory order)."""
     channels = shape[0] if len(shape) == 3 else 1
-    if out.dtype != np.uint8 or channels not in (1, 3):
-        return None
     target = out.transpose(1, 2, 0) if len(shape) == 3 else out
-    return target if target.flags.c_contiguous and target.flags.writeable else None
-
-
-def _jpeg_into(
-    blob: bytes | memoryview, target: np.ndarray, shape: tuple[int, ...], where: str | _Name
-) -> bool:
-    """One JPEG into ``target`` (see :func:`_jpeg_target`) once its header has declared the
-    row's height, width and component count; False, nothing decoded, for 4 components."""
-    channels = shape[0] if len(shape) == 3 else 1
+    if out.dtype != np.uint8 or channels not in (1, 3):
+        return False
+    if not (target.flags.c_contiguous and target.flags.writeable):
+        return False
     declared = jpeg_size(blob)
     if declared is None or declared[1:] != tuple(shape[-2:]):  # height, width
-        raise _other_size(_named(where), f"a header of {declared}", shape, np.dtype(np.uint8))
+        raise _other_size(where, f"a header of {declared}", shape, np.dtype(np.uint8))
     if declared[0] not in (1, 3):
         return False
     if declared[0] != channels:
-        raise _other_size(_named(where), f"{declared[0]} component(s)", shape,
-                          np.dtype(np.uint8))  # fmt: skip
+        raise _other_size(where, f"{declared[0]} component(s)", shape, np.dtype(np.uint8))
     try:
         simplejpeg.decode_jpeg(blob, colorspace="RGB" if channels == 3 else "GRAY",
                                buffer=target, strict=True)  # fmt: skip
     except ValueError as exc:  # strict: a truncated frame fails, as it does in torchvision
         raise CorruptInputError(
-            f"a frame does not decode ({exc})", subject=_named(where), fix=_FIX
+            f"a frame does not decode ({exc})", subject=where, fix=_FIX
         ) from None
     return True
-
-
-def _decode_jpeg_run(
-    blobs: Sequence[bytes | memoryview],
-    out: np.ndarray,
-    places: Sequence[int],
-    shape: tuple[int, ...],
-    dtype: np.dtype,
-    where: Callable[[int], str],
-) -> None:
-    """JPEG frames into ``out``: each straight into its row where libjpeg-turbo can write
-    there (the memory checked once: every row of ``out`` has the same layout), with the same
-    header checks as one frame alone; any other frame (4 components, another dtype or memory
-    order) by :func:`decode_frame_into`."""
-    target = _jpeg_target(out[places[0]], shape) if len(places) else None
-    for k, (blob, place) in enumerate(zip(blobs, places, strict=True)):
-        row = out[place]
-        if target is None or not _jpeg_into(
-            blob, row.transpose(1, 2, 0) if len(shape) == 3 else row, shape, (where, k)
-        ):
-            decode_frame_into(blob, row, shape, dtype, where(k))
-
-
-_Name = tuple[Callable[[int], str], int]  # a frame's name made only for an error
-
-
-def _named(where: str | _Name) -> str:
-    return where if isinstance(where, str) else where[0](where[1])
 
 
 def _decode_image(
@@ -410,15 +367,7 @@ def _other_size(where: str, got: str, shape: tuple[int, ...], dtype: np.dtype):
 
 # Every kind of stored frame, by signature: a new codec is one entry here.
 CODECS: tuple[Codec, ...] = (
-    Codec(
-        "jpeg",
-        JPEG_SIGNATURE,
-        "image/jpeg",
-        _decode_jpeg,
-        _preview_jpeg,
-        _decode_jpeg_into,
-        _decode_jpeg_run,
-    ),
+    Codec("jpeg", JPEG_SIGNATURE, "image/jpeg", _decode_jpeg, _preview_jpeg, _decode_jpeg_into),
     Codec("png", PNG_SIGNATURE, "image/png", _decode_picture),
     Codec("zstd", ZSTD_SIGNATURE, None, _decode_zstd, decode_run=_decode_zstd_run),
     Codec("video", VIDEO_REF, None, None),

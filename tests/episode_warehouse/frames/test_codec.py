@@ -225,10 +225,10 @@ def test_a_bad_frame_in_a_zstd_run_is_refused_naming_its_row(bad, message):
 
 
 def test_a_run_of_jpegs_decodes_as_each_frame_alone_into_its_place(shared_samples):
-    """#58: a batch's JPEG frames go to the codec's run entry (the memory checked once, no
-    per-frame dispatch) and land where each frame alone lands: the published mt_opt frames in
-    channels-last memory (written by the decoder) and channels-first memory (copied), grey
-    rows, and a 4-channel (CMYK) camera, which libjpeg-turbo does not write (one by one)."""
+    """#58: a batch's JPEG frames handed to the codec table at once (``FrameRows.decode_into``
+    does so) land where each frame alone lands: the published mt_opt frames in channels-last
+    memory (written by the decoder) and channels-first memory (copied), grey rows, and a
+    4-channel (CMYK) camera, which libjpeg-turbo does not write in place."""
     from episode_warehouse.frames.codec import decode_frame
 
     jpegs = _published_jpegs(shared_samples)[:6]
