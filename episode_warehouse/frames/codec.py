@@ -178,20 +178,26 @@ def decode_frames_into(
 ) -> None:
     """Stored frames ``blobs`` decoded into ``out[places[k]]`` (rows of ``shape`` and ``dtype``
     in memory the caller owns; ``where(k)`` names the k-th for errors): frames of one kind whose
-    codec decodes runs (Zstandard) in one call, any other one by one
-    (:func:`decode_frame_into`).
+    codec decodes runs (Zstandard) in one call, any other one by one, the codec looked up once
+    for the frames that start with the first one's signature (a batch of JPEG frames: one
+    decoder call each and nothing else) and any other frame by :func:`decode_frame_into`.
 
     Raises:
         CorruptInputError: as :func:`decode_frame`.
     """
     codec = codec_of(blobs[0]) if blobs else None
-    if codec is not None and codec.decode_run is not None:
-        signature = codec.signature
-        if all(bytes(blob[: len(signature)]) == signature for blob in blobs):
+    if codec is None:
+        signature, into = None, None
+    else:
+        signature, into = codec.signature, codec.decode_into
+        same = [bytes(blob[: len(signature)]) == signature for blob in blobs]
+        if codec.decode_run is not None and all(same):
             codec.decode_run(blobs, out, places, shape, np.dtype(dtype), where)
             return
     for k, (blob, place) in enumerate(zip(blobs, places, strict=True)):
-        decode_frame_into(blob, out[place], shape, dtype, where(k))
+        row = out[place]
+        if into is None or not same[k] or not into(blob, row, shape, where(k)):
+            decode_frame_into(blob, row, shape, dtype, where(k))
 
 
 def grey(pixels: np.ndarray) -> np.ndarray:

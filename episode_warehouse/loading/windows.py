@@ -64,7 +64,7 @@ class StepWindowDataset(Dataset):
                     f"offsets of {key!r} must be a non-empty list of integers, not {offsets!r}",
                     subject="StepWindowDataset",
                 )
-            self.deltas[_key(key)] = torch.as_tensor(list(offsets), dtype=torch.int64)
+            self.deltas[_key(key)] = np.asarray(list(offsets), dtype=np.int64)
         for source, partition in selection.partitions:
             td = self.cache.get(source, partition)
             known = set(td.keys(True, True))
@@ -75,13 +75,20 @@ class StepWindowDataset(Dataset):
                         subject="StepWindowDataset deltas",
                         fix="use one of " + ", ".join(sorted(map(str, known))),
                     )
-        lengths = torch.as_tensor(selection.length, dtype=torch.int64)
-        self._ends = torch.cumsum(lengths, 0)
-        self._lengths = lengths
-        self._starts = torch.as_tensor(selection.start, dtype=torch.int64)
+        # the index arithmetic is numpy's: a batch's ~30 small operations cost 1-2 us each
+        # there, 4-10 us each as torch operations
+        self._lengths = np.asarray(selection.length, dtype=np.int64)
+        self._ends = np.cumsum(self._lengths)
+        self._starts = np.asarray(selection.start, dtype=np.int64)
         pairs = list(zip(selection.source, selection.partition, strict=True))
         self._parts = sorted(set(pairs))
-        self._part_of = torch.as_tensor([self._parts.index(p) for p in pairs], dtype=torch.int64)
+        self._part_of = np.asarray([self._parts.index(p) for p in pairs], dtype=np.int64)
+        # a batch's buffers by (items, partitions present), with the leaves they were made
+        # for (a partition reopened at another version is planned again)
+        self._layouts: dict[tuple[int, tuple[int, ...]], tuple[list, list[Buffer] | None]] = {}
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_layouts": {}}  # (they hold this process's opened TEDs)
 
     def __len__(self) -> int:
         return int(self._ends[-1]) if len(self._ends) else 0
@@ -91,26 +98,27 @@ class StepWindowDataset(Dataset):
 
     def __getitems__(self, indices) -> TensorDictBase:
         """A batch of items as one TensorDict of batch size ``len(indices)``."""
-        idx = torch.as_tensor(indices, dtype=torch.int64)
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         if len(idx) and (idx.min() < 0 or idx.max() >= len(self)):
             raise IndexError(f"step index out of range 0..{len(self) - 1}")
-        row = torch.searchsorted(self._ends, idx, right=True)
+        row = np.searchsorted(self._ends, idx, side="right")
         step = idx - (self._ends[row] - self._lengths[row])
+        last = (self._lengths[row] - 1)[:, None]
+        first = self._starts[row][:, None]
         windows = {}
         for key, offsets in self.deltas.items():
             at = step[:, None] + offsets[None, :]
-            last = (self._lengths[row] - 1)[:, None]
             pad = (at < 0) | (at > last)
-            rows = self._starts[row][:, None] + torch.minimum(torch.clamp(at, min=0), last)
-            windows[key] = (rows, pad)
+            windows[key] = (first + np.minimum(np.maximum(at, 0), last), pad)
         if get_worker_info() is not None and len(idx):  # straight into a shared slot
             batch = self._into_slot(row, step, windows)
             if batch is not None:
                 return batch
-        out = TensorDict({"selection_index": row, "step": step}, batch_size=[len(idx)])
+        out = TensorDict({"selection_index": torch.from_numpy(row), "step": torch.from_numpy(step)},
+                         batch_size=[len(idx)])  # fmt: skip
         for key, (rows, pad) in windows.items():
             out.set(key, self._gather(key, row, rows))
-            out.set(pad_key(key), pad)
+            out.set(pad_key(key), torch.from_numpy(pad))
         return out
 
     def _into_slot(self, row, step, windows) -> TensorDictBase | None:
@@ -121,41 +129,34 @@ class StepWindowDataset(Dataset):
         from episode_warehouse.loading.shared_batches import fill_slot
 
         part = self._part_of[row]
-        present = torch.unique(part).tolist()
+        present = np.unique(part).tolist()
         tds = {p: self.cache.get(*self._parts[p]) for p in present}
         n = len(row)
-        buffers = [Buffer(("selection_index",), (n,), torch.int64),
-                   Buffer(("step",), (n,), torch.int64)]  # fmt: skip
-        for key, (rows, _) in windows.items():
-            leaves = [tds[p].get(_name(key)) for p in present]
-            kinds = {(tuple(x.shape[1:]), x.dtype, isinstance(x, FrameTensor)) for x in leaves}
-            if len(kinds) > 1:
-                return None
-            leaf = leaves[0]
-            shape = (n, rows.shape[1], *leaf.shape[1:])
-            camera = isinstance(leaf, FrameTensor) and pixels_last(tuple(leaf.shape[1:]))
-            buffers.append(Buffer(key, shape, leaf.dtype, camera))
-            buffers.append(Buffer(pad_key(key), rows.shape, torch.bool))
-        # each partition's items: their places in the batch, and in a window's flat rows
-        mine = {p: torch.nonzero(part == p).squeeze(1) for p in present}
+        buffers = self._layout(n, tds)
+        if buffers is None:
+            return None
+        # each partition's items: their places in the batch
+        mine = {p: np.flatnonzero(part == p) for p in present}
 
         def fill(memory) -> TensorDict:
             leaves = {b.key: view_of(memory[b.key], b) for b in buffers}
-            leaves[("selection_index",)].copy_(row)
-            leaves[("step",)].copy_(step)
+            leaves[("selection_index",)].numpy()[:] = row
+            leaves[("step",)].numpy()[:] = step
             for key, (rows, pad) in windows.items():
                 target, width = leaves[key], rows.shape[1]
                 for p, items in mine.items():
                     leaf, wanted = tds[p].get(_name(key)), rows[items].reshape(-1)
                     if isinstance(leaf, FrameTensor):
                         view = flat_view(target.numpy(), (n * width, *target.shape[2:]))
-                        places = (items[:, None] * width + torch.arange(width)).reshape(-1)
-                        decode_rows(leaf.frames, wanted.numpy(), view, [], places.numpy())
+                        places = (items[:, None] * width + np.arange(width)).reshape(-1)
+                        decode_rows(leaf.frames, wanted, view, [], places)
                     elif len(mine) == 1:
-                        target.copy_(leaf[wanted].reshape(target.shape))
+                        target.copy_(leaf[torch.from_numpy(wanted)].reshape(target.shape))
                     else:
-                        target[items] = leaf[wanted].reshape(len(items), *target.shape[1:])
-                leaves[pad_key(key)].copy_(pad)
+                        values = leaf[torch.from_numpy(wanted)]
+                        values = values.reshape(len(items), *target.shape[1:])
+                        target[torch.from_numpy(items)] = values
+                leaves[pad_key(key)].numpy()[:] = pad
             out = TensorDict(batch_size=[n])
             for key, value in leaves.items():
                 out.set(key, value)
@@ -163,22 +164,50 @@ class StepWindowDataset(Dataset):
 
         return fill_slot(buffers, fill)
 
-    def _gather(self, key: tuple[str, ...], row: torch.Tensor, rows: torch.Tensor):
+    def _layout(self, n: int, tds: dict[int, TensorDictBase]) -> list[Buffer] | None:
+        """The buffers of a batch of ``n`` items of the partitions ``tds`` (None when their
+        leaves differ in shape or dtype), planned once for the TEDs they were planned for."""
+        key, opened = (n, tuple(tds)), list(tds.values())
+        kept = self._layouts.get(key)
+        if (
+            kept is not None
+            and len(kept[0]) == len(opened)
+            and all(a is b for a, b in zip(kept[0], opened, strict=True))
+        ):
+            return kept[1]
+        buffers: list[Buffer] | None = [Buffer(("selection_index",), (n,), torch.int64),
+                                        Buffer(("step",), (n,), torch.int64)]  # fmt: skip
+        for key_, offsets in self.deltas.items():
+            leaves = [td.get(_name(key_)) for td in opened]
+            kinds = {(tuple(x.shape[1:]), x.dtype, isinstance(x, FrameTensor)) for x in leaves}
+            if len(kinds) > 1:
+                buffers = None
+                break
+            leaf = leaves[0]
+            shape = (n, len(offsets), *leaf.shape[1:])
+            camera = isinstance(leaf, FrameTensor) and pixels_last(tuple(leaf.shape[1:]))
+            buffers.append(Buffer(key_, shape, leaf.dtype, camera))  # type: ignore[union-attr]
+            buffers.append(Buffer(pad_key(key_), (n, len(offsets)), torch.bool))  # type: ignore[union-attr]
+        if len(self._layouts) >= 256:  # partitions met in many combinations: start again
+            self._layouts.clear()
+        self._layouts[key] = (opened, buffers)
+        return buffers
+
+    def _gather(self, key: tuple[str, ...], row: np.ndarray, rows: np.ndarray):
         """``td[key][rows]`` for each item's partition; one advanced index per partition."""
         part = self._part_of[row]
         result = None
-        present = torch.unique(part).tolist()
+        present = np.unique(part).tolist()
         if len(present) == 1:  # the common case: no second copy into a result tensor
             td = self.cache.get(*self._parts[present[0]])
-            values = td.get(_name(key))[rows.reshape(-1)]
+            values = td.get(_name(key))[torch.from_numpy(rows.reshape(-1))]
             return values.reshape(*rows.shape, *values.shape[1:])
         for p in present:
-            mine = part == p
+            mine = np.flatnonzero(part == p)
             td = self.cache.get(*self._parts[p])
-            leaf = td.get(_name(key))
-            values = leaf[rows[mine].reshape(-1)]
-            values = values.reshape(int(mine.sum()), rows.shape[1], *values.shape[1:])
+            values = td.get(_name(key))[torch.from_numpy(rows[mine].reshape(-1))]
+            values = values.reshape(len(mine), rows.shape[1], *values.shape[1:])
             if result is None:
                 result = torch.empty((len(row), *values.shape[1:]), dtype=values.dtype)
-            result[mine] = values
+            result[torch.from_numpy(mine)] = values
         return result

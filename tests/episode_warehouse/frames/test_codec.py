@@ -263,6 +263,28 @@ def test_a_run_of_jpegs_decodes_as_each_frame_alone_into_its_place(shared_sample
         np.testing.assert_array_equal(out[place], decode_frame(blob, (20, 24), "uint8", "f"))
 
 
+def test_a_batch_led_by_a_jpeg_decodes_its_other_kinds_each_by_its_own_codec():
+    """#58: the codec is looked up once for a batch's frames that share the first one's
+    signature; an empty row, a PNG and a zstd frame among JPEG frames still decode by theirs."""
+    rng = np.random.default_rng(8)
+    rows = [rng.integers(0, 256, (20, 24, 3), dtype=np.uint8) for _ in range(5)]
+    blobs = [
+        memoryview(_jpeg(rows[0])),
+        memoryview(b""),
+        memoryview(_png(rows[2])),
+        memoryview(_jpeg(rows[3])),
+        memoryview(encode_pixels(rows[4].transpose(2, 0, 1))),
+    ]
+    shape = (3, 20, 24)
+    want = [decode_frame(b, shape, np.uint8, "f") for b in blobs]
+    out = np.full((6, 20, 24, 3), 7, np.uint8).transpose(0, 3, 1, 2)  # a slot's memory
+    decode_frames_into(blobs, out, [5, 0, 3, 1, 2], shape, np.dtype("uint8"), _names)
+    for frame, place in zip(want, [5, 0, 3, 1, 2], strict=True):
+        np.testing.assert_array_equal(out[place], frame)
+    np.testing.assert_array_equal(out[3], rows[2].transpose(2, 0, 1))  # the PNG, exactly
+    assert not out[0].any() and (out[4] == 7).all()  # the empty row zeros; nothing elsewhere
+
+
 @pytest.mark.parametrize("bad, message", [("small", r"row 12.*\(3, 24, 32\)"),
                                           ("grey", "row 12.*1 component"),
                                           ("cut", "row 12.*does not decode")])  # fmt: skip
