@@ -147,7 +147,17 @@ class _Pool:
         self.slots: list[torch.Tensor | None] = [None] * MAX_SLOTS
         self.generation = [0] * MAX_SLOTS  # a slot allocated again is a new one for the main
         self.mapped = [False] * MAX_SLOTS  # whether the main process maps this generation
+        # per slot: the layout last filled and its views, which a batch is checked against
+        # when it leaves (never handed out: a batch's own leaves are made by its fill)
+        self.checks: list[tuple[tuple[Leaf, ...], list[torch.Tensor]] | None] = [None] * MAX_SLOTS
         self.warned = False
+
+    def check_views(self, i: int, leaves: list[Leaf]) -> list[torch.Tensor]:
+        """The views of slot ``i`` that ``leaves`` lay out (made once while both stay)."""
+        kept, layout = self.checks[i], tuple(leaves)
+        if kept is None or kept[0] != layout:
+            kept = self.checks[i] = (layout, _views(self.slots[i], leaves))  # type: ignore[arg-type]
+        return kept[1]
 
     def take(self, nbytes: int) -> int | None:
         """A free slot of at least ``nbytes`` (allocated or grown if need be), or None."""
@@ -163,6 +173,7 @@ class _Pool:
         self.slots[i] = None
         self.generation[i] += 1
         self.mapped[i] = False
+        self.checks[i] = None
         try:
             self.slots[i] = torch.empty(size, dtype=torch.uint8).share_memory_()
         except RuntimeError as exc:  # /dev/shm full (containers give it 64 MiB)
@@ -260,7 +271,7 @@ def fill_slot(buffers: list[Buffer], fill) -> TensorDictBase | None:
     out = fill(memory)
     extras = {name: out.get(name) for name in non_tensor_keys(out)}  # strings travel pickled
     pool.flags[i] = 1
-    _sent[id(out)] = (weakref.ref(out), i, leaves, _views(data, leaves), extras)  # type: ignore[arg-type]
+    _sent[id(out)] = (weakref.ref(out), i, leaves, pool.check_views(i, leaves), extras)
     return out
 
 
@@ -284,19 +295,27 @@ def _forget_unsent(pool: _Pool) -> None:
 def _untouched(
     td: TensorDict, leaves: list[Leaf], views: list[torch.Tensor], extras: _Extras
 ) -> bool:
-    if len(td.keys(True, True)) != len(leaves) or non_tensor_keys(td) != list(extras):
-        return False
-    if any(td.get(key) is not value for key, value in extras.items()):
-        return False
-    for leaf, view in zip(leaves, views, strict=True):
-        value = td.get(leaf.key, None)
-        if not isinstance(value, torch.Tensor) or value.data_ptr() != view.data_ptr():
+    """Whether ``td`` holds exactly the slot's views (same memory, shape, dtype and strides)
+    and the non-tensor entries it was filled with: one walk over its leaves."""
+    expected = {leaf.key: view for leaf, view in zip(leaves, views, strict=True)}
+    seen = texts = 0
+    for name in td.keys(True, True, is_leaf=_leaf_or_text):
+        key = name if isinstance(name, tuple) else (name,)
+        value = td.get(key)
+        if key in extras:
+            if value is not extras[key]:
+                return False
+            texts += 1
+            continue
+        view = expected.get(key)
+        if view is None or not isinstance(value, torch.Tensor):
             return False
-        if value.shape != view.shape or value.dtype != view.dtype:
+        if value.data_ptr() != view.data_ptr() or value.dtype != view.dtype:
             return False
-        if value.stride() != view.stride():
+        if value.shape != view.shape or value.stride() != view.stride():
             return False
-    return True
+        seen += 1
+    return seen == len(expected) and texts == len(extras)
 
 
 def _reduce(td: TensorDict):

@@ -144,9 +144,11 @@ def test_worker_batches_keep_their_strings(context):
     assert_same_batches(batches(2), want)
 
 
-def _slot_worker(conn, batches: int) -> None:
+def _slot_worker(conn, batches: int, labelled_from: int | None = None) -> None:
     """A worker's side, by hand: batches written into slots and sent as DataLoader sends them
-    (ForkingPickler), each once the trainer has dropped the one before."""
+    (ForkingPickler), each once the trainer has dropped the one before; from batch
+    ``labelled_from`` on, a string is set on the batch after it was filled (as a collate
+    wrapping ``ted_collate`` may)."""
     from multiprocessing.reduction import ForkingPickler
 
     from tensordict import TensorDict
@@ -162,7 +164,11 @@ def _slot_worker(conn, batches: int) -> None:
             leaf.fill_(k)
             return TensorDict({"x": leaf}, [4])
 
-        conn.send_bytes(bytes(ForkingPickler.dumps(fill_slot([buffer], fill))))
+        batch = fill_slot([buffer], fill)
+        if labelled_from is not None and k >= labelled_from:
+            batch.set_non_tensor("note", f"late {k}")
+        conn.send_bytes(bytes(ForkingPickler.dumps(batch)))
+        del batch
         conn.recv()
 
 
@@ -205,6 +211,30 @@ def test_a_slot_is_passed_once_then_its_batches_travel_by_name():
     refusal = answer.recv()
     other.join(timeout=60)
     assert "never received" in refusal and "clone()" in refusal, refusal
+
+
+def test_a_string_set_on_a_slot_batch_after_it_was_filled_travels_with_it():
+    """A batch is checked before it leaves its worker (one walk over its leaves, #58): a
+    string set on it after filling is not in the slot's layout, so the batch travels as a
+    copy, string and all, and its slot is reused at once."""
+    import multiprocessing
+    from multiprocessing.reduction import ForkingPickler
+
+    spawn = multiprocessing.get_context("spawn")
+    ours, theirs = spawn.Pipe()
+    worker = spawn.Process(target=_slot_worker, args=(theirs, 3, 1))
+    worker.start()
+    notes = []
+    for k in range(3):
+        assert ours.poll(120), f"no batch {k} from the worker (exit code {worker.exitcode})"
+        batch = ForkingPickler.loads(ours.recv_bytes())
+        assert torch.equal(batch["x"], torch.full((4, 3), k))
+        notes.append(batch["note"] if "note" in batch.keys() else None)
+        del batch
+        ours.send(1)
+    worker.join(timeout=60)
+    assert worker.exitcode == 0
+    assert notes == [None, "late 1", "late 2"]
 
 
 def _load_elsewhere(conn, message: bytes) -> None:
