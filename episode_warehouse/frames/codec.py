@@ -177,23 +177,22 @@ def decode_frames_into(
     where: Callable[[int], str],
 ) -> None:
     """Stored frames ``blobs`` decoded into ``out[places[k]]`` (rows of ``shape`` and ``dtype``
-    in memory the caller owns; ``where(k)`` names the k-th for errors): frames of one kind whose
-    codec decodes runs (Zstandard) in one call, any other one by one, the codec looked up once
-    for the frames that start with the first one's signature (a batch of JPEG frames: one
-    decoder call each and nothing else) and any other frame by :func:`decode_frame_into`.
+    in memory the caller owns; ``where(k)`` names the k-th for errors). The first frame's codec
+    is looked up once: when every frame shares its signature and it decodes runs (Zstandard),
+    they go to it in one call; otherwise each frame that shares the signature goes straight to
+    its ``decode_into`` (a JPEG: one decoder call) and any other frame, or one that entry
+    cannot write, through :func:`decode_frame_into`.
 
     Raises:
         CorruptInputError: as :func:`decode_frame`.
     """
     codec = codec_of(blobs[0]) if blobs else None
-    if codec is None:
-        signature, into = None, None
-    else:
-        signature, into = codec.signature, codec.decode_into
-        same = [bytes(blob[: len(signature)]) == signature for blob in blobs]
-        if codec.decode_run is not None and all(same):
-            codec.decode_run(blobs, out, places, shape, np.dtype(dtype), where)
-            return
+    into = codec.decode_into if codec is not None else None
+    same = [codec is not None and bytes(blob[: len(codec.signature)]) == codec.signature
+            for blob in blobs]  # fmt: skip
+    if codec is not None and codec.decode_run is not None and all(same):
+        codec.decode_run(blobs, out, places, shape, np.dtype(dtype), where)
+        return
     for k, (blob, place) in enumerate(zip(blobs, places, strict=True)):
         row = out[place]
         if into is None or not same[k] or not into(blob, row, shape, where(k)):

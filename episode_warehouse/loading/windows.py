@@ -167,18 +167,14 @@ class StepWindowDataset(Dataset):
     def _layout(self, n: int, tds: dict[int, TensorDictBase]) -> list[Buffer] | None:
         """The buffers of a batch of ``n`` items of the partitions ``tds`` (None when their
         leaves differ in shape or dtype), planned once for the TEDs they were planned for."""
-        key, opened = (n, tuple(tds)), list(tds.values())
-        kept = self._layouts.get(key)
-        if (
-            kept is not None
-            and len(kept[0]) == len(opened)
-            and all(a is b for a, b in zip(kept[0], opened, strict=True))
-        ):
+        planned, opened = (n, tuple(tds)), list(tds.values())
+        kept = self._layouts.get(planned)
+        if kept is not None and all(a is b for a, b in zip(kept[0], opened, strict=True)):
             return kept[1]
         buffers: list[Buffer] | None = [Buffer(("selection_index",), (n,), torch.int64),
                                         Buffer(("step",), (n,), torch.int64)]  # fmt: skip
-        for key_, offsets in self.deltas.items():
-            leaves = [td.get(_name(key_)) for td in opened]
+        for key, offsets in self.deltas.items():
+            leaves = [td.get(_name(key)) for td in opened]
             kinds = {(tuple(x.shape[1:]), x.dtype, isinstance(x, FrameTensor)) for x in leaves}
             if len(kinds) > 1:
                 buffers = None
@@ -186,11 +182,11 @@ class StepWindowDataset(Dataset):
             leaf = leaves[0]
             shape = (n, len(offsets), *leaf.shape[1:])
             camera = isinstance(leaf, FrameTensor) and pixels_last(tuple(leaf.shape[1:]))
-            buffers.append(Buffer(key_, shape, leaf.dtype, camera))  # type: ignore[union-attr]
-            buffers.append(Buffer(pad_key(key_), (n, len(offsets)), torch.bool))  # type: ignore[union-attr]
+            buffers.append(Buffer(key, shape, leaf.dtype, camera))  # type: ignore[union-attr]
+            buffers.append(Buffer(pad_key(key), (n, len(offsets)), torch.bool))  # type: ignore[union-attr]
         if len(self._layouts) >= 256:  # partitions met in many combinations: start again
             self._layouts.clear()
-        self._layouts[key] = (opened, buffers)
+        self._layouts[planned] = (opened, buffers)
         return buffers
 
     def _gather(self, key: tuple[str, ...], row: np.ndarray, rows: np.ndarray):
