@@ -31,7 +31,7 @@ import numpy as np
 import simplejpeg
 
 from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.image_header import PNG_SIGNATURE, image_size, jpeg_size
+from episode_warehouse.image_header import PNG_SIGNATURE, image_size
 
 JPEG_SIGNATURE = b"\xff\xd8\xff"
 ZSTD_SIGNATURE = b"\x28\xb5\x2f\xfd"
@@ -178,10 +178,11 @@ def decode_frames_into(
 ) -> None:
     """Stored frames ``blobs`` decoded into ``out[places[k]]`` (rows of ``shape`` and ``dtype``
     in memory the caller owns; ``where(k)`` names the k-th for errors). The first frame's codec
-    is looked up once: when every frame shares its signature and it decodes runs (Zstandard),
-    they go to it in one call; otherwise each frame that shares the signature goes straight to
-    its ``decode_into`` (a JPEG: one decoder call) and any other frame, or one that entry
-    cannot write, through :func:`decode_frame_into`.
+    is looked up once: when every frame shares its signature and it decodes runs (JPEG,
+    Zstandard: the common batch), they go to it in one call; otherwise each frame that shares
+    the signature goes straight to its ``decode_into`` (a JPEG: one decoder call) and any
+    other frame (an empty row, a PNG among JPEGs), or one that entry cannot write, through
+    :func:`decode_frame_into`.
 
     Raises:
         CorruptInputError: as :func:`decode_frame`.
@@ -311,6 +312,48 @@ def _decode_jpeg(
     return _decode_picture(blob, shape, dtype, where)
 
 
+# libjpeg-turbo's colorspaces (``decode_jpeg_header``) of the JPEGs simplejpeg writes into a
+# row, by their component count; any other (CMYK, YCCK) is decoded by torchvision
+_COMPONENTS = {"Gray": 1, "YCbCr": 3, "RGB": 3}
+
+
+def _pixels_last(out: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
+    """``out`` (a row of ``shape``, ``(C, H, W)`` or ``(H, W)``, or rows of it) seen as the
+    decoder writes pixels, ``(..., H, W, C)`` or ``(..., H, W)``; None where a row is not
+    writable, contiguous uint8 memory of 1 or 3 channels so seen (a copy is written instead)."""
+    channels = shape[0] if len(shape) == 3 else 1
+    if out.dtype != np.uint8 or channels not in (1, 3) or not out.flags.writeable:
+        return None
+    rows = out.ndim > len(shape)
+    target = np.moveaxis(out, out.ndim - 3, -1) if len(shape) == 3 else out
+    row = target[0] if rows and len(target) else target  # (every row has the same strides)
+    return target if row.flags.c_contiguous else None
+
+
+def _writes(blob: bytes | memoryview, shape: tuple[int, ...], where: str) -> bool:
+    """Whether simplejpeg writes this JPEG into a row of ``shape``: its header, read by
+    libjpeg-turbo before anything is decoded, declares the row's height, width and component
+    count. False for a header TurboJPEG does not read (an unusual subsampling) or a JPEG of 4
+    components: torchvision's path decodes or refuses those.
+
+    Raises:
+        CorruptInputError: a header of another size or component count (naming ``where``).
+    """
+    try:
+        height, width, space, _ = simplejpeg.decode_jpeg_header(blob)
+    except ValueError:
+        return False
+    components = _COMPONENTS.get(space)
+    if (height, width) != tuple(shape[-2:]):
+        declared = (components or space, height, width)
+        raise _other_size(where, f"a header of {declared}", shape, np.dtype(np.uint8))
+    if components is None:
+        return False
+    if components != (shape[0] if len(shape) == 3 else 1):
+        raise _other_size(where, f"{components} component(s)", shape, np.dtype(np.uint8))
+    return True
+
+
 def _decode_jpeg_into(
     blob: bytes | memoryview, out: np.ndarray, shape: tuple[int, ...], where: str
 ) -> bool:
@@ -318,27 +361,58 @@ def _decode_jpeg_into(
     uint8 row held channels last (or a grey ``(H, W)`` row), after its header declared the
     row's size and component count. False, with nothing decoded, for any other memory, dtype
     or component count (torchvision's path decides those)."""
-    channels = shape[0] if len(shape) == 3 else 1
-    target = out.transpose(1, 2, 0) if len(shape) == 3 else out
-    if out.dtype != np.uint8 or channels not in (1, 3):
+    target = _pixels_last(out, shape)
+    if target is None or not _writes(blob, shape, where):
         return False
-    if not (target.flags.c_contiguous and target.flags.writeable):
-        return False
-    declared = jpeg_size(blob)
-    if declared is None or declared[1:] != tuple(shape[-2:]):  # height, width
-        raise _other_size(where, f"a header of {declared}", shape, np.dtype(np.uint8))
-    if declared[0] not in (1, 3):
-        return False
-    if declared[0] != channels:
-        raise _other_size(where, f"{declared[0]} component(s)", shape, np.dtype(np.uint8))
-    try:
-        simplejpeg.decode_jpeg(blob, colorspace="RGB" if channels == 3 else "GRAY",
-                               buffer=target, strict=True)  # fmt: skip
-    except ValueError as exc:  # strict: a truncated frame fails, as it does in torchvision
-        raise CorruptInputError(
-            f"a frame does not decode ({exc})", subject=where, fix=_FIX
-        ) from None
+    _decode_jpeg_pixels(blob, target, len(shape) == 3, where)
     return True
+
+
+def _decode_jpeg_pixels(blob: bytes | memoryview, target: np.ndarray, rgb: bool, where: str):
+    """The decoder call: ``blob`` (its header checked) into ``target``, channels last."""
+    try:
+        simplejpeg.decode_jpeg(blob, colorspace="RGB" if rgb else "GRAY", buffer=target,
+                               strict=True)  # fmt: skip
+    except ValueError as exc:  # strict: a truncated frame fails, as it does in torchvision
+        raise _undecodable(exc, where) from None
+
+
+def _undecodable(exc: Exception, where: str) -> CorruptInputError:
+    return CorruptInputError(f"a frame does not decode ({exc})", subject=where, fix=_FIX)
+
+
+def _decode_jpeg_run(
+    blobs: Sequence[bytes | memoryview],
+    out: np.ndarray,
+    places: Sequence[int],
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    where: Callable[[int], str],
+) -> None:
+    """JPEG frames into ``out[places[k]]``, each as :func:`_decode_jpeg_into` decodes it (its
+    header checked, then one decoder call straight into its place) with nothing else per
+    frame: in a worker, the Python between two decoder calls runs on caches the decoder has
+    just filled (measured, docs/read-path.md: this path's Python per frame took a fifth of a
+    loader's time outside the decoder). A frame the check does not pass (another size, a
+    CMYK JPEG) and memory the decoder cannot write go through :func:`decode_frame_into`,
+    which decodes or refuses them as it does alone."""
+    size, channels = tuple(shape[-2:]), shape[0] if len(shape) == 3 else 1
+    target, colorspace = _pixels_last(out, shape), "RGB" if channels == 3 else "GRAY"
+    header, decode = simplejpeg.decode_jpeg_header, simplejpeg.decode_jpeg
+    for k, place in enumerate(places):
+        blob = blobs[k]
+        if target is not None:
+            try:
+                declared = header(blob)
+            except ValueError:
+                declared = None
+            if declared and declared[:2] == size and _COMPONENTS.get(declared[2]) == channels:
+                try:
+                    decode(blob, colorspace=colorspace, buffer=target[place], strict=True)
+                except ValueError as exc:
+                    raise _undecodable(exc, where(k)) from None
+                continue
+        decode_frame_into(blob, out[place], shape, dtype, where(k))
 
 
 def _decode_image(
@@ -372,7 +446,15 @@ def _other_size(where: str, got: str, shape: tuple[int, ...], dtype: np.dtype):
 
 # Every kind of stored frame, by signature: a new codec is one entry here.
 CODECS: tuple[Codec, ...] = (
-    Codec("jpeg", JPEG_SIGNATURE, "image/jpeg", _decode_jpeg, _preview_jpeg, _decode_jpeg_into),
+    Codec(
+        "jpeg",
+        JPEG_SIGNATURE,
+        "image/jpeg",
+        _decode_jpeg,
+        _preview_jpeg,
+        decode_into=_decode_jpeg_into,
+        decode_run=_decode_jpeg_run,
+    ),
     Codec("png", PNG_SIGNATURE, "image/png", _decode_picture),
     Codec("zstd", ZSTD_SIGNATURE, None, _decode_zstd, decode_run=_decode_zstd_run),
     Codec("video", VIDEO_REF, None, None),

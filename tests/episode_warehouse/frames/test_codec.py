@@ -287,13 +287,15 @@ def test_a_batch_led_by_a_jpeg_decodes_its_other_kinds_each_by_its_own_codec():
 
 @pytest.mark.parametrize("bad, message", [("small", r"row 12.*\(3, 24, 32\)"),
                                           ("grey", "row 12.*1 component"),
-                                          ("cut", "row 12.*does not decode")])  # fmt: skip
+                                          ("cut", "row 12.*does not decode"),
+                                          ("garbled", "row 12.*a header of None")])  # fmt: skip
 def test_a_bad_frame_in_a_jpeg_run_is_refused_naming_its_row(bad, message):
     rng = np.random.default_rng(6)
     good = _jpeg(rng.integers(0, 256, (24, 32, 3), dtype=np.uint8))
     frames = {"small": _jpeg(rng.integers(0, 256, (16, 32, 3), dtype=np.uint8)),
               "grey": _jpeg(rng.integers(0, 256, (24, 32), dtype=np.uint8)),
-              "cut": good[: len(good) // 2]}  # fmt: skip
+              "cut": good[: len(good) // 2],
+              "garbled": good[:4] + bytes(40) + good[44:]}  # a header no reader parses  # fmt: skip
     memory = np.full((3, 24, 32, 3), 7, np.uint8)
     with pytest.raises(CorruptInputError, match=message):
         decode_frames_into([good, good, frames[bad]], memory.transpose(0, 3, 1, 2), [0, 1, 2],
