@@ -144,6 +144,8 @@ class _Pool:
         self.pid = os.getpid()
         self.name = f"{self.pid}-{os.urandom(8).hex()}"  # unique in the main process's table
         self.flags = torch.zeros(MAX_SLOTS, dtype=torch.uint8).share_memory_()
+        # read and set through numpy: a torch index and its bool took ~5 us a slot, every batch
+        self.held = self.flags.numpy()
         self.slots: list[torch.Tensor | None] = [None] * MAX_SLOTS
         self.generation = [0] * MAX_SLOTS  # a slot allocated again is a new one for the main
         self.mapped = [False] * MAX_SLOTS  # whether the main process maps this generation
@@ -161,7 +163,7 @@ class _Pool:
 
     def take(self, nbytes: int) -> int | None:
         """A free slot of at least ``nbytes`` (allocated or grown if need be), or None."""
-        free = [i for i in range(MAX_SLOTS) if not self.flags[i]]
+        free = np.flatnonzero(self.held == 0).tolist()
         for i in free:
             slot = self.slots[i]
             if slot is not None and slot.numel() >= nbytes:
@@ -248,7 +250,7 @@ def stack_into_slot(items: list[TensorDictBase]) -> TensorDictBase | None:
     extras = {name: torch.stack([item.get(name) for item in items]) for name in texts}
     for name, value in extras.items():
         out.set(name, value)
-    pool.flags[i] = 1
+    pool.held[i] = 1
     _sent[id(out)] = (weakref.ref(out), i, leaves, views, extras)
     return out
 
@@ -270,7 +272,7 @@ def fill_slot(buffers: list[Buffer], fill) -> TensorDictBase | None:
               for b, leaf in zip(buffers, leaves, strict=True) if b.owner is None}  # fmt: skip
     out = fill(memory)
     extras = {name: out.get(name) for name in non_tensor_keys(out)}  # strings travel pickled
-    pool.flags[i] = 1
+    pool.held[i] = 1
     _sent[id(out)] = (weakref.ref(out), i, leaves, pool.check_views(i, leaves), extras)
     return out
 
@@ -289,7 +291,7 @@ def _forget_unsent(pool: _Pool) -> None:
     for key, (ref, unsent, *_) in list(_sent.items()):
         if ref() is None:  # made but never sent (a collate dropped it): the slot is free
             del _sent[key]
-            pool.flags[unsent] = 0
+            pool.held[unsent] = 0
 
 
 def _untouched(
@@ -337,7 +339,7 @@ def _reduce(td: TensorDict):
             pool.mapped[i] = True  # this message maps it: the main process reads them in order
             return _rebuild, (slot, memory, leaves, tuple(td.batch_size), extras)
         copy = td.clone()  # changed in the worker after stacking: send a copy, keep the slot
-        _pool.flags[i] = 0
+        _pool.held[i] = 0
     else:
         copy = td.clone()
     return _previous_reduce(copy)  # type: ignore[misc]
@@ -357,11 +359,11 @@ class _Mapped:
     pid: int  # the worker's
     generation: int
     memory: np.ndarray  # the slot's bytes, mapped here (its base holds the mapping)
-    flags: torch.Tensor  # the worker's flags
+    flags: np.ndarray  # the worker's flags (a numpy view: set every batch)
 
 
 _mapped: dict[tuple[str, int], _Mapped] = {}
-_held: list[tuple[weakref.ref[np.ndarray], torch.Tensor, int]] = []
+_held: list[tuple[weakref.ref[np.ndarray], np.ndarray, int]] = []
 _held_lock = threading.Lock()  # torch's pin-memory thread unpickles too
 
 
@@ -410,7 +412,7 @@ def _map(slot: _SlotName, memory: tuple[torch.Tensor, torch.Tensor] | None) -> _
         for other in [k for k, m in _mapped.items() if k[0] != slot.pool and not _alive(m.pid)]:
             del _mapped[other]
         data, flags = memory
-        _mapped[key] = _Mapped(slot.pid, slot.generation, data.numpy(), flags)
+        _mapped[key] = _Mapped(slot.pid, slot.generation, data.numpy(), flags.numpy())
     found = _mapped.get(key)
     if found is None or found.generation != slot.generation:
         raise ConfigError(
