@@ -393,9 +393,9 @@ def _decode_jpeg_run(
     header checked, then one decoder call straight into its place) with nothing else per
     frame: in a worker, the Python between two decoder calls runs on caches the decoder has
     just filled (measured, docs/read-path.md: the path from a batch to each decoder call took
-    6% of a worker's time under the DataLoader, beside its 80% in the decoder). A frame the check does not pass (another size, a
-    CMYK JPEG) and memory the decoder cannot write go through :func:`decode_frame_into`,
-    which decodes or refuses them as it does alone."""
+    6% of a worker's time under the DataLoader, beside its 80% in the decoder). A frame the
+    check does not pass (another size, a CMYK JPEG) and memory the decoder cannot write go
+    through :func:`decode_frame_into`, which decodes or refuses them as it does alone."""
     size, channels = tuple(shape[-2:]), shape[0] if len(shape) == 3 else 1
     target, colorspace = _pixels_last(out, shape), "RGB" if channels == 3 else "GRAY"
     header, decode = simplejpeg.decode_jpeg_header, simplejpeg.decode_jpeg
