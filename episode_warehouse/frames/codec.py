@@ -317,12 +317,16 @@ def _decode_jpeg(
 _COMPONENTS = {"Gray": 1, "YCbCr": 3, "RGB": 3}
 
 
+def _channels(shape: tuple[int, ...]) -> int:
+    """A row's channels: ``C`` of ``(C, H, W)`` (a grey camera may be ``(1, H, W)``), or 1."""
+    return shape[0] if len(shape) == 3 else 1
+
+
 def _pixels_last(out: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
     """``out`` (a row of ``shape``, ``(C, H, W)`` or ``(H, W)``, or rows of it) seen as the
     decoder writes pixels, ``(..., H, W, C)`` or ``(..., H, W)``; None where a row is not
     writable, contiguous uint8 memory of 1 or 3 channels so seen (a copy is written instead)."""
-    channels = shape[0] if len(shape) == 3 else 1
-    if out.dtype != np.uint8 or channels not in (1, 3) or not out.flags.writeable:
+    if out.dtype != np.uint8 or _channels(shape) not in (1, 3) or not out.flags.writeable:
         return None
     rows = out.ndim > len(shape)
     target = np.moveaxis(out, out.ndim - 3, -1) if len(shape) == 3 else out
@@ -349,7 +353,7 @@ def _writes(blob: bytes | memoryview, shape: tuple[int, ...], where: str) -> boo
         raise _other_size(where, f"a header of {declared}", shape, np.dtype(np.uint8))
     if components is None:
         return False
-    if components != (shape[0] if len(shape) == 3 else 1):
+    if components != _channels(shape):
         raise _other_size(where, f"{components} component(s)", shape, np.dtype(np.uint8))
     return True
 
@@ -364,7 +368,7 @@ def _decode_jpeg_into(
     target = _pixels_last(out, shape)
     if target is None or not _writes(blob, shape, where):
         return False
-    _decode_jpeg_pixels(blob, target, len(shape) == 3, where)
+    _decode_jpeg_pixels(blob, target, _channels(shape) == 3, where)
     return True
 
 
@@ -396,7 +400,7 @@ def _decode_jpeg_run(
     6% of a worker's time under the DataLoader, beside its 80% in the decoder). A frame the
     check does not pass (another size, a CMYK JPEG) and memory the decoder cannot write go
     through :func:`decode_frame_into`, which decodes or refuses them as it does alone."""
-    size, channels = tuple(shape[-2:]), shape[0] if len(shape) == 3 else 1
+    size, channels = tuple(shape[-2:]), _channels(shape)
     target, colorspace = _pixels_last(out, shape), "RGB" if channels == 3 else "GRAY"
     header, decode = simplejpeg.decode_jpeg_header, simplejpeg.decode_jpeg
     for k, place in enumerate(places):

@@ -229,7 +229,7 @@ def test_a_run_of_jpegs_decodes_as_each_frame_alone_into_its_place(shared_sample
     does so) land where each frame alone lands: the published mt_opt frames in channels-last
     memory (written by the decoder) and channels-first memory (copied), grey rows, and a
     4-channel (CMYK) camera, which libjpeg-turbo does not write in place."""
-    from episode_warehouse.frames.codec import decode_frame
+    from episode_warehouse.frames.codec import decode_frame, decode_frame_into
 
     jpegs = _published_jpegs(shared_samples)[:6]
     shape = _reference(jpegs[0]).shape
@@ -261,6 +261,15 @@ def test_a_run_of_jpegs_decodes_as_each_frame_alone_into_its_place(shared_sample
     decode_frames_into(blobs, out, [2, 0, 1], (20, 24), np.dtype("uint8"), _names)
     for blob, place in zip(blobs, [2, 0, 1], strict=True):
         np.testing.assert_array_equal(out[place], decode_frame(blob, (20, 24), "uint8", "f"))
+    # a grey camera of (1, H, W) rows (as a TED may keep one): grey pixels, alone and in a run
+    out = np.zeros((3, 1, 20, 24), np.uint8)
+    decode_frames_into(blobs, out, [2, 0, 1], (1, 20, 24), np.dtype("uint8"), _names)
+    for blob, place in zip(blobs, [2, 0, 1], strict=True):
+        want = decode_frame(blob, (20, 24), "uint8", "f")
+        np.testing.assert_array_equal(out[place, 0], want)
+        row = np.zeros((1, 20, 24), np.uint8)
+        decode_frame_into(blob, row, (1, 20, 24), np.dtype("uint8"), "f")
+        np.testing.assert_array_equal(row[0], want)
 
 
 def test_a_batch_led_by_a_jpeg_decodes_its_other_kinds_each_by_its_own_codec():
