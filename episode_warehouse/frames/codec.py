@@ -378,11 +378,9 @@ def _decode_jpeg_pixels(blob: bytes | memoryview, target: np.ndarray, rgb: bool,
         simplejpeg.decode_jpeg(blob, colorspace="RGB" if rgb else "GRAY", buffer=target,
                                strict=True)  # fmt: skip
     except ValueError as exc:  # strict: a truncated frame fails, as it does in torchvision
-        raise _undecodable(exc, where) from None
-
-
-def _undecodable(exc: Exception, where: str) -> CorruptInputError:
-    return CorruptInputError(f"a frame does not decode ({exc})", subject=where, fix=_FIX)
+        raise CorruptInputError(
+            f"a frame does not decode ({exc})", subject=where, fix=_FIX
+        ) from None
 
 
 def _decode_jpeg_run(
@@ -393,30 +391,20 @@ def _decode_jpeg_run(
     dtype: np.dtype,
     where: Callable[[int], str],
 ) -> None:
-    """JPEG frames into ``out[places[k]]``, each as :func:`_decode_jpeg_into` decodes it (its
-    header checked, then one decoder call straight into its place) with nothing else per
-    frame: in a worker, the Python between two decoder calls runs on caches the decoder has
-    just filled (measured, docs/read-path.md: the path from a batch to each decoder call took
-    6% of a worker's time under the DataLoader, beside its 80% in the decoder). A frame the
-    check does not pass (another size, a CMYK JPEG) and memory the decoder cannot write go
-    through :func:`decode_frame_into`, which decodes or refuses them as it does alone."""
-    size, channels = tuple(shape[-2:]), _channels(shape)
-    target, colorspace = _pixels_last(out, shape), "RGB" if channels == 3 else "GRAY"
-    header, decode = simplejpeg.decode_jpeg_header, simplejpeg.decode_jpeg
+    """JPEG frames into ``out[places[k]]``, each by the rule :func:`_decode_jpeg_into` follows
+    (its header checked, then one decoder call straight into its place), the memory seen as
+    pixels once for the batch: in a worker, the Python between two decoder calls runs on
+    caches the decoder has just filled (measured, docs/read-path.md: the path from a batch to
+    each decoder call took 6% of a worker's time under the DataLoader, beside its 80% in the
+    decoder). A frame the check does not pass (a CMYK JPEG) and memory the decoder cannot
+    write go through :func:`decode_frame_into`, which decodes them as it does alone."""
+    target, rgb = _pixels_last(out, shape), _channels(shape) == 3
     for k, place in enumerate(places):
-        blob = blobs[k]
-        if target is not None:
-            try:
-                declared = header(blob)
-            except ValueError:
-                declared = None
-            if declared and declared[:2] == size and _COMPONENTS.get(declared[2]) == channels:
-                try:
-                    decode(blob, colorspace=colorspace, buffer=target[place], strict=True)
-                except ValueError as exc:
-                    raise _undecodable(exc, where(k)) from None
-                continue
-        decode_frame_into(blob, out[place], shape, dtype, where(k))
+        blob, name = blobs[k], where(k)
+        if target is not None and _writes(blob, shape, name):
+            _decode_jpeg_pixels(blob, target[place], rgb, name)
+        else:
+            decode_frame_into(blob, out[place], shape, dtype, name)
 
 
 def _decode_image(
