@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import time
 import uuid
 from collections.abc import Iterator
@@ -233,6 +234,45 @@ def write_json(path: Path, value: object) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a symbolic link"),
+          (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+
+
+def check_user_file(path: Path) -> Path:
+    """``path``, a file the user named (``--out``, ``Selection.save``): its folder exists and it
+    is absent or a regular file. Anything else is refused, never replaced: a rename over
+    ``/dev/null`` replaced the machine's device with a regular file.
+
+    Raises:
+        ConfigError: the folder is missing, or ``path`` is a folder, link, pipe or device.
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise ConfigError(
+            "its folder does not exist", subject=str(path), fix="create the folder first"
+        )
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return path
+    for test, kind in _KINDS:
+        if test(mode):
+            raise ConfigError(
+                f"the path is {kind}, not a regular file: it is never replaced",
+                subject=str(path),
+                fix="name a new file, or an existing regular file to replace",
+            )
+    return path
+
+
+def write_user_json(path: Path, value: object) -> Path:
+    """A JSON file the user named, written atomically after :func:`check_user_file`."""
+    path = check_user_file(path)
+    write_json(path, value)
+    return path
 
 
 def read_json(path: Path) -> dict:

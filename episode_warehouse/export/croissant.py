@@ -24,7 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from episode_warehouse.atomic import write_json
+from episode_warehouse.atomic import write_user_json
 
 CROISSANT = "http://mlcommons.org/croissant/1.0"
 FILE_NAME = "croissant.json"
@@ -229,5 +229,7 @@ def rows_document(rows_file: Path, described: Described) -> dict:
 
 
 def write_document(doc: dict, path: Path) -> None:
-    """Write ``doc`` at ``path`` atomically (never half a document)."""
-    write_json(Path(path), doc)
+    """Write ``doc`` at ``path`` atomically (never half a document), a path the user named:
+    a folder, link, pipe or device there is refused (:func:`~episode_warehouse.atomic.
+    check_user_file`), never replaced."""
+    write_user_json(Path(path), doc)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from episode_warehouse.atomic import read_json, write_json
+from episode_warehouse.atomic import read_json, write_user_json
 from episode_warehouse.catalog import run_query
 from episode_warehouse.errors import (
     CatalogQueryError,
@@ -199,11 +199,15 @@ class Selection:
         return self.weight if self.weight is not None else np.ones(len(self))
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the pinned manifest to ``path`` (JSON, atomically); returns the path."""
+        """Write the pinned manifest to ``path`` (JSON, atomically; its folder is made); returns
+        the path.
+
+        Raises:
+            ConfigError: ``path`` is a folder, a link, a pipe or a device (never replaced).
+        """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(path, self.manifest())
-        return path
+        return write_user_json(path, self.manifest())
 
     @classmethod
     def load(
