@@ -11,7 +11,6 @@ lazily as before. Private maps are copy-on-write: a write never reaches the file
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,14 +18,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.guards.npy import read_header
 
 if TYPE_CHECKING:
     import torch
-
-_HEADERS = {
-    (1, 0): np.lib.format.read_array_header_1_0,
-    (2, 0): np.lib.format.read_array_header_2_0,
-}
 
 
 def map_bytes(path: Path, size: int | None = None) -> np.ndarray:
@@ -52,22 +47,19 @@ def map_npy(path: Path, fix: str) -> torch.Tensor:
 
     try:
         with open(path, "rb") as fh:
-            version = np.lib.format.read_magic(fh)
-            header = _HEADERS.get(version)
-            if header is None:
-                raise ValueError(f"unsupported .npy version {version}")
-            shape, fortran, dtype = header(fh)
-            offset = fh.tell()
-        if fortran or dtype.hasobject or not dtype.isnative:
-            raise ValueError(f"a {'Fortran-ordered ' if fortran else ''}{dtype} array")
-        kind = torch.from_numpy(np.empty(0, dtype)).dtype
-        nbytes = math.prod(shape) * dtype.itemsize
-        if os.path.getsize(path) < offset + nbytes:
-            raise ValueError(f"shorter than its header's {shape} of {dtype}")
-    except (OSError, ValueError, TypeError) as exc:
+            header = read_header(fh, subject=str(path), fix=fix,
+                                 file_bytes=os.fstat(fh.fileno()).st_size)  # fmt: skip
+    except OSError as exc:
         raise CorruptInputError(
             f"a TED array cannot be read ({exc})", subject=str(path), fix=fix
         ) from exc
+    try:
+        kind = torch.from_numpy(np.empty(0, header.dtype)).dtype
+    except TypeError as exc:  # a dtype torch has no type for (uint32 on older torch, str)
+        raise CorruptInputError(
+            f"a TED array of {header.dtype} cannot be mapped ({exc})", subject=str(path), fix=fix
+        ) from None
+    shape, offset, nbytes = header.shape, header.offset, header.nbytes
     if nbytes == 0:
         return torch.empty(shape, dtype=kind)
     raw = torch.from_file(str(path), shared=False, size=offset + nbytes, dtype=torch.uint8)

@@ -13,6 +13,7 @@ import numpy as np
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
 
 MAX_DIMS = 32  # numpy's own bound on dimensions
+MAX_ELEMENTS = 2**63  # torch's and numpy's sizes are signed 64-bit (dimensions of 0 count as 1)
 
 
 def checked_shape(
@@ -28,24 +29,26 @@ def checked_shape(
     integers whose array of ``dtype`` holds at most ``max_bytes`` bytes.
 
     Raises:
-        CorruptInputError: not a shape.
+        CorruptInputError: not a shape (``fix`` says how to get a good file).
         LimitExceededError: the array would be larger than ``max_bytes``.
     """
     if not isinstance(shape, list | tuple) or len(shape) > MAX_DIMS:
         raise CorruptInputError(
             f"{what} declares the shape {shape!r}, not a list of at most {MAX_DIMS} sizes",
             subject=subject,
-            fix="the file is malformed; fetch or write it again",
+            fix=fix,
         )
     dims = []
+    elements = 1
     for d in shape:
         if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 0:
             raise CorruptInputError(
                 f"{what} declares the shape {tuple(shape)!r}: {d!r} is not a size",
                 subject=subject,
-                fix="the file is malformed; fetch or write it again",
+                fix=fix,
             )
         dims.append(int(d))
+        elements *= max(int(d), 1)
     total = np.dtype(dtype).itemsize
     for d in dims:
         total *= d  # Python integers: no overflow
@@ -53,6 +56,13 @@ def checked_shape(
         raise LimitExceededError(
             f"{what} declares {tuple(dims)} {np.dtype(dtype).name} ({total:,} bytes), over the "
             f"{max_bytes:,} bytes allowed here",
+            subject=subject,
+            fix=fix,
+        )
+    if elements >= MAX_ELEMENTS:  # (2**63, 0) holds no byte, but no array library indexes it
+        raise CorruptInputError(
+            f"{what} declares the shape {tuple(dims)!r}, past the {MAX_ELEMENTS:,} elements an "
+            "array can index",
             subject=subject,
             fix=fix,
         )

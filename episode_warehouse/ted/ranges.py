@@ -21,7 +21,6 @@ and a read raises :class:`~episode_warehouse.errors.StaleSelectionError`.
 from __future__ import annotations
 
 import io
-import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -34,9 +33,9 @@ import pyarrow.parquet as pq
 import torch
 from tensordict import TensorDictBase
 
-from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames.rows import FrameRows, check_offsets, offsets_file
 from episode_warehouse.frames.video import VideoFiles
+from episode_warehouse.guards.npy import header_length, parse_header
 from episode_warehouse.storage import Artifact
 from episode_warehouse.ted.assemble import assemble
 from episode_warehouse.ted.files import files_of, final_files_of, frame_files
@@ -44,6 +43,7 @@ from episode_warehouse.ted.layout import EPISODES
 from episode_warehouse.ted.record import TedRecord
 from episode_warehouse.threads import TRANSFER_THREADS
 
+_REBUILD = "re-materialize the ted stage of this partition"
 _HEADER_BYTES = 4096  # one read holds an .npy header (a decoded array's is one page); longer: two
 SMALL_ROW_BYTES = 64
 BLOCK_ROWS = 16384  # a block of a 17-byte-a-row TED's small files: ~280 KB in all
@@ -107,33 +107,13 @@ class RangeRows:
     def _read_header(self, file: str) -> tuple[int, np.dtype, tuple[int, ...]]:
         if file not in self._headers:
             size = self.artifact.size(self.record, file)
+            where, fix = f"{self.artifact.url} {file}", _REBUILD
             first = self._read(file, 0, min(_HEADER_BYTES, size))
-            if first[6:7] in (b"\x01", b"\x02", b"\x03") and len(first) >= 12:
-                prefix = 10 if first[6] == 1 else 12
-                fmt = "<H" if first[6] == 1 else "<I"
-                end = prefix + struct.unpack(fmt, first[8:prefix])[0]
-                if end > len(first) and end <= size:  # a longer header: fetch the rest
-                    first += self._read(file, len(first), end)
-            head = io.BytesIO(first)
-            try:
-                major, _ = np.lib.format.read_magic(head)
-                read = (
-                    np.lib.format.read_array_header_1_0
-                    if major == 1
-                    else np.lib.format.read_array_header_2_0
-                )
-                shape, fortran, dtype = read(head)
-            except ValueError as exc:
-                raise CorruptInputError(
-                    f"not an .npy array ({exc})",
-                    subject=f"{self.artifact.url} {file}",
-                    fix="re-materialize the ted stage of this partition",
-                ) from exc
-            if fortran or dtype.hasobject:
-                raise CorruptInputError(
-                    "a Fortran-ordered or object array", subject=f"{self.artifact.url} {file}"
-                )
-            self._headers[file] = (head.tell(), dtype, tuple(shape))
+            end = header_length(first[:12], subject=where, fix=fix)
+            if len(first) < end <= size:  # a longer header: fetch the rest
+                first += self._read(file, len(first), end)
+            head = parse_header(first, subject=where, fix=fix, data_bytes=size - end)
+            self._headers[file] = (head.offset, head.dtype, head.shape)
         return self._headers[file]
 
     def _frame_offsets(self, file: str) -> np.ndarray:

@@ -12,9 +12,6 @@ the observation rows (a small element's shape must be ``(capacity,)`` before it 
 
 from __future__ import annotations
 
-import io
-import struct
-import tokenize
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +23,8 @@ from isal import igzip
 from isal.igzip_lib import IsalError
 
 from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.guards.shapes import checked_shape
+from episode_warehouse.guards.npy import NpyHeader
+from episode_warehouse.guards.npy import read_header as read_npy_header
 from episode_warehouse.sources.atari.dopamine_files import STORE_ELEMENTS, file_name
 
 _REFETCH = "delete the file and materialize the raw stage again (it is re-downloaded)"
@@ -34,7 +32,6 @@ _REFETCH = "delete the file and materialize the raw stage again (it is re-downlo
 # size: a header declaring more than that is lying, whatever the stream then holds
 DEFLATE_MAX_RATIO = 1032
 _HEADER_SLACK = 1 << 16  # the .npy header and gzip framing
-_MAX_NPY_HEADER = 10_000  # numpy's own bound on a header it will parse
 # isal's stubs declare IsalError as an instance; it is an exception class
 _GZIP_ERRORS: tuple[type[BaseException], ...] = (
     EOFError,
@@ -44,73 +41,25 @@ _GZIP_ERRORS: tuple[type[BaseException], ...] = (
     cast(type[BaseException], IsalError),
 )
 
-# what a damaged header raises inside numpy's parser (a null byte: tokenize.TokenError)
-_HEADER_ERRORS: tuple[type[BaseException], ...] = (
-    *_GZIP_ERRORS,
-    SyntaxError,
-    tokenize.TokenError,
-    struct.error,
-)
-
-
-@dataclass(frozen=True)
-class NpyHeader:
-    """Shape and dtype of an ``.npy`` payload; ``rows`` is the first dimension (0 for scalars)."""
-
-    shape: tuple[int, ...]
-    dtype: np.dtype
-
-    @property
-    def rows(self) -> int:
-        return self.shape[0] if self.shape else 0
-
-    @property
-    def row_bytes(self) -> int:
-        return int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
-
-
-def _header_bytes(fh: BinaryIO) -> io.BytesIO:
-    """The ``.npy`` magic, version, header length and header, read with the length bounded
-    before the header is: numpy's reader asks the stream for a declared length of up to 4 GiB
-    at once (a flipped version byte made a 600 MB read buffer)."""
-    head = fh.read(8)
-    if len(head) < 8 or head[:6] != b"\x93NUMPY" or head[6] not in (1, 2, 3):
-        raise ValueError(f"no .npy magic and version (starts {head[:8]!r})")
-    size = fh.read(2 if head[6] == 1 else 4)
-    (length,) = struct.unpack("<H" if head[6] == 1 else "<I", size)
-    if length > _MAX_NPY_HEADER:
-        raise ValueError(f"a header of {length:,} bytes (numpy writes at most a few hundred)")
-    header = fh.read(length)
-    if len(header) != length:
-        raise EOFError(f"the header ends after {len(header)} of {length} bytes")
-    return io.BytesIO(head + size + header)
-
 
 def _read_header(fh: BinaryIO, path: Path) -> NpyHeader:
+    """The header of the gzip stream ``fh`` (the one ``.npy`` header check,
+    :mod:`~episode_warehouse.guards.npy`), bounded by what the compressed file can inflate to."""
     try:
-        buf = _header_bytes(fh)
-        version = np.lib.format.read_magic(buf)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(buf)
-        else:
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(buf)
-    except _HEADER_ERRORS as exc:
+        header = read_npy_header(
+            fh,
+            subject=str(path),
+            fix=_REFETCH,
+            file_bytes=DEFLATE_MAX_RATIO * path.stat().st_size + _HEADER_SLACK,
+            what="the array header",
+        )
+    except _GZIP_ERRORS as exc:
+        if isinstance(exc, CorruptInputError):
+            raise
         raise CorruptInputError(
             f"not a gzip-compressed .npy array ({exc})", subject=str(path), fix=_REFETCH
         ) from exc
-    if fortran or dtype.hasobject:
-        raise CorruptInputError(
-            "unexpected array layout (Fortran order or object dtype)", subject=str(path)
-        )
-    shape = checked_shape(
-        list(shape),
-        dtype=dtype,
-        subject=str(path),
-        what="the array header",
-        max_bytes=DEFLATE_MAX_RATIO * path.stat().st_size + _HEADER_SLACK,
-        fix="the header declares more than the compressed file can hold; " + _REFETCH,
-    )
-    return NpyHeader(shape, dtype)
+    return header
 
 
 def read_header(path: Path) -> NpyHeader:
