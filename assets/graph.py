@@ -22,6 +22,7 @@ from assets.sources.spec import SourceAssets
 from assets.standardized import standardized_asset
 from assets.statistics import statistics_asset
 from assets.ted import ted_asset
+from episode_warehouse.export.request import partition_export_name
 
 
 @dataclass(frozen=True)
@@ -41,14 +42,13 @@ class SourceGraph:
 
 def _partition_export_name(source: str):
     def name(context) -> str:
-        key = context.partition_key.replace("/", "-")
         video = (
             context.run_config.get("ops", {})
             .get(f"{source}_lerobot_export", {})
             .get("config", {})
             .get("video", False)
         )
-        return f"{source}-{key}" + ("-video" if video else "")
+        return partition_export_name(source, context.partition_key, video=video)
 
     return name
 

@@ -10,7 +10,7 @@ from assets.retries import only_transient_retries
 from episode_warehouse.catalog import run_query
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.export.record import ExportRecord
-from episode_warehouse.export.request import ExportRequest, selection_file
+from episode_warehouse.export.request import ExportRequest, partition_export_name, selection_file
 from episode_warehouse.incremental import require
 from episode_warehouse.paths import WarehouseLayout
 from resources import RunSettings, WarehouseStorage
@@ -94,9 +94,11 @@ def partition_export_asset(
                 "WHERE source = ? AND partition = ? ORDER BY episode",
                 [source, key],
             )
-            name = f"{source}-{key.replace('/', '-')}" + ("-video" if config.video else "")
             request = ExportRequest(
-                name, str(layout.folder), [tuple(r) for r in rows], video=config.video
+                partition_export_name(source, key, video=config.video),
+                str(layout.folder),
+                [tuple(r) for r in rows],
+                video=config.video,
             )
             return _export(context, run_settings, layout, request)
 

@@ -36,10 +36,18 @@ def check_source_name(source: str) -> str:
     return source
 
 
+def export_name_of(source: str, partition: str, *, video: bool = False) -> str:
+    """The name of a whole partition's LeRobot export: ``atari-Pong-5``,
+    ``openx-droid.00000-00031`` (a range's ``@`` as ``.``: export names are letters, digits,
+    ``_ . -``), ``...-video`` for the video export."""
+    name = f"{source}-{partition.replace('/', '-').replace(SEPARATOR, '.')}"
+    return name + ("-video" if video else "")
+
+
 def partition_key_problem(source: str, partition: str) -> str | None:
     """Why ``partition`` cannot name every folder the warehouse will make for it (each stage's
     folders, one per segment; the catalog's, the whole key quoted; a LeRobot export's,
-    ``<source>-<key with '-'>-video``), or None. Checked where a key enters, so a key is
+    :func:`export_name_of`), or None. Checked where a key enters, so a key is
     never refused after its first stages were published."""
     problem = name_problem(partition)
     if problem is not None:
@@ -47,7 +55,7 @@ def partition_key_problem(source: str, partition: str) -> str | None:
     names = [
         *((seg, "a segment") for seg in partition.split("/")),
         (quote(partition, safe=""), "its catalog folder name (the key quoted)"),
-        (f"{source}-{partition.replace('/', '-')}-video", "its LeRobot export's name"),
+        (export_name_of(source, partition, video=True), "its LeRobot export's name"),
     ]
     for name, what in names:
         size = len(name.encode("utf-8", "surrogatepass"))

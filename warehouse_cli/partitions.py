@@ -106,6 +106,7 @@ def cmd_recut(args: argparse.Namespace) -> int:
             fix=f"warehouse recut openx {args.dataset.split(SEPARATOR)[0]} {args.shards}",
         )  # fmt: skip
     new = [r.key for r in _plan(args.dataset, args.shards)]
+    _check_rebuildable(new, args.through)
     root = WarehouseLayout.from_root(args.root).root
     old = [k for k in dataset_partitions(root, "openx", args.dataset) if k not in new]
     instance = cli_instance(args.root)
@@ -124,6 +125,23 @@ def cmd_recut(args: argparse.Namespace) -> int:
         materialize_catalog(instance=instance, resources=resources)
     print(f"{args.dataset} is now {len(new)} range(s) of {args.shards} shard(s)")
     return 0
+
+
+def _check_rebuildable(keys: list[str], through: str | None) -> None:
+    """Before anything is dropped: every new range's key, and the name of its export where the
+    export is built, is one the stages take (a recut whose export name was refused dropped the
+    old ranges and then failed, leaving a quarter of the dataset).
+
+    Raises:
+        PartitionKeyError: naming the key or export name that would be refused.
+    """
+    from episode_warehouse.export.request import partition_export_name
+    from episode_warehouse.sources import registry
+
+    for key in keys:
+        registry.check_partition("openx", key)
+        if through in (None, "lerobot"):
+            partition_export_name("openx", key)
 
 
 def _plan(dataset: str, per_range: int):

@@ -15,6 +15,7 @@ from episode_warehouse.catalog.schema import EPISODES
 from episode_warehouse.errors import ConfigError, CorruptInputError
 from episode_warehouse.export import croissant
 from episode_warehouse.incremental import checkout, published, require
+from episode_warehouse.partition_keys import export_name_of
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.records import RawRecord
 
@@ -33,7 +34,7 @@ def describe_partition(layout: WarehouseLayout, source: str, partition: str) -> 
     checkout(layout.root, rows_dir)
     raw = published(layout.root, layout.raw_dir(source, partition), RawRecord)
     described = croissant.Described(
-        name=f"{source}-{partition}".replace("/", "-"),
+        name=export_name_of(source, partition),
         description=f"The episode catalog rows of the {source} partition {partition} "
         "(one record per episode, with its integrity audit, duplicate signatures and quality "
         "signals), as the episode warehouse keeps them.",

@@ -7,8 +7,9 @@ import re
 from dataclasses import dataclass
 
 from episode_warehouse.errors import PartitionKeyError
+from episode_warehouse.partition_keys import export_name_of
 
-__all__ = ["ExportRequest", "check_export_name", "selection_file"]
+__all__ = ["ExportRequest", "check_export_name", "partition_export_name", "selection_file"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
@@ -26,6 +27,16 @@ def check_export_name(name: str) -> str:
             fix="use letters, digits, '_', '.' and '-' (e.g. pong-top10)",
         )
     return name
+
+
+def partition_export_name(source: str, key: str, *, video: bool = False) -> str:
+    """The export of one whole partition (``<source>_lerobot_export``, ``warehouse drop``),
+    :func:`~episode_warehouse.partition_keys.export_name_of`, checked like every export name.
+
+    Raises:
+        PartitionKeyError: a key whose name would not be an export name.
+    """
+    return check_export_name(export_name_of(source, key, video=video))
 
 
 def selection_file(name: str) -> str:

@@ -98,17 +98,36 @@ def test_drop_is_refused_while_a_run_holds_the_partition(two_ranges, capsys):
         assert main(["drop", "openx", "droid@00004-00007", "--root", str(layout.folder)]) == 0
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a recut through every stage: nine Dagster runs and three exports")
 def test_recut_is_one_command(two_ranges, capsys):
+    """Through every stage, the exports included: a range's export name was refused (the
+    ``@``), after the old ranges had been dropped (#69 item 9)."""
     layout, src, lengths = two_ranges
     with dagster_home_of(layout.folder), variable_set("OPENX_URL", str(src)):
-        code = main(["recut", "openx", "droid", "3", "--through", "catalog",
-                     "--root", str(layout.folder)])  # fmt: skip
+        code = main(["recut", "openx", "droid", "3", "--root", str(layout.folder)])
     assert code == 0, capsys.readouterr().err
     _, rows = run_query(layout.root, "SELECT DISTINCT partition FROM episodes ORDER BY 1")
     assert [r[0] for r in rows] == ["droid@00000-00002", "droid@00003-00005", "droid@00006-00007"]
     assert _counts(layout) == (24, sum(lengths))
     assert open_ted("openx", "droid", layout.folder).batch_size[0] == sum(lengths)
+    exports = sorted(p.name for p in (layout.folder / "lerobot").iterdir())
+    assert exports == ["openx-droid.00000-00002", "openx-droid.00003-00005",
+                       "openx-droid.00006-00007"]  # fmt: skip
+
+
+def test_a_range_materializes_through_its_export(tmp_path, capsys):
+    """docs/droid.md's own command, every stage (#69 item 9): the export stopped at its name."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    _, by_shard = write_droid(tmp_path / "src", shards=2, per_shard=1)
+    root = tmp_path / "wh"
+    with dagster_home_of(root), variable_set("OPENX_URL", str(tmp_path / "src")):
+        code = main(["materialize", "openx", "droid@00000-00001", "--root", str(root)])
+    assert code == 0, capsys.readouterr().err
+    export = root / "lerobot" / "openx-droid.00000-00001"
+    dataset = LeRobotDataset("local/droid", root=export)
+    assert dataset.num_episodes == 2
+    assert dataset.num_frames == sum(len(e.record["steps"]) for s in by_shard for e in s)
 
 
 def test_ranges_of_two_dataset_versions_are_not_joined(tmp_path):
