@@ -69,7 +69,6 @@ def png_jobs(episode: ExportEpisode, index: int, scratch: Path, features: dict) 
     from episode_warehouse.export.features import image_sources
 
     jobs = []
-    encoded = {e["file"]: e["frames"] for e in episode.meta.keys.values() if "frames" in e}
     for key, (file, layout) in image_sources(episode.meta, episode.ted, features).items():
         first = scratch / DEFAULT_IMAGE_PATH.format(
             image_key=key, episode_index=index, frame_index=0
@@ -78,8 +77,8 @@ def png_jobs(episode: ExportEpisode, index: int, scratch: Path, features: dict) 
             jobs.append(
                 {
                     "key": key,
-                    "file": str(episode.ted_dir / file),
-                    "frames": encoded.get(file),  # (shape, dtype) of a camera stored encoded
+                    "ted": str(episode.ted_dir),
+                    "file": file,
                     "start": episode.start + offset,
                     "length": min(CHUNK_FRAMES, episode.length - offset),
                     "first_frame": offset,

@@ -4,8 +4,9 @@ lerobot's writer takes an image column as a list of PNG paths (it embeds the fil
 its parquet and samples them for statistics). Encoding those PNGs is the CPU-heavy part of a
 lossless export, and it does not depend on the episode before, so ``PngWriters`` runs it in the
 worker pool (``episode_warehouse.workers``) while the calling process hands finished episodes
-to lerobot. A worker reads its frames straight from the TED's ``.npy`` file, so only a small
-job dict crosses the pipe.
+to lerobot. A worker reads its frames from the TED folder through the TED's own reader
+(:class:`~episode_warehouse.ted.assemble.MappedRows`: raw, encoded and video cameras alike), so
+only a small job dict crosses the pipe.
 
 The files are what lerobot's ``add_frame`` writes for the same frame: ``PIL.Image.fromarray``
 of the HWC uint8 array saved with the same ``compress_level`` (tests compare the datasets byte
@@ -26,7 +27,8 @@ import PIL.Image
 # (N, C, H, W) frames, written as HWC (one channel: as GRAY). The decoders declare them.
 from episode_warehouse.decoded.format import CHW, GRAY
 from episode_warehouse.errors import DiskFullError, ExportError, is_disk_full
-from episode_warehouse.frames.rows import open_frames
+from episode_warehouse.ted.assemble import MappedRows
+from episode_warehouse.ted.files import read_meta
 from episode_warehouse.workers import WorkerPool
 
 log = logging.getLogger(__name__)
@@ -46,17 +48,14 @@ def to_hwc(frames: np.ndarray, layout: str) -> np.ndarray:
 
 
 def write_pngs(job: dict) -> None:
-    """Write rows ``[start, start + length)`` of ``job["file"]`` as PNG files in ``job["dir"]``.
+    """Write rows ``[start, start + length)`` of ``job["file"]`` (a file of the TED folder
+    ``job["ted"]``, read by the TED's reader) as PNG files in ``job["dir"]``.
 
     Row ``start + i`` is frame ``job["first_frame"] + i`` of its episode, named by
     ``job["pattern"].format(frame_index=...)``.
     """
-    encoded = job.get("frames")  # a camera stored encoded: its rows decoded here
-    frames = (
-        open_frames(Path(job["file"]), tuple(encoded["shape"]), encoded["dtype"])
-        if encoded
-        else np.load(job["file"], mmap_mode="r")
-    )
+    folder = Path(job["ted"])  # the TED's own reader: raw, encoded and video cameras alike
+    frames = MappedRows(folder, read_meta(folder)).file_rows(job["file"])
     rows = to_hwc(np.asarray(frames[job["start"] : job["start"] + job["length"]]), job["layout"])
     out = Path(job["dir"])
     out.mkdir(parents=True, exist_ok=True)
@@ -70,7 +69,7 @@ def write_pngs(job: dict) -> None:
 def _failed(job: dict, why: str) -> ExportError:
     return ExportError(
         f"writing PNG frames failed: {why}",
-        subject=job["file"],
+        subject=f"{job['ted']}/{job['file']}",
         fix="check that the TED folder is complete (re-materialize its partition)",
     )
 

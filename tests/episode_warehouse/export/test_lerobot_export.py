@@ -218,8 +218,10 @@ def test_png_writers_report_a_failed_job_and_keep_working(root, tmp_path):
 
     from episode_warehouse.export.png_writer import GRAY, PngWriters
 
+    ted = root / "ted" / "atari" / "Pong" / "3"
     job = {
-        "file": str(tmp_path / "missing.npy"),
+        "ted": str(ted),
+        "file": "missing.npy",
         "start": 0,
         "length": 2,
         "first_frame": 0,
@@ -228,17 +230,15 @@ def test_png_writers_report_a_failed_job_and_keep_working(root, tmp_path):
         "pattern": "frame-{frame_index:06d}.png",
         "compress_level": 6,
     }
-    frames = root / "ted" / "atari" / "Pong" / "3" / "observation.frames"
     with PngWriters(1) as writers:
-        with pytest.raises(ExportError, match="missing.npy.*FileNotFoundError"):
+        with pytest.raises(CorruptInputError, match="missing.npy.*No such file"):
             writers.submit(job).result()
-        encoded = {"shape": [84, 84], "dtype": "uint8"}
-        good = {**job, "file": str(frames), "frames": encoded, "start": 5}
+        good = {**job, "file": "observation.frames", "start": 5}
         writers.submit(good).result()
         # finish: whichever side writes a job (worker, or this process for one not yet
         # started), a failure is the same error
         jobs = [{**good, "dir": str(tmp_path / "more")}, job]
-        with pytest.raises(ExportError, match="missing.npy.*FileNotFoundError"):
+        with pytest.raises(CorruptInputError, match="missing.npy.*No such file"):
             writers.finish(jobs, [writers.submit(j) for j in jobs])
     written = np.asarray(Image.open(tmp_path / "frames" / "frame-000001.png"))
     expected = open_ted("atari", "Pong/3", root)["observation"][6].numpy()
@@ -268,3 +268,29 @@ def test_another_lerobot_version_takes_the_plain_per_frame_path(root, tmp_path, 
     assert not lerobot_compat.fast_path_available()
     monkeypatch.setattr(lerobot_compat, "installed_version", lambda: "0.6.1")
     assert lerobot_compat.fast_path_available()
+
+
+def test_a_lerobot_video_source_exports_its_decoded_frames(tmp_path):
+    """A LeRobot dataset whose cameras are AV1 video, through every stage to an export (#69
+    item 8): the PNG jobs opened the frame file by a second reader that dropped the camera's
+    video files, and the export failed calling the frames damaged. The export's frames are the
+    pixels LeRobotDataset decodes from the source's MP4s."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from tests.helpers import build_lerobot
+    from warehouse_fixtures.lerobot_writer import LeRobotSpec
+
+    spec = LeRobotSpec(repo_id="owner/clips", video=True, frames="scene", lengths=(6, 9),
+                       cameras={"top": (48, 64)})  # fmt: skip
+    root = tmp_path / "wh"
+    build_lerobot(root, spec)
+    sel = select_episodes(ROWS + " ORDER BY episode", root=root)
+    request = ExportRequest("clips", str(root), _rows(sel))
+    export_lerobot(request, tmp_path / "out", workers=2)
+    ours = _load(request, tmp_path / "out")
+    theirs = LeRobotDataset(spec.repo_id, root=root / "lerobot-src" / spec.repo_id)
+    assert len(ours) == len(theirs) == sum(spec.lengths)
+    for i in range(len(theirs)):
+        a, b = ours[i], theirs[i]
+        assert torch.equal(a["observation.images.top"], b["observation.images.top"]), i
+        assert torch.equal(a["action"], b["action"]), i
