@@ -1,10 +1,11 @@
-"""The size of an encoded image from its first bytes, without decoding it.
+"""What an encoded image is from its first bytes, without decoding it.
 
-PNG (IHDR) and JPEG (the SOF marker) are read directly, in microseconds. No other format is a
-camera frame here: a camera declares JPEG or PNG (RLDS's ``encodingFormat``, LeRobot's and
-Minari's writers), and a GIF, WebP or TIFF in its place (an animated GIF decodes every frame:
-293 KB became 4.1 GB) is refused by its first bytes, before anything decodes it. Used to refuse
-images over the pixel limit before decoding.
+A PNG's IHDR is read here (in microseconds; its chunk layout is fixed, so this is what libpng
+reads); a JPEG's header is read by libjpeg-turbo itself, in ``frames.codec`` (a marker parser of
+ours was fooled by a frame header hidden behind ``FF 00``). No other format is a camera frame:
+a camera declares JPEG or PNG (RLDS's ``encodingFormat``, LeRobot's and Minari's writers), and a
+GIF, WebP or TIFF in its place (an animated GIF decodes every frame: 293 KB became 4.1 GB) is
+refused by its first bytes (:func:`image_format`), before anything decodes it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 _IHDR_LENGTH = struct.pack(">I", 13)
 _PNG_CHANNELS = {0: 1, 2: 3, 3: 3, 4: 2, 6: 4}  # by colour type; palette decodes to RGB
-_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
-_NO_LENGTH = frozenset((0x01, *range(0xD0, 0xD8)))  # TEM and RSTn: markers without a length
 
 
 def png_prefix(width: int, height: int, bit_depth: int, colour_type: int) -> bytes:
@@ -32,9 +31,11 @@ def png_prefix(width: int, height: int, bit_depth: int, colour_type: int) -> byt
     )
 
 
-def _png(data: bytes | bytearray) -> tuple[int, int, int] | None:
-    """The IHDR of a PNG, trusted only when the chunk layout is PNG's: IHDR first, 13 bytes
-    long, its CRC right, dimensions in 1..2**31-1."""
+def png_header(data: bytes | bytearray | memoryview) -> tuple[int, int, int, int] | None:
+    """(channels, height, width, bit depth) of a PNG's IHDR, as libpng reads it: trusted only
+    when the chunk layout is PNG's (IHDR first, 13 bytes long, its CRC right, dimensions in
+    1..2**31-1); None otherwise."""
+    data = bytes(data[:33])
     if len(data) < 33 or data[8:16] != _IHDR_LENGTH + b"IHDR":
         return None
     (crc,) = struct.unpack(">I", data[29:33])
@@ -43,29 +44,12 @@ def _png(data: bytes | bytearray) -> tuple[int, int, int] | None:
     width, height = struct.unpack(">II", data[16:24])
     if not (0 < width < 2**31 and 0 < height < 2**31) or data[25] not in _PNG_CHANNELS:
         return None
-    return _PNG_CHANNELS[data[25]], height, width
+    return _PNG_CHANNELS[data[25]], height, width, data[24]
 
 
-def jpeg_size(data: bytes | bytearray | memoryview) -> tuple[int, int, int] | None:
-    """(components, height, width) of a JPEG's first frame header (SOF), read from any
-    bytes-like object without copying it; None where the markers before it do not parse."""
-    i = 2
-    while i + 9 < len(data):
-        if data[i] != 0xFF:
-            return None
-        marker = data[i + 1]
-        if marker == 0xFF:  # fill byte
-            i += 1
-            continue
-        if marker in _NO_LENGTH:
-            i += 2
-            continue
-        (length,) = struct.unpack(">H", data[i + 2 : i + 4])
-        if marker in _SOF:
-            height, width = struct.unpack(">HH", data[i + 5 : i + 9])
-            return data[i + 9], height, width
-        i += 2 + length
-    return None
+def _png(data: bytes | bytearray) -> tuple[int, int, int] | None:
+    header = png_header(data)
+    return None if header is None else header[:3]
 
 
 def image_format(data: bytes) -> str:
@@ -88,10 +72,7 @@ _OTHERS = ((b"GIF87a", "gif"), (b"GIF89a", "gif"), (b"BM", "bmp"), (b"II*\x00", 
 
 
 def image_size(data: bytes | bytearray) -> tuple[int, int, int] | None:
-    """(channels, height, width) declared by a JPEG's or PNG's header; None for any other
-    bytes (another format, or a header that cannot be read)."""
-    if data.startswith(PNG_SIGNATURE):
-        return _png(data)
-    if data.startswith(b"\xff\xd8"):
-        return jpeg_size(data)
-    return None
+    """(channels, height, width) declared by a PNG's header; None for any other bytes. A JPEG's
+    header is read by its decoder alone (``frames.codec``: a parser of ours was fooled by a
+    frame header hidden behind ``FF 00``)."""
+    return _png(data) if data.startswith(PNG_SIGNATURE) else None

@@ -3,11 +3,11 @@
 A stored frame is one of:
 
 - the source's own JPEG or PNG bytes, as published (RLDS, the WebDataset repack, LeRobot image
-  datasets): a JPEG decoded by libjpeg-turbo through simplejpeg (the accurate integer IDCT and
-  fancy upsampling: bit-identical to torchvision's ``decode_image``, PIL's and TensorFlow's
-  ``INTEGER_ACCURATE``; tests compare them), straight into memory the caller owns where it
-  can (:func:`decode_frame_into`: a batch's slot, no copy); a PNG (its own bit depth) and a JPEG
-  of another component count (CMYK) with torchvision's ``decode_image``;
+  datasets, Minari): a JPEG decoded by libjpeg-turbo through simplejpeg (the accurate integer
+  IDCT and fancy upsampling: bit-identical to torchvision's ``decode_image``, PIL's and
+  TensorFlow's ``INTEGER_ACCURATE``; tests compare them), straight into memory the caller owns
+  where it can (:func:`decode_frame_into`: a batch's slot, no copy); a PNG (its own bit depth)
+  with torchvision's ``decode_image``;
 - a raw frame compressed once with Zstandard (level 3), for sources whose frames come as
   pixels (Dopamine checkpoints, RL Unplugged after its workers decode, Minari, LeRobot image
   arrays): the codec was chosen by measurement (``bench.frame_codecs``: 0.084x the raw bytes on
@@ -15,14 +15,24 @@ A stored frame is one of:
 - empty: a row of zeros (the observation files' extra last row).
 
 The kind is told by the bytes' own signature, so one file may mix them (a frame the source
-converted, say grey to RGB, is stored as its converted pixels). Before anything is decoded the
-header's declared size must be the row's: a frame cannot make the decoder allocate more than
-one row (decompression bombs stop at the header).
+converted, say grey to RGB, is stored as its converted pixels).
+
+**One acceptance rule** (:func:`declared`, each codec's ``accept``), called by ingest
+(:func:`decode_published`), the audit, every loader, the export, the viewer and Rerun alike:
+before anything is decoded, the header is read as the decoder reads it (a JPEG's by
+libjpeg-turbo itself, never by a parser of ours that a hidden frame header can fool; a libjpeg
+warning there is a refusal), a JPEG may have at most :data:`MAX_JPEG_SCANS` scans (10,000
+empty progressive scans took 17-21 s a decode), and the declared size must be the row's (or,
+at ingest, within ``max_image_pixels``): a frame cannot make the decoder allocate more than one
+row. The decode is strict (a cut or damaged scan is refused, never filled with grey), so a frame
+one reader refuses is refused by every reader and never published, and a published frame
+decodes to the same pixels everywhere.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,13 +40,17 @@ from dataclasses import dataclass
 import numpy as np
 import simplejpeg
 
-from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.image_header import PNG_SIGNATURE, image_size
+from episode_warehouse.errors import CorruptInputError, LimitExceededError
+from episode_warehouse.image_header import PNG_SIGNATURE, image_format, png_header
+from episode_warehouse.limits import LIMITS_FIX
 
 JPEG_SIGNATURE = b"\xff\xd8\xff"
 ZSTD_SIGNATURE = b"\x28\xb5\x2f\xfd"
 VIDEO_REF = b"EWVR"  # a reference into a video file (frames/video.py decodes it)
 ZSTD_LEVEL = 3
+# progressive JPEGs from common encoders have 10 (libjpeg) to ~20 (mozjpeg) scans; every scan
+# makes the decoder pass over the whole image again
+MAX_JPEG_SCANS = 64
 _FIX = "re-materialize the decoded stage of this partition (the stored frame is damaged)"
 _local = threading.local()
 
@@ -63,6 +77,19 @@ RunDecoder = Callable[
 
 
 @dataclass(frozen=True)
+class Declared:
+    """What a frame's header declares, as its decoder reads it."""
+
+    channels: int
+    height: int
+    width: int
+    dtype: np.dtype
+
+    def row(self) -> tuple[int, int, int]:
+        return (self.channels, self.height, self.width)
+
+
+@dataclass(frozen=True)
 class Codec:
     """One kind of stored frame: the signature its bytes start with, the media type a viewer
     serves them as (None: drawn, not served as stored) and how they become a row (sizes checked
@@ -82,6 +109,9 @@ class Codec:
     # frames that all start with this signature into ``out[places[k]]`` (see
     # :func:`decode_frames_into`); None: one frame at a time
     decode_run: RunDecoder | None = None
+    # the acceptance rule: the header read as the decoder reads it, ``(blob, where)``; None:
+    # no image header (raw pixels, a video reference)
+    accept: Callable[[bytes | memoryview, str], Declared] | None = None
 
 
 def codec_of(blob: bytes | memoryview) -> Codec | None:
@@ -150,6 +180,46 @@ def decode_frame(
             fix=_FIX,
         )
     return codec.decode(blob, shape, dtype, where)
+
+
+def declared(blob: bytes | memoryview, where: str) -> Declared:
+    """What a JPEG's or PNG's header declares, read by the rule every reader follows (the
+    module's docs): the codec's ``accept``.
+
+    Raises:
+        CorruptInputError: bytes of no image codec, or a header its decoder refuses.
+    """
+    codec = codec_of(blob) if len(blob) else None
+    if codec is None or codec.accept is None:
+        found = image_format(bytes(blob[:12]))
+        raise CorruptInputError(
+            f"the image is {'a ' + found.upper() if found != 'unknown' else 'of no known format'}"
+            ", not the JPEG or PNG a camera holds: refused before decoding",
+            subject=where,
+            fix="re-encode the camera's frames as JPEG or PNG at the source (or download the "
+            "file again if the bytes are damaged)",
+        )
+    return codec.accept(blob, where)
+
+
+def decode_published(blob: bytes | memoryview, where: str, max_pixels: int) -> np.ndarray:
+    """A frame as a source published it (JPEG or PNG bytes): accepted as every reader accepts
+    it, its size within ``max_pixels`` before anything is allocated, then decoded by the
+    decoder the readers use, to ``(C, H, W)`` of its own dtype. What ingest calls: a frame this
+    refuses is never published, and one it decodes decodes to the same pixels everywhere.
+
+    Raises:
+        CorruptInputError: as :func:`declared` and :func:`decode_frame`;
+            ``LimitExceededError`` over ``max_pixels``.
+    """
+    info = declared(blob, where)
+    if info.height * info.width > max_pixels:
+        raise LimitExceededError(
+            f"the image declares {info.width}x{info.height} pixels, over the limit of {max_pixels}",
+            subject=where,
+            fix=LIMITS_FIX,
+        )
+    return decode_frame(blob, info.row(), info.dtype, where)
 
 
 def decode_frame_into(
@@ -224,19 +294,6 @@ def decode_preview(
     return grey(decode_frame(blob, shape, dtype, where))
 
 
-def _preview_jpeg(blob: bytes | memoryview, shape: tuple[int, ...], where: str) -> np.ndarray:
-    import cv2  # libjpeg-turbo's scaled decode, grey: 0.11 ms for 256x320 against PIL's 0.3
-
-    data = bytes(blob)
-    declared = image_size(data)
-    if declared is None or declared[1:] != tuple(shape[-2:]):
-        raise _other_size(where, f"a header of {declared}", shape, np.dtype(np.uint8))
-    pixels = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_REDUCED_GRAYSCALE_8)
-    if pixels is None:
-        raise CorruptInputError("a frame does not decode", subject=where, fix=_FIX)
-    return pixels.astype(np.float32)
-
-
 def _decode_zstd(
     blob: bytes | memoryview, shape: tuple[int, ...], dtype: np.dtype, where: str
 ) -> np.ndarray:
@@ -287,34 +344,59 @@ def _decode_zstd_run(
         ) from exc
 
 
-def _decode_picture(
+def _accept_png(blob: bytes | memoryview, where: str) -> Declared:
+    header = png_header(blob)
+    if header is None:
+        raise CorruptInputError("the PNG's header does not read", subject=where, fix=_FIX)
+    channels, height, width, depth = header
+    return Declared(channels, height, width, np.dtype(np.uint16 if depth == 16 else np.uint8))
+
+
+def _decode_png(
     blob: bytes | memoryview, shape: tuple[int, ...], dtype: np.dtype, where: str
 ) -> np.ndarray:
-    """A JPEG or PNG: its header must declare the row's height and width first."""
-    data = bytearray(blob)  # the one copy: the decoder's input must be writable memory
-    declared = image_size(data)
-    if declared is None or declared[1:] != tuple(shape[-2:]):  # height, width
-        raise _other_size(where, f"a header of {declared}", shape, dtype)
-    return _decode_image(data, shape, dtype, where)
+    """A PNG, its header checked against the row first, decoded by libpng (torchvision)."""
+    _check_row(_accept_png(blob, where), shape, dtype, where)
+    return _decode_image(bytearray(blob), shape, dtype, where)  # the decoder's writable copy
 
 
-def _decode_jpeg(
-    blob: bytes | memoryview, shape: tuple[int, ...], dtype: np.dtype, where: str
-) -> np.ndarray:
-    """A JPEG row in fresh memory, channels last as every decoder gives pixels."""
-    if dtype == np.uint8 and len(shape) in (2, 3):
-        memory = (*shape[1:], shape[0]) if len(shape) == 3 else shape
-        out: np.ndarray = np.empty(memory, np.uint8)
-        if len(shape) == 3:
-            out = out.transpose(2, 0, 1)
-        if _decode_jpeg_into(blob, out, shape, where):
-            return out
-    return _decode_picture(blob, shape, dtype, where)
+# libjpeg-turbo's colorspaces (``decode_jpeg_header``) by component count, and the colorspace
+# simplejpeg decodes each count to (a 4-component JPEG as its CMYK samples, as torchvision's
+# decode_image gives them)
+_COMPONENTS = {"Gray": 1, "YCbCr": 3, "RGB": 3, "CMYK": 4, "YCCK": 4}
+_DECODED_AS = {1: "GRAY", 3: "RGB", 4: "CMYK"}
+_SCAN = re.compile(rb"\xff\xda")  # a scan's marker (entropy-coded data stuffs every 0xff)
 
 
-# libjpeg-turbo's colorspaces (``decode_jpeg_header``) of the JPEGs simplejpeg writes into a
-# row, by their component count; any other (CMYK, YCCK) is decoded by torchvision
-_COMPONENTS = {"Gray": 1, "YCbCr": 3, "RGB": 3}
+def _accept_jpeg(blob: bytes | memoryview, where: str) -> Declared:
+    """A JPEG's header read by libjpeg-turbo, the decoder itself (a warning while it reads the
+    markers is an error: six stray bytes after APP0, a frame header hidden behind ``FF 00``),
+    and its scans counted: a bound on the decoder's work before it starts.
+
+    Raises:
+        CorruptInputError: a header the decoder refuses, a colorspace it cannot give, or
+            more than :data:`MAX_JPEG_SCANS` scans (a ``LimitExceededError``).
+    """
+    try:
+        height, width, space, _ = simplejpeg.decode_jpeg_header(blob)
+    except ValueError as exc:
+        raise CorruptInputError(
+            f"the JPEG's header does not read ({exc})", subject=where, fix=_FIX
+        ) from None
+    channels = _COMPONENTS.get(space)
+    if channels is None:
+        raise CorruptInputError(
+            f"a JPEG of colorspace {space!r}", subject=where, fix=_FIX
+        )  # fmt: skip
+    scans = len(_SCAN.findall(blob))
+    if scans > MAX_JPEG_SCANS:
+        raise LimitExceededError(
+            f"the JPEG has {scans} scans, over the {MAX_JPEG_SCANS} any encoder writes (each "
+            "one decodes the whole image again)",
+            subject=where,
+            fix=_FIX,
+        )
+    return Declared(channels, height, width, np.dtype(np.uint8))
 
 
 def _channels(shape: tuple[int, ...]) -> int:
@@ -322,11 +404,27 @@ def _channels(shape: tuple[int, ...]) -> int:
     return shape[0] if len(shape) == 3 else 1
 
 
+def _check_row(declared: Declared, shape: tuple[int, ...], dtype: np.dtype, where: str) -> None:
+    """The declared frame is a row of ``shape`` and ``dtype`` (checked before any decode).
+
+    Raises:
+        CorruptInputError: naming what the header declares and what the row is.
+    """
+    if (
+        (declared.height, declared.width) != tuple(shape[-2:])
+        or declared.channels != _channels(shape)
+        or declared.dtype != np.dtype(dtype)
+    ):
+        got = (f"{declared.channels} component(s) of {declared.height}x{declared.width} "
+               f"{declared.dtype} (its header says)")  # fmt: skip
+        raise _other_size(where, got, shape, np.dtype(dtype))
+
+
 def _pixels_last(out: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
     """``out`` (a row of ``shape``, ``(C, H, W)`` or ``(H, W)``, or rows of it) seen as the
     decoder writes pixels, ``(..., H, W, C)`` or ``(..., H, W)``; None where a row is not
-    writable, contiguous uint8 memory of 1 or 3 channels so seen (a copy is written instead)."""
-    if out.dtype != np.uint8 or _channels(shape) not in (1, 3) or not out.flags.writeable:
+    writable, contiguous uint8 memory so seen (a copy is written instead)."""
+    if out.dtype != np.uint8 or _channels(shape) not in _DECODED_AS or not out.flags.writeable:
         return None
     rows = out.ndim > len(shape)
     target = np.moveaxis(out, out.ndim - 3, -1) if len(shape) == 3 else out
@@ -334,53 +432,47 @@ def _pixels_last(out: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
     return target if row.flags.c_contiguous else None
 
 
-def _writes(blob: bytes | memoryview, shape: tuple[int, ...], where: str) -> bool:
-    """Whether simplejpeg writes this JPEG into a row of ``shape``: its header, read by
-    libjpeg-turbo before anything is decoded, declares the row's height, width and component
-    count. False for a header TurboJPEG does not read (an unusual subsampling) or a JPEG of 4
-    components: torchvision's path decodes or refuses those.
-
-    Raises:
-        CorruptInputError: a header of another size or component count (naming ``where``).
-    """
+def _decode_jpeg_pixels(
+    blob: bytes | memoryview, target: np.ndarray, channels: int, where: str
+) -> None:
+    """The decoder call: ``blob`` (accepted) into ``target``, channels last, strictly (a cut,
+    random or misordered scan is refused, as torchvision refuses nothing of it)."""
     try:
-        height, width, space, _ = simplejpeg.decode_jpeg_header(blob)
-    except ValueError:
-        return False
-    components = _COMPONENTS.get(space)
-    if (height, width) != tuple(shape[-2:]):
-        declared = (components or space, height, width)
-        raise _other_size(where, f"a header of {declared}", shape, np.dtype(np.uint8))
-    if components is None:
-        return False
-    if components != _channels(shape):
-        raise _other_size(where, f"{components} component(s)", shape, np.dtype(np.uint8))
-    return True
+        simplejpeg.decode_jpeg(blob, colorspace=_DECODED_AS[channels], buffer=target,
+                               strict=True)  # fmt: skip
+    except ValueError as exc:
+        raise CorruptInputError(
+            f"a frame does not decode ({exc})", subject=where, fix=_FIX
+        ) from None
 
 
 def _decode_jpeg_into(
     blob: bytes | memoryview, out: np.ndarray, shape: tuple[int, ...], where: str
 ) -> bool:
-    """A JPEG of 1 or 3 components written by libjpeg-turbo (simplejpeg) into ``out``, a
-    uint8 row held channels last (or a grey ``(H, W)`` row), after its header declared the
-    row's size and component count. False, with nothing decoded, for any other memory, dtype
-    or component count (torchvision's path decides those)."""
+    """A JPEG accepted for a row of ``shape`` and written by libjpeg-turbo into ``out``, a
+    uint8 row held channels last (or a grey ``(H, W)`` row). False, with nothing decoded, for
+    other memory (the caller copies :func:`_decode_jpeg`'s row).
+
+    Raises:
+        CorruptInputError: the frame is not accepted for the row, or does not decode.
+    """
+    _check_row(_accept_jpeg(blob, where), shape, np.dtype(np.uint8), where)
     target = _pixels_last(out, shape)
-    if target is None or not _writes(blob, shape, where):
+    if target is None:
         return False
-    _decode_jpeg_pixels(blob, target, _channels(shape) == 3, where)
+    _decode_jpeg_pixels(blob, target, _channels(shape), where)
     return True
 
 
-def _decode_jpeg_pixels(blob: bytes | memoryview, target: np.ndarray, rgb: bool, where: str):
-    """The decoder call: ``blob`` (its header checked) into ``target``, channels last."""
-    try:
-        simplejpeg.decode_jpeg(blob, colorspace="RGB" if rgb else "GRAY", buffer=target,
-                               strict=True)  # fmt: skip
-    except ValueError as exc:  # strict: a truncated frame fails, as it does in torchvision
-        raise CorruptInputError(
-            f"a frame does not decode ({exc})", subject=where, fix=_FIX
-        ) from None
+def _decode_jpeg(
+    blob: bytes | memoryview, shape: tuple[int, ...], dtype: np.dtype, where: str
+) -> np.ndarray:
+    """A JPEG row in fresh memory, channels last as every decoder gives pixels."""
+    _check_row(_accept_jpeg(blob, where), shape, dtype, where)
+    memory = (*shape[1:], shape[0]) if len(shape) == 3 else shape
+    out: np.ndarray = np.empty(memory, np.uint8)
+    _decode_jpeg_pixels(blob, out, _channels(shape), where)
+    return out.transpose(2, 0, 1) if len(shape) == 3 else out
 
 
 def _decode_jpeg_run(
@@ -392,19 +484,42 @@ def _decode_jpeg_run(
     where: Callable[[int], str],
 ) -> None:
     """JPEG frames into ``out[places[k]]``, each by the rule :func:`_decode_jpeg_into` follows
-    (its header checked, then one decoder call straight into its place), the memory seen as
+    (accepted for the row, then one decoder call straight into its place), the memory seen as
     pixels once for the batch: in a worker, the Python between two decoder calls runs on
-    caches the decoder has just filled (measured, docs/read-path.md: the path from a batch to
-    each decoder call took 6% of a worker's time under the DataLoader, beside its 80% in the
-    decoder). A frame the check does not pass (a CMYK JPEG) and memory the decoder cannot
-    write go through :func:`decode_frame_into`, which decodes them as it does alone."""
-    target, rgb = _pixels_last(out, shape), _channels(shape) == 3
+    caches the decoder has just filled (docs/read-path.md). Memory the decoder cannot write
+    goes through :func:`decode_frame_into`, which copies."""
+    target, channels, uint8 = _pixels_last(out, shape), _channels(shape), np.dtype(np.uint8)
+    if target is None:
+        for k, place in enumerate(places):
+            decode_frame_into(blobs[k], out[place], shape, dtype, where(k))
+        return
     for k, place in enumerate(places):
         blob, name = blobs[k], where(k)
-        if target is not None and _writes(blob, shape, name):
-            _decode_jpeg_pixels(blob, target[place], rgb, name)
-        else:
-            decode_frame_into(blob, out[place], shape, dtype, name)
+        _check_row(_accept_jpeg(blob, name), shape, uint8, name)
+        _decode_jpeg_pixels(blob, target[place], channels, name)
+
+
+def _preview_jpeg(blob: bytes | memoryview, shape: tuple[int, ...], where: str) -> np.ndarray:
+    """A JPEG accepted for its row, decoded grey at 1/8 of each side (libjpeg-turbo's scaled
+    IDCT reads every coefficient, so a damaged frame fails as it does at full size); a
+    4-component JPEG decoded whole and made grey."""
+    _check_row(_accept_jpeg(blob, where), shape, np.dtype(np.uint8), where)
+    if _channels(shape) == 4:
+        return grey(_decode_jpeg(blob, shape, np.dtype(np.uint8), where))
+    height, width = shape[-2:]
+    try:
+        pixels = simplejpeg.decode_jpeg(
+            blob,
+            colorspace="GRAY",
+            strict=True,
+            min_height=-(-height // 8),
+            min_width=-(-width // 8),
+        )
+    except ValueError as exc:
+        raise CorruptInputError(
+            f"a frame does not decode ({exc})", subject=where, fix=_FIX
+        ) from None
+    return pixels[..., 0].astype(np.float32)
 
 
 def _decode_image(
@@ -446,8 +561,9 @@ CODECS: tuple[Codec, ...] = (
         _preview_jpeg,
         decode_into=_decode_jpeg_into,
         decode_run=_decode_jpeg_run,
+        accept=_accept_jpeg,
     ),
-    Codec("png", PNG_SIGNATURE, "image/png", _decode_picture),
+    Codec("png", PNG_SIGNATURE, "image/png", _decode_png, accept=_accept_png),
     Codec("zstd", ZSTD_SIGNATURE, None, _decode_zstd, decode_run=_decode_zstd_run),
     Codec("video", VIDEO_REF, None, None),
 )

@@ -31,11 +31,20 @@ COMPRESS_LEVEL = 1  # fast: a frame is encoded when it is asked for
 def stored_image(column: torch.Tensor, step: int, layout: str) -> tuple[bytes, str] | None:
     """Frame ``step`` of a camera's ``column`` as the JPEG or PNG bytes the source published
     and the TED stores (with their media type), or None where the camera keeps no such bytes
-    (pixels compressed with zstd, a video, a depth camera: drawn, not served as stored)."""
+    (pixels compressed with zstd, a video, a depth camera: drawn, not served as stored).
+
+    The bytes are served only after they decode by the codec table's rule (strictly, to the
+    camera's row), as every loader decodes them: a browser's or Rerun's lenient decoder never
+    shows a frame the loaders refuse.
+
+    Raises:
+        CorruptInputError: the stored frame is not accepted (naming its row).
+    """
     if isinstance(column, FrameTensor) and layout != DEPTH:
         blob = column.frames.blob(step)
         codec = codec_of(blob)
         if codec is not None and codec.media_type is not None:
+            column[step]  # the rule: accepted and decoded, or refused
             return blob, codec.media_type
     return None
 

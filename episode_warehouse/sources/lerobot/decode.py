@@ -34,9 +34,8 @@ from episode_warehouse.decoded.format import CHW, episode_table
 from episode_warehouse.decoded.record import DecodedRecord
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames.camera_rows import CameraRows
-from episode_warehouse.frames.codec import plain_png
+from episode_warehouse.frames.codec import declared, decode_frame, plain_png
 from episode_warehouse.guards.numbers import check_finite
-from episode_warehouse.image_header import image_size
 from episode_warehouse.progress import progress
 from episode_warehouse.sources.lerobot.dataset import Feature, LeRobotFolder, _table
 from episode_warehouse.sources.lerobot.video import VideoFrames
@@ -74,39 +73,27 @@ def _spec(feature: Feature) -> ArraySpec:
 
 
 def _decode_images(column: pa.ChunkedArray, feature: Feature, file: Path) -> CameraRows:
-    """Every PNG of ``column`` as uint8 CHW, each checked against info.json's shape before it
-    is decoded; rows are decoded on one thread per core (OpenCV releases the GIL). The PNG
-    bytes come along where they stand for the pixels as they are (8-bit grey or RGB)."""
-    import cv2
-
+    """Every image of ``column`` (LeRobot's writer stores PNG) as uint8 CHW, accepted and decoded
+    by the codec table's rule, as every reader of the frame will (its header checked against
+    info.json's shape before it is decoded); rows are decoded on one thread per core (the
+    decoder releases the GIL). The PNG bytes come along where they stand for the pixels as they
+    are (8-bit grey or RGB)."""
     h, w, c = feature.shape
     out = np.empty((len(column), c, h, w), dtype=np.uint8)
     data = column.combine_chunks().field("bytes").to_pylist()
 
     def decode(rows: range) -> None:
         for i in rows:
-            png = data[i]
-            declared = image_size(png) if png else None
-            if declared != (c, h, w):
+            blob, where = data[i] or b"", f"{file} row {i} of {feature.name}"
+            info = declared(blob, where)
+            if info.row() != (c, h, w) or info.dtype != np.uint8:
                 raise CorruptInputError(
-                    f"row {i} of {feature.name} declares {declared} (channels, height, width), "
-                    f"info.json says {(c, h, w)}",
+                    f"row {i} of {feature.name} declares {info.row()} {info.dtype} (channels, "
+                    f"height, width), info.json says {(c, h, w)} uint8",
                     subject=str(file),
                     fix="download the dataset again",
                 )
-            frame = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_UNCHANGED)
-            if frame is None or frame.size != c * h * w:
-                raise CorruptInputError(
-                    f"row {i} of {feature.name}: the image's header says {declared} (channels, "
-                    "height, width) as info.json does, but its data does not decode (a corrupt "
-                    "or truncated PNG)",
-                    subject=str(file),
-                    fix="download the dataset again; if it is yours, write the frame again",
-                )
-            frame = frame.reshape(h, w, -1)
-            if c == 3:
-                frame = frame[:, :, ::-1]  # OpenCV decodes to BGR
-            out[i] = frame.transpose(2, 0, 1)
+            out[i] = decode_frame(blob, (c, h, w), np.dtype(np.uint8), where)
 
     step = 64
     with ThreadPoolExecutor(max_workers=compute_threads()) as pool:

@@ -216,7 +216,7 @@ def decode_episode(
                 )
     _check_flags_and_rewards(columns, subject)
     run = pool.map if pool is not None else map
-    decoded = run(lambda job: decode_image_bytes(job[2], job[3]), images)
+    decoded = run(lambda job: decode_image_bytes(job[2], job[3], limits), images)
     for (key, t, _, where), arr in zip(images, decoded, strict=True):
         first = columns[key][0]
         if first is not None and (arr.shape != first.shape or arr.dtype != first.dtype):

@@ -285,14 +285,14 @@ class EpisodeRecord:
             self._spend(c * h * width * itemsize, key)
         self._check_steps(len(blobs), key)
         # every image decoded on the pool, straight into one C-ordered array made by the first
-        # to finish (torchvision's JPEG rows are channels-last views: stacking them would keep
+        # to finish (a decoded JPEG row is a channels-last view: stacking them would keep
         # that order and cost a second copy when written)
         made: list[np.ndarray] = []
         kept: list[bytes | None] = [None] * self.length
         lock = threading.Lock()
 
         def decode_into(t: int) -> None:
-            decoded = decode_image_bytes(blobs[t], where[t])
+            decoded = decode_image_bytes(blobs[t], f"{self.subject} {where[t]}", self.limits)
             img = self._checked_image(leaf, decoded, where[t])
             if img is decoded:  # no conversion: the bytes decode to this row
                 kept[t] = blobs[t]
