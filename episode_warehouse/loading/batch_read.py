@@ -34,6 +34,7 @@ class Episodes(Protocol):
     """What a reference reads through (a dataset's per-process cache of opened TEDs)."""
 
     selection: Selection
+    start: np.ndarray  # each selected row's first step in the TED read (the pinned version)
 
     def read(self, i: int, offset: int, length: int) -> TensorDictBase: ...
 
@@ -70,7 +71,7 @@ def read_batch(refs: list[SliceRef]) -> TensorDictBase | None:
         return None  # nothing to decode: slices of the memory map, stacked, are as fast
     (length,) = lengths
     selected = np.array([r.row for r in refs], dtype=np.int64)
-    starts = np.asarray(s.start, dtype=np.int64)[selected] + [r.offset for r in refs]
+    starts = cache.start[selected] + [r.offset for r in refs]
     offsets = np.array([r.offset for r in refs], dtype=np.int64)
 
     buffers = batch_buffers(rows, starts, length)

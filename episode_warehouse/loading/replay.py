@@ -86,7 +86,9 @@ def _selection_buffer(selection, slice_len: int, batch_size: int, seed: int | No
 
     from episode_warehouse.loading.episode_sampler import EpisodeWeightSampler
     from episode_warehouse.loading.ted_storage import TedStorage
+    from episode_warehouse.ted.reader import TedReader
 
+    root = selection.reader_root()
     weight = selection.weight if selection.weight is not None else np.ones(len(selection))
     fits = np.where(selection.length >= slice_len, weight, 0.0)
     pairs = list(zip(selection.source, selection.partition, strict=True))
@@ -95,14 +97,16 @@ def _selection_buffer(selection, slice_len: int, batch_size: int, seed: int | No
         rows = np.array([i for i, pair in enumerate(pairs) if pair == (source, partition)])
         if not fits[rows].sum() > 0:
             continue  # no episode of this partition can give a slice
+        reader = TedReader.of(root, source, partition)
+        starts = selection.starts_in(source, partition, reader.record, reader.episodes)
         sampler = EpisodeWeightSampler(
-            selection.start[rows],
+            starts,
             selection.length[rows],
             weight[rows],
             slice_len,
             seed=None if seed is None else seed + 1 + n,
         )
-        td, mapped = open_ted_and_rows(source, partition, selection.root)
+        td, mapped = reader.whole(), reader.mapped_rows()
         tds.append(td)
         single = len(selection.partitions) == 1
         buffers.append(

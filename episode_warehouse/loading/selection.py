@@ -6,12 +6,22 @@ A query may return a sixth column ``weight`` (per episode; a per-dataset mixture
 sample by. ``Selection.save(path)`` writes the query, its parameters, the rows and each
 partition's TED version (the incremental rule's fingerprint); ``Selection.load(path)`` gives the
 same selection back, or a :class:`StaleSelectionError` naming the partitions rebuilt since.
+
+**A selection is pinned to the TED versions it was made on** (:attr:`Selection.versions`): its
+rows are offsets into those versions, and the loaders read those versions only. A partition
+rebuilt since is met at the first read of it in an epoch; then the loaders raise
+:class:`StaleSelectionError` naming it (``on_rebuild="raise"``, the default), or, where the user
+asked for it (``on_rebuild="refresh"``), re-resolve its rows in the new version: each row is the
+same steps of the same episode (its offset within the episode and its length), refused if the
+episode no longer holds them. Within an epoch a partition is read from the version the epoch
+began on (a bucket keeps a replaced version readable for a day; a folder's is gone once
+replaced, and a reader that must open it again says so).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +41,7 @@ from episode_warehouse.ted.reader import TedReader
 REQUIRED = ("source", "partition", "episode", "start", "length")
 WEIGHT = "weight"
 MANIFEST_FORMAT = "episode-warehouse-selection"
+ON_REBUILD = ("raise", "refresh")  # what a loader does with a partition rebuilt since
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,6 +57,12 @@ class Selection:
     weight: np.ndarray | None = None
     query: str | None = None
     params: tuple = field(default_factory=tuple)
+    # what a loader does with a partition rebuilt since the selection was made (module docs)
+    on_rebuild: str = "raise"
+    # "source:partition" -> the TED record the rows were checked against (the pin)
+    records: dict[str, dict] = field(default_factory=dict, repr=False)
+    # each row's first step within its episode (start - the episode's start in the pinned TED)
+    offsets: np.ndarray | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.episode)
@@ -80,12 +97,99 @@ class Selection:
             )
         ]
 
+    @property
+    def versions(self) -> dict[str, str]:
+        """``"source:partition"`` -> the TED version the rows were checked against (the pin)."""
+        return {key: record.get("version") or "" for key, record in self.records.items()}
+
+    def rows_of(self, source: str, partition: str) -> np.ndarray:
+        """The selection rows of one partition."""
+        return np.flatnonzero(
+            (np.asarray(self.source) == source) & (np.asarray(self.partition) == partition)
+        )
+
+    def resolve(self, source: str, partition: str, episodes) -> np.ndarray:
+        """The starts of ``source``/``partition``'s rows in a rebuilt TED whose episodes table
+        is ``episodes``: each row is the same steps (its offset and length) of the same episode.
+
+        Raises:
+            StaleSelectionError: an episode the new version lacks, or too short for its row
+                (naming the row and the fix).
+        """
+        mine = self.rows_of(source, partition)
+        ids = episodes.column("episode").to_numpy()
+        starts = episodes.column("start").to_numpy()
+        lengths = episodes.column("length").to_numpy()
+        where = np.searchsorted(ids, self.episode[mine])
+        at = np.minimum(where, max(len(ids) - 1, 0))
+        offsets = self.offsets[mine] if self.offsets is not None else np.zeros(len(mine), np.int64)
+        known = (where < len(ids)) & (ids[at] == self.episode[mine]) if len(ids) else where < 0
+        fits = known & (offsets + self.length[mine] <= np.where(known, lengths[at], 0))
+        if not fits.all():
+            bad = int(mine[int(np.argmin(fits))])
+            raise StaleSelectionError(
+                f"{source}:{partition} was rebuilt and its episode {self.episode[bad]} no longer "
+                f"holds selection row {bad} (steps {int(offsets[np.argmin(fits)])} to "
+                f"{int(offsets[np.argmin(fits)] + self.length[bad])} of it); "
+                f"{int((~fits).sum())} such rows",
+                subject="selection",
+                fix="select the episodes again (select_episodes) from the current catalog",
+            )
+        return starts[at] + offsets
+
+    def stale(self, source: str, partition: str, what: str) -> StaleSelectionError:
+        """The error of reading ``source``/``partition`` in another version than the pin."""
+        return StaleSelectionError(
+            f"the TED of {source}:{partition} {what}: the selection's rows are offsets into "
+            f"the version it was made on ({self.versions.get(f'{source}:{partition}')})",
+            subject="selection",
+            fix="select the episodes again (select_episodes), or make the selection with "
+            'on_rebuild="refresh" to re-resolve its rows in each rebuilt partition',
+        )
+
+    def starts_in(self, source: str, partition: str, record: dict, episodes) -> np.ndarray:
+        """The starts of ``source``/``partition``'s rows in the TED version ``record`` (whose
+        episodes table ``episodes()`` gives): the selection's own in the pinned version; in
+        another, re-resolved (:meth:`resolve`) where the selection asks for it.
+
+        Raises:
+            StaleSelectionError: another version, and the selection does not ask for a
+                refresh (or its rows no longer fit).
+        """
+        rows = self.rows_of(source, partition)
+        if record.get("version") == self.versions.get(f"{source}:{partition}"):
+            return self.start[rows]
+        if not record:
+            raise self.stale(source, partition, "was dropped since the selection was made")
+        if self.on_rebuild != "refresh":
+            raise self.stale(source, partition, "was rebuilt since the selection was made")
+        return self.resolve(source, partition, episodes())
+
+    def refreshed(self) -> Selection:
+        """This selection re-resolved against the current TEDs of its partitions (each row the
+        same steps of the same episode, :meth:`resolve`), pinned to them.
+
+        Raises:
+            StaleSelectionError: a row the rebuilt TED no longer holds.
+        """
+        root = self.reader_root()
+        start, records = self.start.copy(), dict(self.records)
+        for source, partition in self.partitions:
+            reader = TedReader.of(root, source, partition)
+            key = f"{source}:{partition}"
+            if reader.record.get("version") != self.versions.get(key):
+                start[self.rows_of(source, partition)] = self.resolve(
+                    source, partition, reader.episodes()
+                )
+                records[key] = reader.record
+        return replace(self, start=start, records=records)
+
     def reader_root(self) -> Root:
         """The root the episodes are read from, opened for reading (it writes nothing)."""
         return parse_root(self.root)
 
     def ted_versions(self) -> dict[str, str]:
-        """``"source:partition"`` -> the version of the TED each partition is read from."""
+        """``"source:partition"`` -> the version of each partition's TED published now."""
         root = self.reader_root()
         return {
             f"{s}:{p}": root.artifact(artifact_name("ted", s, p)).read()[0].get("version") or ""
@@ -101,9 +205,11 @@ class Selection:
         query: str | None = None,
         params: list | tuple | None = None,
         weighted: bool | None = None,
+        on_rebuild: str = "raise",
     ) -> Selection:
         """From rows whose first five fields are source, partition, episode, start, length,
-        and, with ``weighted`` (default: when the rows have a sixth field), a weight.
+        and, with ``weighted`` (default: when the rows have a sixth field), a weight; pinned to
+        the TED versions they are checked against (``on_rebuild``: see the module).
 
         Every row is matched against its partition's TED: the episode must exist there and
         the rows ``[start, start + length)`` must lie inside it, so a query cannot read past an
@@ -116,7 +222,14 @@ class Selection:
             NotMaterializedError: a row names a partition without a TED (lists them all).
             CatalogQueryError: a row's steps are not inside its episode (names the row), or
                 a weight that is negative, NaN, infinite, or all weights zero.
+            ConfigError: ``on_rebuild`` is not one of :data:`ON_REBUILD`.
         """
+        if on_rebuild not in ON_REBUILD:
+            raise ConfigError(
+                f"on_rebuild must be one of {ON_REBUILD}, not {on_rebuild!r}",
+                subject="selection",
+                fix='on_rebuild="refresh" re-resolves the rows of a rebuilt partition',
+            )
         store = parse_root(root.root if isinstance(root, WarehouseLayout) else root)
         partitions = sorted({(r[0], r[1]) for r in rows})  # one check per partition, not per row
         missing = [p for p in partitions if not _has_ted(store, *p)]
@@ -140,13 +253,18 @@ class Selection:
             weight,
             query,
             tuple(params or ()),
+            on_rebuild,
+            offsets=np.zeros(len(rows), dtype=np.int64),
         )
         for source, partition in partitions:
-            selection._check_against_ted(store, source, partition)
+            reader = TedReader.of(root=store, source=source, partition=partition)
+            selection._check_against_ted(reader.episodes(), source, partition)
+            selection.records[f"{source}:{partition}"] = reader.record
         return selection
 
-    def _check_against_ted(self, root: Root, source: str, partition: str) -> None:
-        table = TedReader.of(root, source, partition).episodes()
+    def _check_against_ted(self, table, source: str, partition: str) -> None:
+        """The rows of ``source``/``partition`` lie inside their episodes of ``table`` (the
+        pinned TED's episodes); records each row's offset within its episode."""
         ids = table.column("episode").to_numpy()
         starts = table.column("start").to_numpy()
         lengths = table.column("length").to_numpy()
@@ -163,6 +281,7 @@ class Selection:
             & (first + n <= starts[where[known]] + lengths[where[known]])
         )
         if ok.all():
+            self.offsets[mine] = self.start[mine] - starts[where]  # type: ignore[index]
             return
         bad = int(np.argmin(ok))
         i = int(mine[bad])
@@ -192,7 +311,7 @@ class Selection:
                 [*row, float(w)] if self.weight is not None else list(row)
                 for row, w in zip(self.rows(), self._weights_or_ones(), strict=True)
             ],
-            "teds": self.ted_versions(),
+            "teds": self.versions,
         }
 
     def _weights_or_ones(self) -> np.ndarray:
@@ -216,6 +335,7 @@ class Selection:
         root: str | os.PathLike | None = None,
         *,
         allow_stale: bool = False,
+        on_rebuild: str = "raise",
     ) -> Selection:
         """The selection pinned at ``path``.
 
@@ -225,6 +345,7 @@ class Selection:
                 different root is refused.
             allow_stale: accept partitions whose TED was rebuilt since the manifest was saved
                 (their episodes must still match).
+            on_rebuild: what loaders do with a partition rebuilt later (the module's docs).
 
         Raises:
             ConfigError: not a selection manifest, or one of another warehouse root.
@@ -257,6 +378,7 @@ class Selection:
             query=manifest.get("query"),
             params=manifest.get("params"),
             weighted=WEIGHT in manifest.get("columns", []),
+            on_rebuild=on_rebuild,
         )
         now = selection.ted_versions()
         stale = sorted(k for k, v in manifest["teds"].items() if now.get(k) != v)
@@ -301,11 +423,17 @@ def _weights(values: list) -> np.ndarray:
 
 
 def select_episodes(
-    sql: str, root: str | os.PathLike | None = None, params: list | None = None
+    sql: str,
+    root: str | os.PathLike | None = None,
+    params: list | None = None,
+    *,
+    on_rebuild: str = "raise",
 ) -> Selection:
     """Run ``sql`` over the catalog; its rows must start with source, partition, episode,
     start, length (``SELECT source, partition, episode, start, length FROM episodes WHERE ...``),
-    optionally followed by ``weight``.
+    optionally followed by ``weight``. The selection is pinned to the TEDs it was checked
+    against; ``on_rebuild``: what loaders do with a partition rebuilt later (``"raise"``
+    :class:`StaleSelectionError`, or ``"refresh"`` its rows; the module's docs).
 
     Raises:
         CatalogQueryError: the query is not read-only, fails, lacks the columns, or has bad
@@ -331,4 +459,5 @@ def select_episodes(
         query=sql,
         params=params,
         weighted=weighted,
+        on_rebuild=on_rebuild,
     )

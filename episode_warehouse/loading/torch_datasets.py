@@ -25,12 +25,13 @@ import torch
 from tensordict import TensorDictBase
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
-from episode_warehouse.errors import ConfigError
+from episode_warehouse.errors import ConfigError, StaleSelectionError
 from episode_warehouse.incremental import fingerprint
 from episode_warehouse.loading.batch_read import SliceRef, read_batch
 from episode_warehouse.loading.read_ahead import ReadAhead
 from episode_warehouse.loading.schedule import Plan, epoch_items, remaining_items, shard_items
 from episode_warehouse.loading.selection import Selection
+from episode_warehouse.paths import artifact_name
 from episode_warehouse.storage import Root
 from episode_warehouse.ted.reader import TedReader
 
@@ -107,21 +108,30 @@ def _decode_mode(decode: str, who: str) -> str:
 class _TedCache:
     """Per-process cache of opened TEDs (not pickled): the readers of the selection's
     partitions (the :data:`OPEN_PARTITIONS` most recently read), their whole memory-mapped TEDs
-    where asked for, and a bounded buffer of episodes' rows."""
+    where asked for, and a bounded buffer of episodes' rows.
+
+    Every read is of the version the selection is pinned to (:mod:`~episode_warehouse.loading.
+    selection`): a partition's first read in an epoch compares its published version with the
+    pin, and a rebuilt one is refused (:class:`StaleSelectionError`) or, with the selection's
+    ``on_rebuild="refresh"``, its rows re-resolved (:attr:`start`) and the new version pinned. A
+    reader closed by the LRU and opened again within the epoch opens the pinned version."""
 
     def __init__(self, selection: Selection) -> None:
         self.selection = selection
+        # each selected row's first step in the pinned TED (re-resolved on a refresh)
+        self.start = np.asarray(selection.start, dtype=np.int64).copy()
+        self.pins = dict(selection.records)
         self._open: dict[tuple[str, str], TensorDictBase] = {}
         self._readers: OrderedDict[tuple[str, str], TedReader] = OrderedDict()
         self._episodes: OrderedDict[int, TensorDictBase] = OrderedDict()
         self._fetched_earlier = 0  # bytes fetched by readers of versions since replaced
-        self._recheck: set[tuple[str, str]] = set()  # readers whose record a new epoch rechecks
+        self._checked: set[tuple[str, str]] = set()  # partitions checked against the pin
         self._root: Root | None = None
         self._lock = threading.Lock()  # read-ahead threads open readers concurrently
 
     def __getstate__(self):
         return {**self.__dict__, "_open": {}, "_readers": OrderedDict(), "_episodes": OrderedDict(),
-                "_recheck": set(), "_lock": None}  # fmt: skip
+                "_checked": set(), "_lock": None}  # fmt: skip
 
     def __setstate__(self, state):
         self.__dict__.update(state, _lock=threading.Lock())
@@ -133,41 +143,72 @@ class _TedCache:
         reader = self.reader(source, partition)  # also marks it the most recently read
         whole = self._open.get(key)
         if whole is None:
-            whole = self._open[key] = reader.whole()
+            whole = reader.whole()
+            if reader.record.get("version") != self._pin(key).get("version"):  # gone meanwhile
+                raise self._stale(key, "was replaced while it was being fetched")
+            self._open[key] = whole
         return whole
 
+    def _pin(self, key: tuple[str, str]) -> dict:
+        return self.pins.get(f"{key[0]}:{key[1]}", {})
+
+    def _stale(self, key: tuple[str, str], what: str) -> StaleSelectionError:
+        return self.selection.stale(*key, what)
+
     def reader(self, source: str, partition: str) -> TedReader:
-        """The partition's reader; after :meth:`new_epoch`, the same one if its record is
-        still the published one (its maps and cached blocks stay), else a new one."""
+        """The partition's reader, of the pinned version (see the class)."""
         key = (source, partition)
         with self._lock:
             known = self._readers.get(key)
-            if known is not None and key in self._recheck:
-                self._recheck.discard(key)
-                if known.artifact.read()[0] != known.record:  # republished since
-                    self._fetched_earlier += known.bytes_fetched
-                    known = None
-            if known is None:
-                if self._root is None:  # parsed once per process
-                    self._root = self.selection.reader_root()
-                known = TedReader.of(self._root, source, partition)
-                self._readers[key] = known
-                self._open.pop(key, None)  # a whole TED of the reader it replaces
+            if known is None or key not in self._checked:
+                opened = self._open_pinned(key, known)
+                if opened is not known:
+                    if known is not None:
+                        self._fetched_earlier += known.bytes_fetched
+                    self._open.pop(key, None)  # a whole TED of the reader it replaces
+                    self._readers[key] = known = opened
             self._readers.move_to_end(key)
             while len(self._readers) > OPEN_PARTITIONS:
                 closed, old = self._readers.popitem(last=False)
                 self._fetched_earlier += old.bytes_fetched
                 self._open.pop(closed, None)
-                self._recheck.discard(closed)
             return known
 
+    def _open_pinned(self, key: tuple[str, str], known: TedReader | None) -> TedReader:
+        """The reader of ``key``'s pinned version: checked against the published version at
+        the partition's first read of the epoch (refused, or refreshed where the selection
+        asks); reopened within the epoch (closed by the LRU), the pinned version itself."""
+        if self._root is None:  # parsed once per process
+            self._root = self.selection.reader_root()
+        artifact = self._root.artifact(artifact_name("ted", *key))
+        current = artifact.read()[0]
+        pin = self._pin(key)
+        if key not in self._checked:
+            self._checked.add(key)
+            if not current:
+                raise self._stale(key, "was dropped since the selection was made")
+            # the same version: its maps and cached blocks stay
+            same = known is not None and known.record == current
+            reader = known if known is not None and same else TedReader(artifact, current)
+            starts = self.selection.starts_in(*key, current, reader.episodes)
+            if current.get("version") != pin.get("version"):  # refreshed (or it raised)
+                self.start[self.selection.rows_of(*key)] = starts
+                self.pins[f"{key[0]}:{key[1]}"] = current
+                log.info("%s:%s was rebuilt: its selection rows re-resolved", *key)
+            return reader
+        if current == pin:
+            return TedReader(artifact, current)
+        if not artifact.keeps(pin):  # a folder's replaced version is gone
+            what = "was rebuilt" if current else "was dropped"
+            raise self._stale(key, f"{what} during the epoch and its version is gone")
+        return TedReader(artifact, pin)  # a bucket keeps a replaced version for a day
+
     def new_epoch(self) -> None:
-        """Recheck each partition's record at its next read (and forget the episodes held):
-        a republished partition is read from its new version from the next epoch on. Within an
-        epoch a partition is read from the version first opened, even if it is republished
-        meanwhile."""
+        """Check each partition against its pin again at its next read (and forget the
+        episodes held): a rebuilt partition is refused, or refreshed, from the next epoch on.
+        Within an epoch a partition is read from the version it began on."""
         with self._lock:
-            self._recheck = set(self._readers)
+            self._checked.clear()
             self._episodes.clear()
 
     @property
@@ -194,7 +235,8 @@ class _TedCache:
     def fetch_episode(self, i: int) -> TensorDictBase:
         """All steps of selected episode ``i`` (one range per file from a bucket)."""
         s = self.selection
-        return self.reader(s.source[i], s.partition[i]).read(int(s.start[i]), int(s.length[i]))
+        reader = self.reader(s.source[i], s.partition[i])
+        return reader.read(int(self.start[i]), int(s.length[i]))
 
     def _episode(self, i: int, ahead: ReadAhead | None) -> TensorDictBase:
         if i in self._episodes:

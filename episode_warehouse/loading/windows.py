@@ -79,7 +79,6 @@ class StepWindowDataset(Dataset):
         # there, 4-10 us each as torch operations
         self._lengths = np.asarray(selection.length, dtype=np.int64)
         self._ends = np.cumsum(self._lengths)
-        self._starts = np.asarray(selection.start, dtype=np.int64)
         pairs = list(zip(selection.source, selection.partition, strict=True))
         self._parts = sorted(set(pairs))
         self._part_of = np.asarray([self._parts.index(p) for p in pairs], dtype=np.int64)
@@ -104,7 +103,7 @@ class StepWindowDataset(Dataset):
         row = np.searchsorted(self._ends, idx, side="right")
         step = idx - (self._ends[row] - self._lengths[row])
         last = (self._lengths[row] - 1)[:, None]
-        first = self._starts[row][:, None]
+        first = self.cache.start[row][:, None]  # (re-resolved where a partition was rebuilt)
         windows = {}
         for key, offsets in self.deltas.items():
             at = step[:, None] + offsets[None, :]

@@ -109,6 +109,12 @@ class Artifact(ABC):
         memory-map; None when reading them takes requests (read ranges, or :meth:`fetch`)."""
 
     @abstractmethod
+    def keeps(self, record: dict) -> bool:
+        """Whether the files of ``record``'s version may still be read once another version
+        is published: a bucket keeps a replaced version's objects for a while (a read of one
+        that is gone raises StaleSelectionError); a folder's replaced version is gone."""
+
+    @abstractmethod
     def fetch(self, record: dict) -> Path:
         """A folder on this machine holding every file of ``record``'s version, checked
         against the record (a bucket's are downloaded once into the reader cache).

@@ -59,6 +59,9 @@ class LocalArtifact(Artifact):
     def mapped(self, record: dict) -> Path | None:
         return self.folder
 
+    def keeps(self, record: dict) -> bool:
+        return self.read()[0] == record  # the folder holds the published version alone
+
     def file_url(self, record: dict, file: str) -> str:
         return str(self.folder / file)
 

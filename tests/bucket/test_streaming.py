@@ -187,14 +187,29 @@ def _republish(bucket_url: str, tmp_path, seed: int) -> dict:
     return artifact.push(local / "ted/atari/Pong/1", previous, generation)
 
 
+def _episode_starts(ted) -> dict[int, int]:
+    ids = ted["episode"].numpy()
+    return {int(e): int(np.flatnonzero(ids == e)[0]) for e in np.unique(ids)}
+
+
 def test_a_stream_finishes_its_epoch_on_the_version_it_started_with(bucket_url, tmp_path):
     """Republished mid-epoch, the partition's old objects stay readable (retired for RETAIN_S):
-    the epoch delivers the old rows to its end; the next epoch reads the new version."""
+    the epoch delivers the old rows to its end, every slice checked (#69 item 2). The next
+    epoch refuses the rebuilt partition (its rows were offsets into the old version), or, with
+    ``on_rebuild="refresh"``, reads each row's steps of the same episode in the new version,
+    every slice checked against the new version's rows."""
+    from episode_warehouse.errors import StaleSelectionError
+
     scratch = scratch_of(bucket_url)
     build_atari(layout_of(bucket_url), "Pong/1", 1)
     old = open_ted_folder(scratch / "ted/atari/Pong/1")
     selection = select_episodes(ALL)
+    heads = select_episodes(  # ten steps from the third of each episode
+        "SELECT source, partition, episode, start + 2 AS start, 10 AS length FROM episodes "
+        "ORDER BY episode", on_rebuild="refresh",
+    )  # fmt: skip
     stream = EpisodeStream(selection, slice_len=16, seed=3, rank=0, world_size=1)
+    refreshing = EpisodeStream(heads, slice_len=5, seed=3, rank=0, world_size=1)
     items = iter(stream)
     total = len(stream.shard_items())
     delivered = 0
@@ -205,15 +220,25 @@ def test_a_stream_finishes_its_epoch_on_the_version_it_started_with(bucket_url, 
             np.testing.assert_array_equal(item.get(key).numpy(), value, str(key))
         delivered += 1
         if delivered == 3:
+            list(refreshing)  # its first epoch, on the old version
             newest = _republish(bucket_url, tmp_path, 7)
     assert delivered == total
     new = open_ted_folder(tmp_path / "local-7/ted/atari/Pong/1")
-    assert not np.array_equal(new["observation"][:50].numpy(), old["observation"][:50].numpy())
-    # the next epoch opens the current record
-    item = next(iter(stream))
-    remote = stream.cache.reader("atari", "Pong/1")
+    assert _episode_starts(new) != _episode_starts(old)
+    with pytest.raises(StaleSelectionError, match="atari:Pong/1 was rebuilt since"):
+        next(iter(stream))  # the next epoch
+    checked = 0
+    old_starts, new_starts = _episode_starts(old), _episode_starts(new)
+    for item in refreshing:  # its next epoch: re-resolved in the new version
+        i, offset = int(item["selection_index"][0]), int(item["step"][0])
+        episode = int(heads.episode[i])
+        start = new_starts[episode] + int(heads.start[i]) - old_starts[episode] + offset
+        for key, value in _expected(new, start, len(item["step"])).items():
+            np.testing.assert_array_equal(item.get(key).numpy(), value, str(key))
+        checked += 1
+    assert checked == len(heads) * 2
+    remote = refreshing.cache.reader("atari", "Pong/1")
     assert remote.record["published"]["token"] == newest["published"]["token"]
-    assert int(item["step"][0]) == 0
 
 
 def test_a_version_removed_under_a_stream_is_a_clear_error(bucket_url, tmp_path, monkeypatch):

@@ -197,6 +197,13 @@ class RemoteArtifact(Artifact):
 
     def stale(self, record: dict, file: str) -> StaleSelectionError:
         """The error of reading ``file`` of a version whose objects are gone."""
+        if not self.read()[0]:
+            return StaleSelectionError(
+                f"the version this reader opened ({record[PUBLISHED]['token']}) was dropped "
+                "(warehouse drop): the partition is no longer in the warehouse",
+                subject=f"{self.url} {file}",
+                fix="select the episodes again (select_episodes): the catalog no longer lists it",
+            )
         return StaleSelectionError(
             f"the version this reader opened ({record[PUBLISHED]['token']}) was replaced and "
             f"its objects are gone (a replaced version stays readable for {RETAIN_S / 3600:g} h)",
@@ -211,6 +218,9 @@ class RemoteArtifact(Artifact):
         if self.local is not None and _same_copy(read_json(self.local / self.record_name), record):
             return self.local
         return None
+
+    def keeps(self, record: dict) -> bool:
+        return bool(record.get(PUBLISHED))  # retired objects stay for RETAIN_S (see stale)
 
     def fetch(self, record: dict) -> Path:
         return cached_version(self, record, record[PUBLISHED]["token"])
