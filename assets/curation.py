@@ -85,7 +85,7 @@ def duplicates_asset(rows_assets: list[dg.AssetsDefinition]) -> dg.AssetsDefinit
             return dg.MaterializeResult(
                 metadata={
                     "episodes": built.meta.episodes,
-                    "duplicates": built.meta.listed,
+                    "dropped": built.meta.dropped,
                     "groups": built.meta.groups,
                     "rebuilt": built.rebuilt,
                 },

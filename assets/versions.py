@@ -16,9 +16,10 @@ LEROBOT_EPISODES = "5"  # 2: tasks and lerobot_stats per episode; 3: no invented
 # 4: the source's features and their names in the record; 5: the cameras declared (images)
 TED = "5"  # 2: validated before publishing; 3: one Atari schema (no clipped_reward, no final);
 # 4: fps recorded for every source, LeRobot feature names carried; 5: final observations (v4)
-CATALOG_ROWS = "7"  # 2: folder per partition, source ids; 3: fps, robot_type; 4: tasks, stats;
+CATALOG_ROWS = "8"  # 2: folder per partition, source ids; 3: fps, robot_type; 4: tasks, stats;
 # 5: quality signals (idle_fraction, jerk, length_z, return_z); 6: fps a DOUBLE (1/dt);
-# 7: the integrity audit (findings, defects) and duplicate signatures
+# 7: the integrity audit (findings, defects) and duplicate signatures; 8: jerk over the action's
+# float dimensions whatever else it holds
 EPISODE_CATALOG = "1"
 DUPLICATES = "1"
 STANDARDIZED = "1"  # the transforms have their own version (TRANSFORMS_VERSION)

@@ -183,7 +183,7 @@ def catalog_part(args: argparse.Namespace) -> dict:
         "viewer_listed": len(listed["rows"]),
         "views_rebuilt_s": round(views_s, 3),
         "duplicate_search_s": round(duplicates_s, 2),
-        "duplicates_found": found.meta.listed,
+        "duplicates_dropped": found.meta.dropped,
     }
     return report
 

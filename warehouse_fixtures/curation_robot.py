@@ -13,6 +13,16 @@ Planted duplicates of an episode, each a kind users meet:
 - ``reencoded``: the same steps, every frame re-encoded as JPEG at another quality;
 - ``shifted``: the same episode without its first :data:`SHIFT` steps (a recording that started
   late), frames re-encoded.
+
+Planted look-alikes, distinct episodes a duplicate rule must keep (:data:`LOOKALIKES`):
+
+- ``other_scene``: the same trajectory (states, actions) replayed in another scene: every frame
+  differs;
+- ``other_instruction``: the same recording (every byte of its steps) with another instruction.
+
+Planted chains (:data:`CHAIN_LINKS` episodes cut from one long recording, each starting a
+quarter of a link later than the one before: neighbours share 60% of their steps, the ends
+none): a link resembles its neighbours only.
 """
 
 from __future__ import annotations
@@ -32,6 +42,9 @@ from warehouse_fixtures.openx_writer import add_member
 SIZE = 32
 SHIFT = 3
 KINDS = ("republished", "reencoded", "shifted")
+LOOKALIKES = ("other_scene", "other_instruction")
+CHAIN_LINKS = 5
+LINK = 40  # steps of a chain's link
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,25 @@ def _scene(rng: np.random.Generator) -> np.ndarray:
     return base
 
 
+def _other_scene() -> np.ndarray:
+    """Another room: a dark floor, a light wall, the table elsewhere."""
+    ys, xs = np.mgrid[0:SIZE, 0:SIZE]
+    base = np.stack([200 - 3 * ys, 190 - xs, 60 + 4 * xs], -1).clip(0, 255).astype(np.uint8)
+    base[6:10, 2:30] = (30, 120, 200)
+    return base
+
+
+def render(xyz: np.ndarray, scene: np.ndarray) -> list[np.ndarray]:
+    """The camera's frames of a hand at ``xyz`` in ``scene``."""
+    pixels = []
+    for x, y, _ in xyz:
+        img = scene.copy()
+        cx, cy = int((x + 1) / 2 * (SIZE - 6)), int((y + 1) / 2 * (SIZE - 6))
+        img[cy : cy + 6, cx : cx + 6] = (230, 40, 30)
+        pixels.append(img)
+    return pixels
+
+
 def reach(rng: np.random.Generator, length: int, scene: np.ndarray) -> Trajectory:
     """One distinct reaching episode."""
     start = rng.normal(0, 0.05, 3)
@@ -63,13 +95,12 @@ def reach(rng: np.random.Generator, length: int, scene: np.ndarray) -> Trajector
     actions = np.concatenate(
         [velocity, rng.normal(0, 0.01, (length, 3)), grip[:, None]], 1
     ) + rng.normal(0, 0.002, (length, 7))
-    pixels = []
-    for x, y, _ in xyz:
-        img = scene.copy()
-        cx, cy = int((x + 1) / 2 * (SIZE - 6)), int((y + 1) / 2 * (SIZE - 6))
-        img[cy : cy + 6, cx : cx + 6] = (230, 40, 30)
-        pixels.append(img)
-    return Trajectory(states, actions, pixels, "reach the red target")
+    return Trajectory(states, actions, render(xyz, scene), "reach the red target")
+
+
+def _cut(traj: Trajectory, start: int, stop: int) -> Trajectory:
+    return Trajectory(traj.states[start:stop], traj.actions[start:stop], traj.pixels[start:stop],
+                      traj.instruction)  # fmt: skip
 
 
 def _jpeg(pixels: np.ndarray, quality: int) -> bytes:
@@ -103,18 +134,20 @@ def episode_dict(traj: Trajectory, quality: int = 90, skip: int = 0) -> dict:
 
 def write_reaching(
     root: Path, name: str, episodes: int, *, seed: int = 0, per_shard: int = 500,
-    planted: int = 0, lengths: tuple[int, int] = (30, 60),
-) -> dict[str, list[tuple[int, int]]]:  # fmt: skip
-    """Write ``episodes`` distinct episodes then ``planted`` duplicates (kinds in turn, of the
-    first ``planted`` episodes) as ``<root>/<name>/<name>_NNNNN.tar``. Returns, per kind, the
-    (original, duplicate) episode indices in write order (the catalog's episode ids)."""
+    planted: int = 0, lengths: tuple[int, int] = (30, 60), lookalikes: int = 0, chains: int = 0,
+) -> dict[str, list[tuple[int, ...]]]:  # fmt: skip
+    """Write ``episodes`` distinct episodes, then ``planted`` duplicates (kinds in turn, of the
+    first ``planted`` episodes), ``lookalikes`` look-alikes (kinds in turn, of the episodes
+    after those), and ``chains`` chains, as ``<root>/<name>/<name>_NNNNN.tar``. Returns, per
+    kind, the (original, planted) episode indices in write order (the catalog's episode ids),
+    and under ``chain`` each chain's links in order."""
     rng = np.random.default_rng(seed)
     scene = _scene(rng)
     folder = Path(root) / name
     folder.mkdir(parents=True, exist_ok=True)
     trajectories = [reach(rng, int(rng.integers(*lengths)), scene) for _ in range(episodes)]
     payloads = [episode_dict(t) for t in trajectories]
-    pairs: dict[str, list[tuple[int, int]]] = {k: [] for k in KINDS}
+    pairs: dict[str, list[tuple[int, ...]]] = {k: [] for k in (*KINDS, *LOOKALIKES, "chain")}
     for i in range(planted):
         kind = KINDS[i % len(KINDS)]
         original = trajectories[i]
@@ -125,6 +158,27 @@ def write_reaching(
         else:
             payloads.append(episode_dict(original, quality=85, skip=SHIFT))
         pairs[kind].append((i, len(payloads) - 1))
+    other = _other_scene()
+    for n in range(lookalikes):
+        i = planted + n
+        kind, original = LOOKALIKES[n % len(LOOKALIKES)], trajectories[i]
+        if kind == "other_scene":
+            xyz = original.states[:, :3]
+            twin = Trajectory(original.states, original.actions, render(xyz, other),
+                              original.instruction)  # fmt: skip
+        else:
+            twin = Trajectory(original.states, original.actions, original.pixels,
+                              "push the red target away")  # fmt: skip
+        payloads.append(episode_dict(twin))
+        pairs[kind].append((i, len(payloads) - 1))
+    step = LINK // 4
+    for _ in range(chains):
+        long = reach(rng, LINK + step * (CHAIN_LINKS - 1), scene)
+        links = []
+        for k in range(CHAIN_LINKS):
+            payloads.append(episode_dict(_cut(long, k * step, k * step + LINK)))
+            links.append(len(payloads) - 1)
+        pairs["chain"].append(tuple(links))
     for shard, first in enumerate(range(0, len(payloads), per_shard)):
         with tarfile.open(folder / f"{name}_{shard:05d}.tar", "w",
                           format=tarfile.USTAR_FORMAT) as tar:  # fmt: skip
@@ -134,12 +188,13 @@ def write_reaching(
 
 
 def write_reaching_with_copy(
-    root: Path, episodes: int, planted: int, *, seed: int = 0, per_shard: int = 100
-) -> dict[str, list[tuple[int, int]]]:
+    root: Path, episodes: int, planted: int, *, seed: int = 0, per_shard: int = 100,
+    lookalikes: int = 0, chains: int = 0,
+) -> dict[str, list[tuple[int, ...]]]:  # fmt: skip
     """``reach`` (:func:`write_reaching`) and ``reach_copy``: its first shard published again
     as a dataset of its own (every episode of it an exact duplicate across datasets)."""
     pairs = write_reaching(root, "reach", episodes, seed=seed, per_shard=per_shard,
-                           planted=planted)  # fmt: skip
+                           planted=planted, lookalikes=lookalikes, chains=chains)  # fmt: skip
     copy = Path(root) / "reach_copy"
     copy.mkdir(parents=True, exist_ok=True)
     shutil.copy(Path(root) / "reach" / "reach_00000.tar", copy / "reach_copy_00000.tar")

@@ -10,8 +10,10 @@ make that a ``WHERE``. Each is defined once here (and in docs/catalog.md):
   for one-step episodes.
 - ``jerk``: the 0.95 quantile, over an episode's steps, of the root mean square of the action's
   second difference (``a[t] - 2 a[t-1] + a[t-2]``), each dimension divided by its standard
-  deviation over the partition. Float actions only (NULL for Atari's discrete actions) and
-  episodes of at least three steps.
+  deviation over the partition. Over the action's float dimensions, whatever else the action
+  holds (OXE's ``terminate_episode`` and other integer or boolean leaves are left out: a jerk
+  of the same dimensions on every schema), NULL where it has none (Atari's discrete actions)
+  and for episodes of fewer than three steps.
 - ``length_z``, ``return_z``: the episode's length and return as z-scores within the partition
   (NULL when the partition's standard deviation is 0, or the return is NULL).
 """
@@ -61,9 +63,10 @@ def quality_columns(td: TensorDictBase, starts: np.ndarray, lengths: np.ndarray,
     moving = np.concatenate([action, *(s for s, _ in _leaves(td, "observation"))], 1)
     span = moving.max(0) - moving.min(0) if rows else np.zeros(moving.shape[1])
     tolerance = np.where(span > 0, IDLE_TOLERANCE * span, 0.5)  # a constant dim never moves
-    float_action = bool(actions) and all(is_float for _, is_float in actions)
-    std = action.std(0) if len(action) else np.zeros(action.shape[1])
-    scaled = action[:, std > 0] / std[std > 0] if float_action else None
+    floats = [a for a, is_float in actions if is_float]
+    smooth = np.concatenate(floats, 1) if floats else None  # the float dimensions alone
+    std = smooth.std(0) if smooth is not None and len(smooth) else None
+    scaled = smooth[:, std > 0] / std[std > 0] if smooth is not None and std is not None else None
     idle = np.full(len(starts), np.nan)
     jerk = np.full(len(starts), np.nan)
     for i, (start, n) in enumerate(zip(starts.tolist(), lengths.tolist(), strict=True)):

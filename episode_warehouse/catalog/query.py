@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from episode_warehouse.catalog.freshness import freshness_checks, freshness_warning
 from episode_warehouse.catalog.sandbox import Answer, duckdb_message, parse_size, run_in_child
 from episode_warehouse.catalog.store import CatalogStore
 from episode_warehouse.errors import CatalogQueryError, NotMaterializedError
@@ -177,7 +178,9 @@ def run_query(
 
     The query runs in a sandboxed child process (``catalog/sandbox.py``): it can read the
     catalog and nothing else, its memory is bounded by the operating system, and it is killed
-    at the timeout.
+    at the timeout. Where it names a curation column computed by another stage (duplicates,
+    a score) that is not current for some partitions, a warning names them
+    (:mod:`~episode_warehouse.catalog.freshness`).
 
     Raises:
         NotMaterializedError: there is no catalog yet.
@@ -189,6 +192,7 @@ def run_query(
     memory_bytes = _memory_bytes(limits)
     root = root.reader()
     views, allowed_dir = _request_parts(root)
+    checks = freshness_checks(sql)
     answer = run_in_child(
         sql,
         params or [],
@@ -199,9 +203,13 @@ def run_query(
         memory_bytes=memory_bytes,
         max_rows=limits.max_rows,
         timeout_s=limits.timeout_s,
+        checks=tuple(query for _, query in checks),
     )
     if not answer.writes_confined:
         _warn_unconfined()
     if answer.error_kind is not None:
         raise _error(answer, limits)
+    for (column, _), found in zip(checks, answer.checks, strict=True):
+        if found:
+            log.warning(freshness_warning(column, [row[0] for row in found]))
     return answer.columns, answer.rows

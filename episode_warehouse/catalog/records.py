@@ -26,10 +26,11 @@ class StatisticsRecord(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class DuplicatesRecord(Record):
-    """``catalog/duplicates/warehouse/all/meta.json``: episodes compared, listed, groups."""
+    """``catalog/duplicates/warehouse/all/meta.json``: episodes checked, those dropped (each
+    for a kept one it resembles), and the groups (kept episodes something was dropped for)."""
 
     episodes: int = 0
-    listed: int = 0
+    dropped: int = 0
     groups: int = 0
 
 

@@ -85,6 +85,7 @@ class Request:
     memory_bytes: int
     max_rows: int | None
     temp_dir: str
+    checks: tuple[str, ...] = ()  # run after the query, on the same connection
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ class Answer:
     error_kind: str | None = None  # "permission", "memory", "duckdb", "died", "timeout"
     error: str = ""
     writes_confined: bool = True  # False: the kernel had no Landlock to refuse writes with
+    checks: tuple[list[tuple], ...] = ()  # the rows of each of the request's checks
 
 
 def _data_bytes() -> int:
@@ -125,7 +127,8 @@ def _run(request: Request) -> Answer:
         cur = con.execute(request.sql, request.params)
         columns = [d[0] for d in cur.description] if cur.description else []
         rows = cur.fetchall() if request.max_rows is None else cur.fetchmany(request.max_rows)
-        return Answer(columns, rows, writes_confined=confined)
+        checks = tuple(con.execute(check).fetchall() for check in request.checks)
+        return Answer(columns, rows, writes_confined=confined, checks=checks)
     except duckdb.PermissionException as exc:
         return Answer([], [], "permission", duckdb_message(exc), confined)
     except (duckdb.OutOfMemoryException, MemoryError) as exc:
@@ -216,6 +219,7 @@ def run_in_child(
     memory_bytes: int,
     max_rows: int | None,
     timeout_s: float,
+    checks: tuple[str, ...] = (),
 ) -> Answer:
     """Run ``sql`` in a fresh sandboxed child; an Answer with ``error_kind`` set on failure,
     "timeout" when it was killed at ``timeout_s``, "died" when it ended without an answer."""
@@ -232,6 +236,7 @@ def run_in_child(
         memory_bytes,
         max_rows,
         temp_dir,
+        tuple(checks),
     )
     process = subprocess.Popen(
         [sys.executable, "-P", "-m", __name__],  # -P: the working directory is not on sys.path

@@ -10,7 +10,7 @@ from episode_warehouse.tables import Column, Table
 
 __all__ = [
     "CURATION_TABLES", "DUPLICATES", "EPISODE_DATA", "EPISODES", "JOINED", "PARTITIONS",
-    "SCORES", "STATISTICS", "TABLES", "Column", "Table",
+    "SCORES", "STATISTICS", "TABLES", "UNCHECKED", "Column", "Table",
 ]  # fmt: skip
 
 
@@ -98,6 +98,19 @@ EPISODES = Table(
             "BIGINT[]",
             "64-bit perceptual hashes (DCT) of frames at 1/4, 1/2, 3/4 of the episode, per camera",
         ),
+        Column(
+            "sample_steps",
+            pa.list_(pa.int64()),
+            "BIGINT[]",
+            "fingerprints of the (up to) 8 steps sampled by content: the smallest ones",
+        ),
+        Column(
+            "sample_thumbs",
+            pa.binary(),
+            "BLOB",
+            "8x8 grey thumbnails of each camera's decoded frame at the sample steps",
+        ),
+        Column("text_hash", pa.string(), "VARCHAR", "BLAKE2b-64 of the episode's texts, or NULL"),
     ),
     "One row per episode (fragment) of every materialized partition.",
 )
@@ -161,15 +174,35 @@ DUPLICATES = Table(
     (
         *EPISODE_KEY,
         Column(
+            "content_hash",
+            pa.string(),
+            "VARCHAR",
+            "the episode's content_hash when it was checked (a changed episode's row is ignored)",
+        ),
+        Column(
             "near_duplicate_of",
             pa.string(),
             "VARCHAR",
-            "'source/partition#episode' of the episode its group keeps; NULL for that one",
+            "'source/partition#episode' of the kept episode it resembles; NULL: checked, kept",
         ),
-        Column("duplicate_group", pa.string(), "VARCHAR", "the kept episode's name, per group"),
+        Column(
+            "duplicate_group",
+            pa.string(),
+            "VARCHAR",
+            "the kept episode's name, for it and every episode dropped for it",
+        ),
+        Column("kept_source", pa.string(), "VARCHAR", "the kept episode's source"),
+        Column("kept_partition", pa.string(), "VARCHAR", "the kept episode's partition"),
+        Column("kept_episode", pa.int64(), "BIGINT", "the kept episode's id"),
+        Column(
+            "kept_hash",
+            pa.string(),
+            "VARCHAR",
+            "the kept episode's content_hash when it was checked",
+        ),
     ),
-    "Every episode that has an exact or near duplicate (the episode_duplicates asset; "
-    "see docs/curation.md): one artifact for the whole warehouse.",
+    "Every episode checked for duplicates (the episode_duplicates asset; see docs/curation.md):"
+    " one artifact for the whole warehouse.",
     folder="duplicates",
 )
 
@@ -179,7 +212,19 @@ SCORES = Table(
         Column("score", pa.string(), "VARCHAR", "the score's name (a column score_<name>)"),
         Column("version", pa.string(), "VARCHAR", "the score function's version"),
         *EPISODE_KEY,
+        Column(
+            "content_hash",
+            pa.string(),
+            "VARCHAR",
+            "the episode's content_hash when it was scored (a changed episode's is ignored)",
+        ),
         Column("value", pa.float64(), "DOUBLE", "the score; NULL where it does not apply"),
+        Column(
+            "reason",
+            pa.string(),
+            "VARCHAR",
+            "why the value is NULL, where the score function said (else NULL)",
+        ),
     ),
     "Per-episode scores, one artifact per score and partition (the <source>_score_<name> "
     "assets; see docs/curation.md).",
@@ -189,7 +234,14 @@ SCORES = Table(
 
 # Columns the episodes view adds to the rows: joined from duplicates (and one DOUBLE column
 # score_<name> per score in the scores table)
-JOINED = tuple(c for c in DUPLICATES.columns if c.name in ("near_duplicate_of", "duplicate_group"))
+UNCHECKED = "unchecked"  # near_duplicate_of of an episode not checked as it is now
+JOINED = (
+    Column("near_duplicate_of", pa.string(), "VARCHAR",
+           "NULL: checked and kept; 'source/partition#episode': a kept episode it resembles "
+           f"(dropped for it); '{UNCHECKED}': not checked as it is now (warehouse curate)"),
+    Column("duplicate_group", pa.string(), "VARCHAR",
+           "the kept episode's name, for it and every episode dropped for it (checked ones)"),
+)  # fmt: skip
 
 TABLES = (EPISODES, PARTITIONS, STATISTICS)  # per partition, with schema-only rows when empty
 CURATION_TABLES = (DUPLICATES, SCORES)

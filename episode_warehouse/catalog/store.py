@@ -11,7 +11,6 @@ them (:meth:`~episode_warehouse.storage.Root.published`).
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -25,13 +24,14 @@ from episode_warehouse.catalog.schema import (
     DUPLICATES,
     EPISODE_KEY,
     EPISODES,
-    JOINED,
     PARTITIONS,
     SCORES,
     STATISTICS,
     TABLES,
+    UNCHECKED,
     Table,
 )
+from episode_warehouse.curation.scores import SCORE_NAME
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.incremental import Built, build_if_changed
 from episode_warehouse.storage import Root
@@ -43,7 +43,6 @@ _EMPTY = "_empty"  # a schema-only row set, so that the views work before any pa
 LAYOUT = 5  # of the folders the views read; an older catalog.duckdb is rebuilt
 ROW_VIEW = "episode_rows"  # the episodes' files; the episodes view joins the curation columns
 DUPLICATES_REL = "catalog/duplicates/warehouse/all"  # one artifact for the whole warehouse
-SCORE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
 def _empty_tables(tables: list[Table]):
@@ -216,21 +215,30 @@ def _score_rel(name: str, source: str, partition: str) -> str:
 
 
 def episodes_view_sql(scores: list[str]) -> str:
-    """The ``episodes`` view: the rows with their duplicate group and one ``score_<name>``
-    column per score (``scores``: checked names)."""
-    joined = ", ".join(f'd."{c.name}"' for c in JOINED)
+    """The ``episodes`` view: the rows with their duplicate status and one ``score_<name>``
+    column per score (``scores``: checked names), each joined only where it was computed from
+    the episode as it is now (its ``content_hash``): a derived row of an episode rebuilt or of a
+    kept episode dropped since is ignored, never read as current (docs/curation.md)."""
     pivot = "".join(f", max(value) FILTER (WHERE score = '{n}') AS \"score_{n}\"" for n in scores)
     picked = "".join(f', s."score_{n}"' for n in scores)
-    keys = ", ".join(c.name for c in EPISODE_KEY)
+    keys = [c.name for c in EPISODE_KEY]
 
     def on(alias: str) -> str:
-        return " AND ".join(f"r.{k} = {alias}.{k}" for k in keys.split(", "))
+        return " AND ".join(f"r.{k} = {alias}.{k}" for k in [*keys, "content_hash"])
 
+    stale = "d.episode IS NULL OR (d.near_duplicate_of IS NOT NULL AND k.episode IS NULL)"
     return (
-        f"CREATE OR REPLACE VIEW episodes AS SELECT r.*, {joined}{picked}\n"
+        f"CREATE OR REPLACE VIEW episodes AS SELECT r.*, "
+        f"CASE WHEN {stale} THEN '{UNCHECKED}' ELSE d.near_duplicate_of END "
+        f"AS near_duplicate_of, "
+        f"CASE WHEN {stale} THEN NULL ELSE d.duplicate_group END AS duplicate_group{picked}\n"
         f"FROM {ROW_VIEW} r\nLEFT JOIN {DUPLICATES.name} d ON {on('d')}\n"
+        f"LEFT JOIN {ROW_VIEW} k ON d.near_duplicate_of IS NOT NULL AND k.source = d.kept_source "
+        "AND k.partition = d.kept_partition AND k.episode = d.kept_episode "
+        "AND k.content_hash = d.kept_hash\n"
         + (
-            f"LEFT JOIN (SELECT {keys}{pivot} FROM {SCORES.name} GROUP BY {keys}) s ON {on('s')}"
+            f"LEFT JOIN (SELECT {', '.join(keys)}, content_hash{pivot} FROM {SCORES.name} "
+            f"GROUP BY {', '.join(keys)}, content_hash) s ON {on('s')}"
             if scores
             else ""
         )

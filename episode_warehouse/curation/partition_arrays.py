@@ -46,6 +46,8 @@ class PartitionArrays:
     numeric: dict[str, np.ndarray] = field(default_factory=dict)  # (rows, d), any dtype
     cameras: dict[str, np.ndarray | FrameRows] = field(default_factory=dict)
     texts: dict[str, list[str]] = field(default_factory=dict)  # text leaf -> its lookup table
+    text_rows: dict[str, np.ndarray] = field(default_factory=dict)  # text leaf -> (rows,) index
+    instructions: list[str | None] = field(default_factory=list)  # per episode (its table's)
     _previews: dict[tuple[str, int], np.ndarray | CorruptInputError] = field(
         default_factory=dict, repr=False
     )
@@ -54,7 +56,8 @@ class PartitionArrays:
     def open(cls, folder: Path) -> PartitionArrays:
         folder = Path(folder)
         meta = read_meta(folder)
-        episodes = pq.read_table(folder / EPISODES, columns=["start", "length"])
+        table = pq.read_table(folder / EPISODES)
+        episodes = table.select(["start", "length"])
         mapped = MappedRows(folder, meta)
         texts = {k: list(v) for k, v in meta.extra.get("texts", {}).items()}
         out = cls(
@@ -63,6 +66,11 @@ class PartitionArrays:
             episodes.column("start").to_numpy().astype(np.int64),
             episodes.column("length").to_numpy().astype(np.int64),
             texts=texts,
+            instructions=(
+                table.column("language_instruction").to_pylist()
+                if "language_instruction" in table.column_names
+                else [None] * table.num_rows
+            ),
         )
         for key, entry in sorted(meta.keys.items()):
             if entry["kind"] not in (ARRAY, UNSQUEEZE) or key.rsplit("/", 1)[-1] in _BOOKKEEPING:
@@ -73,6 +81,8 @@ class PartitionArrays:
                 out.cameras[key] = rows
             elif key.rsplit("/", 1)[-1] not in texts and key not in texts:
                 out.numeric[key] = np.asarray(rows).reshape(meta.rows, -1)
+            else:
+                out.text_rows[key] = np.asarray(rows).reshape(meta.rows, -1)[:, 0]
         return out
 
     @property
@@ -98,6 +108,20 @@ class PartitionArrays:
             except CorruptInputError as exc:
                 self._previews[key, row] = exc
         return self._previews[key, row]
+
+    def episode_texts(self, episode: int) -> list[str]:
+        """The distinct ``key=text`` of episode ``episode`` (its row in the episode table): its
+        instruction and its text leaves' strings, sorted."""
+        start, n = int(self.starts[episode]), int(self.lengths[episode])
+        found = set()
+        if self.instructions and self.instructions[episode] is not None:
+            found.add(f"language_instruction={self.instructions[episode]}")
+        for key, rows in self.text_rows.items():
+            table = self.texts.get(key) or self.texts.get(key.rsplit("/", 1)[-1]) or []
+            for index in np.unique(rows[start : start + n]).tolist():
+                if 0 <= index < len(table):
+                    found.add(f"{key}={table[index]}")
+        return sorted(found)
 
     def floats(self, prefix: str) -> list[tuple[str, np.ndarray]]:
         """Floating-point leaves whose key is ``prefix`` or under it."""

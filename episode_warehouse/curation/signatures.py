@@ -10,12 +10,18 @@
   fingerprints. A step's fingerprint hashes its float actions and states (leaves of at most
   :data:`MAX_STATE_DIMS` values: a 512-d language embedding describes the task, not the step)
   by value (a float32 and a float64 copy of the same numbers agree), its integer actions,
-  and, where the partition has no float action or state (Atari), its cameras' stored bytes
-  (raw frames compressed losslessly: the same pixels, the same bytes). Two episodes that
-  share most of their steps (a copy, a copy whose frames were re-encoded, a recording cut a
-  few steps later) share most of their MinHash values: the share estimates the Jaccard
-  similarity of their step sets. Distinct recordings share no step: their sensors' noise
-  differs.
+  and, where the partition has no float action or state (Atari), its cameras' decoded pixels
+  (the same pixels stored as zstd or PNG agree). Two episodes that share most of their steps
+  (a copy, a copy whose frames were re-encoded, a recording cut a few steps later) share most
+  of their MinHash values: the share estimates the Jaccard similarity of their step sets.
+  Distinct recordings share no step: their sensors' noise differs.
+- ``sample_steps`` and ``sample_thumbs``: what the episode looks like at :data:`SAMPLES` of its
+  steps chosen by content (the steps of the smallest fingerprints: two episodes that share
+  steps choose the same ones, wherever they sit in each): the fingerprints, and per step and
+  camera (in key order) an 8x8 grey thumbnail of the decoded frame, 64 bytes. Two episodes
+  whose actions agree but whose frames do not (the same trajectory replayed in another scene)
+  differ here; a re-encoded copy does not (docs/curation.md).
+- ``text_hash``: BLAKE2b-64 of the episode's distinct texts (its instructions), or NULL.
 - ``frame_hashes``: a 64-bit perceptual hash (pHash: the signs, against their median, of the
   8x8 lowest frequencies of a 32x32 grey thumbnail's DCT, DC left out) of the sampled frames
   (:data:`~episode_warehouse.curation.partition_arrays.SAMPLE_FRACTIONS` of each camera's
@@ -37,8 +43,11 @@ import pyarrow as pa
 from episode_warehouse.curation.partition_arrays import PartitionArrays
 from episode_warehouse.frames.rows import FrameRows
 
-COLUMNS = ("content_hash", "step_minhash", "frame_hashes")
+COLUMNS = ("content_hash", "step_minhash", "frame_hashes", "sample_steps", "sample_thumbs",
+           "text_hash")  # fmt: skip
 MINHASHES = 64
+SAMPLES = 8  # steps per episode whose frames are compared (the smallest fingerprints)
+THUMB = 8  # a sample frame's thumbnail is THUMB x THUMB grey means
 MAX_STATE_DIMS = 64  # wider float leaves (a 512-d language embedding) describe the task
 _SALTS = np.random.default_rng(20260605).integers(0, 2**63, MINHASHES, dtype=np.uint64)
 
@@ -133,13 +142,47 @@ def _camera_bytes(rows, start: int, stop: int) -> bytes | memoryview:
     return memoryview(np.ascontiguousarray(rows[start:stop])).cast("B")
 
 
-def _frame_words(rows, start: int, stop: int) -> np.ndarray:
-    """(n, 1) uint64: a hash of each stored frame's bytes."""
-    return np.array(
-        [[int.from_bytes(hashlib.blake2b(_camera_bytes(rows, i, i + 1), digest_size=8).digest())]
-         for i in range(start, stop)],
-        np.uint64,
-    ).reshape(-1, 1)  # fmt: skip
+def _pixel_words(rows, start: int, stop: int, chunk: int = 1024) -> np.ndarray:
+    """(n, 1) uint64: a hash of each frame's decoded pixels, the same however they are stored
+    (zstd, PNG or raw rows) and in whichever form a grey frame is kept (``(H, W)``, or three
+    equal channels: an export to RGB and its import back)."""
+    out = np.zeros((stop - start, 1), np.uint64)
+    for a in range(start, stop, chunk):
+        frames = np.asarray(rows[a : min(a + chunk, stop)])
+        if frames.ndim == 4 and frames.shape[1] == 3:  # (n, C, H, W): grey as three channels?
+            grey = (frames[:, 0] == frames[:, 1]).all((1, 2)) & (frames[:, 1] == frames[:, 2]).all(
+                (1, 2)
+            )
+        else:
+            grey = np.zeros(len(frames), bool)
+        for i, frame in enumerate(frames):
+            pixels = np.ascontiguousarray(frame[0] if grey[i] else frame)
+            digest = hashlib.blake2b(pixels.data, digest_size=8).digest()
+            out[a - start + i, 0] = int.from_bytes(digest)
+    return out
+
+
+def thumbnail(grey: np.ndarray) -> bytes:
+    """An 8x8 grey thumbnail of a frame (area means, rounded to uint8)."""
+    means = _block_means(np.asarray(grey, np.float32), THUMB)
+    return np.clip(np.rint(means), 0, 255).astype(np.uint8).tobytes()
+
+
+def _sample(arrays: PartitionArrays, fingerprints: np.ndarray, start: int, n: int, cameras):
+    """(fingerprints, thumbnails) of the episode's sample steps (see the module)."""
+    if not n or not len(fingerprints):
+        return None, None
+    values, first = np.unique(fingerprints[start : start + n], return_index=True)
+    picks = np.argsort(values, kind="stable")[:SAMPLES]  # (unique: already sorted)
+    steps = values[picks].view(np.int64).tolist()
+    if not cameras:
+        return steps, None
+    thumbs = bytearray()
+    for row in (start + first[picks]).tolist():
+        for key, _ in cameras:
+            preview = arrays.preview(key, int(row))
+            thumbs += thumbnail(preview) if not isinstance(preview, Exception) else bytes(64)
+    return steps, bytes(thumbs)
 
 
 def signature_columns(arrays: PartitionArrays) -> dict[str, pa.Array]:
@@ -149,13 +192,14 @@ def signature_columns(arrays: PartitionArrays) -> dict[str, pa.Array]:
     discrete = [(k, v) for k, v in arrays.numeric.items()
                 if k.split("/")[0] == "action" and v.dtype.kind in "iub"]  # fmt: skip
     cameras = sorted(arrays.cameras.items())
-    hashes, steps, frames = [], [], []
+    hashes, steps, frames, samples, thumbs, texts = [], [], [], [], [], []
     columns = [np.asarray(v) for _, v in (*states, *discrete)]
     if not states:  # no float action or state: the frames are the steps' content
-        columns += [_frame_words(rows, 0, arrays.rows) for _, rows in cameras]
+        columns += [_pixel_words(rows, 0, arrays.rows) for _, rows in cameras]
     has_steps = bool(columns)
     fingerprints = step_fingerprints(columns) if has_steps else np.zeros(0, np.uint64)
-    for start, n in zip(arrays.starts.tolist(), arrays.lengths.tolist(), strict=True):
+    for e, (start, n) in enumerate(zip(arrays.starts.tolist(), arrays.lengths.tolist(),
+                                       strict=True)):  # fmt: skip
         h = hashlib.blake2b(digest_size=16)
         for key, values in sorted(arrays.numeric.items()):
             h.update(f"{key}:{values.dtype.str}:{values.shape[1]}".encode())
@@ -163,6 +207,9 @@ def signature_columns(arrays: PartitionArrays) -> dict[str, pa.Array]:
         for key, rows in cameras:
             data = _camera_bytes(rows, start, start + n)
             h.update(f"{key}:frames:{len(data)}:{zlib.crc32(data)}".encode())
+        episode_texts = arrays.episode_texts(e)
+        for line in episode_texts:
+            h.update(f"text:{line}".encode())
         hashes.append(h.hexdigest())
         steps.append(minhash(fingerprints[start : start + n]) if has_steps and n else None)
         picks = []
@@ -171,8 +218,16 @@ def signature_columns(arrays: PartitionArrays) -> dict[str, pa.Array]:
                 preview = arrays.preview(key, row)
                 picks.append(None if isinstance(preview, Exception) else phash(preview))
         frames.append(picks or None)
+        sample, thumb = _sample(arrays, fingerprints, start, n, cameras)
+        samples.append(sample)
+        thumbs.append(thumb)
+        said = "\n".join(episode_texts).encode()
+        texts.append(hashlib.blake2b(said, digest_size=8).hexdigest() if episode_texts else None)
     return {
         "content_hash": pa.array(hashes, pa.string()),
         "step_minhash": pa.array(steps, pa.list_(pa.int64())),
         "frame_hashes": pa.array(frames, pa.list_(pa.int64())),
+        "sample_steps": pa.array(samples, pa.list_(pa.int64())),
+        "sample_thumbs": pa.array(thumbs, pa.binary()),
+        "text_hash": pa.array(texts, pa.string()),
     }

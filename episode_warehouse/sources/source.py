@@ -34,6 +34,8 @@ class Source:
             dataset name (OXE's ``bridge``); else ``<source>:<partition>``.
         dataset_of: the dataset a partition is part of (OpenX: ``droid`` for the shard range
             ``droid@00000-00031``); the partition itself where partitions are datasets.
+        rewards_are_scores: its rewards measure a score, never success (Atari: the clipped
+            change of the game's score): a reward of 1 is never read as success.
     """
 
     name: str
@@ -46,6 +48,7 @@ class Source:
     octo_datasets: bool = False
     named_by_partition: bool = False
     dataset_of: Callable[[str], str] = lambda partition: partition
+    rewards_are_scores: bool = False
 
     def dataset_name(self, partition: str) -> str:
         """The name a partition's standardized data, statistics and batches carry (the

@@ -11,10 +11,12 @@ import pyarrow.parquet as pq
 from episode_warehouse.catalog import CatalogStore, run_query
 from episode_warehouse.catalog.records import DuplicatesRecord, RowsRecord, ScoresRecord
 from episode_warehouse.catalog.schema import DUPLICATES, EPISODES, SCORES
+from episode_warehouse.catalog.store import ROW_VIEW
 from episode_warehouse.curation import duplicates
 from episode_warehouse.curation.scores import Score, ScoreInput
 from episode_warehouse.incremental import Built, checkout, require
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.sources import registry
 from episode_warehouse.ted.record import TedRecord
 
 log = logging.getLogger(__name__)
@@ -37,8 +39,10 @@ def publish_episode_scores(
         checkout(layout.root, rows_dir)
         checkout(layout.root, ted_dir)
         episodes = pq.read_table(rows_dir / EPISODES.file_name)
-        values = score.values(ScoreInput(episodes, ted_dir))
+        given = ScoreInput(episodes, ted_dir, registry.get(source).rewards_are_scores)
+        values, reason = score.values(given)
         n = episodes.num_rows
+        nulls = values != values
         return pa.table(
             {
                 "score": pa.array([score.name] * n, pa.string()),
@@ -46,7 +50,11 @@ def publish_episode_scores(
                 "source": episodes.column("source"),
                 "partition": episodes.column("partition"),
                 "episode": episodes.column("episode"),
-                "value": pa.array(values, pa.float64(), mask=values != values),
+                "content_hash": episodes.column("content_hash"),
+                "value": pa.array(values, pa.float64(), mask=nulls),
+                "reason": pa.array(
+                    [reason if null else None for null in nulls.tolist()], pa.string()
+                ),  # fmt: skip
             }
         )
 
@@ -54,20 +62,26 @@ def publish_episode_scores(
 
 
 _SIGNATURES = (
-    "SELECT source, partition, episode, content_hash, step_minhash "
-    f"FROM {EPISODES.name} ORDER BY source, partition, episode"
+    "SELECT source, partition, episode, content_hash, step_minhash, sample_steps, "
+    f"sample_thumbs, text_hash FROM {ROW_VIEW} ORDER BY source, partition, episode"
 )
 
 
 def publish_duplicates(layout: WarehouseLayout) -> Built[DuplicatesRecord]:
-    """The duplicates of every catalogued episode, unless every partition's rows are those
-    they were found in."""
+    """Every catalogued episode checked for duplicates (:mod:`~episode_warehouse.curation.
+    duplicates`), unless every partition's rows are those they were checked in."""
     store = CatalogStore(layout.root)
     rows = {rel: r.get("version") for rel, r in layout.root.published("catalog/rows", 2).items()}
     inputs = {
         "rows": rows,
         "format": DUPLICATES.format_id,
-        "rule": [duplicates.STEP_SHARE, duplicates.BANDS, duplicates.ROWS_PER_BAND],
+        "rule": [
+            duplicates.STEP_SHARE,
+            duplicates.BANDS,
+            duplicates.ROWS_PER_BAND,
+            duplicates.FRAME_TOLERANCE,
+            duplicates.BUCKET_CAP,
+        ],  # fmt: skip
     }
 
     def find() -> tuple[pa.Table, DuplicatesRecord]:
@@ -76,21 +90,30 @@ def publish_duplicates(layout: WarehouseLayout) -> Built[DuplicatesRecord]:
             names=[duplicates.episode_name(s, p, e) for s, p, e, *_ in found],
             content_hash=[r[3] for r in found],
             step_minhash=[r[4] for r in found],
+            sample_steps=[r[5] for r in found],
+            sample_thumbs=[r[6] for r in found],
+            text_hash=[r[7] for r in found],
         )
         table = duplicates.find_duplicates(signatures)
-        keys = [(s, p, e) for s, p, e, *_ in found]
         index = {n: i for i, n in enumerate(signatures.names)}
-        listed = [keys[index[n]] for n in table.column("episode_name").to_pylist()]
+        near = table.column("near_duplicate_of").to_pylist()
+        kept = [found[index[n]] if n is not None else None for n in near]
         out = pa.table(
             {
-                "source": pa.array([k[0] for k in listed], pa.string()),
-                "partition": pa.array([k[1] for k in listed], pa.string()),
-                "episode": pa.array([k[2] for k in listed], pa.int64()),
+                "source": pa.array([r[0] for r in found], pa.string()),
+                "partition": pa.array([r[1] for r in found], pa.string()),
+                "episode": pa.array([r[2] for r in found], pa.int64()),
+                "content_hash": pa.array([r[3] for r in found], pa.string()),
                 "near_duplicate_of": table.column("near_duplicate_of"),
                 "duplicate_group": table.column("duplicate_group"),
+                "kept_source": pa.array([k[0] if k else None for k in kept], pa.string()),
+                "kept_partition": pa.array([k[1] if k else None for k in kept], pa.string()),
+                "kept_episode": pa.array([k[2] if k else None for k in kept], pa.int64()),
+                "kept_hash": pa.array([k[3] if k else None for k in kept], pa.string()),
             }
         )
-        groups = len(set(table.column("duplicate_group").to_pylist()))
-        return out, DuplicatesRecord(episodes=len(found), listed=len(listed), groups=groups)
+        dropped = sum(k is not None for k in kept)
+        groups = len({g for g in table.column("duplicate_group").to_pylist() if g is not None})
+        return out, DuplicatesRecord(episodes=len(found), dropped=dropped, groups=groups)
 
     return store.publish_duplicates(inputs, find)

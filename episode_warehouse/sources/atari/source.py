@@ -11,4 +11,5 @@ SOURCE = Source(
     fps=lambda partition: FPS,
     partition_task=lambda partition: partition.split("/")[0],
     describe="Atari DQN Replay (Dopamine checkpoints or RL Unplugged TFRecords), <Game>/<run>",
+    rewards_are_scores=True,  # Dopamine logs the clipped change of the game's score
 )

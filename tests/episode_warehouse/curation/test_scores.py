@@ -68,7 +68,7 @@ def test_built_in_scores_are_their_definitions_and_select_and_weigh(tmp_path):
     np.testing.assert_allclose(weighted.weight, q / q.sum())
 
     assert not publish_episode_scores(layout, QUALITY, "openx", SPEC.name).rebuilt
-    bumped = Score(QUALITY.name, "2", QUALITY.compute)
+    bumped = Score(QUALITY.name, "3", QUALITY.compute)
     assert publish_episode_scores(layout, bumped, "openx", SPEC.name).rebuilt
 
 
@@ -93,7 +93,7 @@ def test_a_users_score_is_a_column_and_bad_values_are_refused(tmp_path, monkeypa
     assert [(r["length"], r["score_length_tenths"]) for r in rows] == [(4, 0.4), (6, 0.6)]
 
     wrong = Score("short", "1", lambda given: [1.0])
-    with pytest.raises(ConfigError, match="gave 1 values for 2 episodes"):
+    with pytest.raises(ConfigError, match=r"gave values of shape \(1,\) for 2 episodes"):
         publish_episode_scores(layout, wrong, "openx", SPEC.name)
     with pytest.raises(ConfigError, match="not column names|lower-case"):
         publish_episode_scores(layout, Score("Bad Name", "1", _length_score), "openx", SPEC.name)
@@ -124,3 +124,84 @@ def test_a_mixture_weighted_by_a_score(tmp_path):
     total = sum(mean.values())
     assert got == pytest.approx({p: q / total for p, q in mean.items()})
     assert min(mean.values()) > 0 and len(set(mean.values())) == 2
+
+
+def _docs_score():
+    """The custom score docs/curation.md shows, executed as written there."""
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[3] / "docs" / "curation.md").read_text()
+    code = doc.split("from episode_warehouse.curation.scores import Score", 1)[1]
+    namespace: dict = {}
+    exec("from episode_warehouse.curation.scores import Score" + code.split("```", 1)[0], namespace)
+    (score,) = namespace["SCORES"]
+    return score
+
+
+@pytest.mark.integration  # the catalog's query runs in a sandboxed child
+def test_scores_mean_the_same_on_a_dict_action_with_integer_leaves(tmp_path):
+    """fractal's action is a dict with an int32 ``terminate_episode`` beside its float leaves
+    (written from the TFDS authors' features.json): its jerk is the float dimensions' (it was
+    NULL, roughly doubling score_quality for 6 of the 22 OXE schemas), and the docs' custom score
+    runs on it (it raised KeyError: slice(0, 3, None)). #69 items 6 and 13."""
+    from episode_warehouse.catalog.quality import JERK_QUANTILE
+    from episode_warehouse.ted.open import open_ted_folder
+    from tests.helpers import build_oxe_standardized
+
+    layout = WarehouseLayout.local(tmp_path / "wh")
+    build_oxe_standardized(layout, "fractal20220817_data", (5, 8, 6))
+    td = open_ted_folder(layout.ted_dir("openx", "fractal20220817_data"))
+    action = td["action"]
+    kinds = {k: action.get(k).dtype.is_floating_point for k in action.keys(True, True)}
+    assert not all(kinds.values()) and any(kinds.values())  # float and integer leaves
+    floats = np.concatenate([action.get(k).numpy().reshape(td.batch_size[0], -1)
+                             for k in sorted(kinds, key=str) if kinds[k]], 1).astype(np.float64)
+    std = floats.std(0)
+    scaled = floats[:, std > 0] / std[std > 0]
+    rows = _columns(layout, "SELECT start, length, jerk FROM episodes ORDER BY episode")
+    for r in rows:
+        second = np.diff(scaled[r["start"] : r["start"] + r["length"]], n=2, axis=0)
+        want = np.quantile(np.sqrt((second**2).mean(1)), JERK_QUANTILE)
+        assert r["jerk"] == pytest.approx(want), r
+
+    score = _docs_score()
+    publish_episode_scores(layout, score, "openx", "fractal20220817_data")
+    got = _columns(layout, "SELECT start, length, score_action_norm FROM episodes ORDER BY episode")
+    every = np.concatenate([action.get(k).numpy().reshape(td.batch_size[0], -1).astype(np.float64)
+                            for k in sorted(kinds, key=str)], 1)  # fmt: skip
+    for r in got:
+        want = float(np.abs(every[r["start"] : r["start"] + r["length"]]).mean())
+        assert r["score_action_norm"] == pytest.approx(want)
+
+
+def test_bad_values_of_a_users_score_are_refused_naming_it(tmp_path):
+    """What a user's function may return wrongly (#69, smaller): a number past float64
+    (OverflowError escaped), complex values (truncated), a 2-D array (flattened), infinity
+    (silently NULL)."""
+    import pyarrow as pa
+
+    from episode_warehouse.curation.scores import ScoreInput
+
+    given = ScoreInput(pa.table({"episode": [0, 1, 2, 3]}), tmp_path)
+    for bad, said in (
+        ([10**400, 1, 2, 3], "not real numbers"),
+        ([1j, 1, 2, 3], "complex"),
+        (np.ones((2, 2)), r"shape \(2, 2\)"),
+        ([1.0, float("inf"), 2.0, 3.0], "gave inf for episode row 1"),
+    ):
+        with pytest.raises(ConfigError, match=said):
+            Score("bad", "1", lambda _, bad=bad: bad).values(given)
+    values, reason = Score("ok", "1", lambda _: [1, np.nan, 2, 3]).values(given)
+    assert reason is None and np.isnan(values[1])
+
+
+def test_a_score_name_that_cannot_be_a_column_is_refused_where_it_is_set(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "bad_scores.py").write_text(
+        "from episode_warehouse.curation.scores import Score\n"
+        "SCORES = [Score('Bad Name', '1', len)]\nTWICE = [Score('quality', '1', len)]\n"
+    )
+    with pytest.raises(ConfigError, match="EPISODE_WAREHOUSE_SCORES.*'Bad Name'"):
+        load_scores("bad_scores:SCORES")
+    with pytest.raises(ConfigError, match="'quality' a second time"):
+        load_scores("bad_scores:TWICE")

@@ -16,6 +16,7 @@ from episode_warehouse.export.croissant import curation_columns
 from episode_warehouse.export.describe import describe_partition, validate
 from episode_warehouse.loading import select_episodes
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.stages.curation import publish_duplicates
 from tests.helpers import build_openx
 from warehouse_fixtures.openx_writer import DatasetSpec
 
@@ -31,6 +32,7 @@ SQL = (
 def root(tmp_path_factory):
     root = tmp_path_factory.mktemp("croissant") / "wh"
     build_openx(root, DatasetSpec("cmu_stretch", cameras=("image",), image_size=16), [[6, 9], [5]])
+    publish_duplicates(WarehouseLayout.local(root))  # near_duplicate_of: checked
     return root
 
 
