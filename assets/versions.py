@@ -14,8 +14,9 @@ OPENX_EPISODES = "5"  # 2: tar members read by name, every value checked; 3: nul
 LEROBOT_FILES = "1"
 LEROBOT_EPISODES = "5"  # 2: tasks and lerobot_stats per episode; 3: no invented rewards;
 # 4: the source's features and their names in the record; 5: the cameras declared (images)
-TED = "5"  # 2: validated before publishing; 3: one Atari schema (no clipped_reward, no final);
-# 4: fps recorded for every source, LeRobot feature names carried; 5: final observations (v4)
+TED = "6"  # 2: validated before publishing; 3: one Atari schema (no clipped_reward, no final);
+# 4: fps recorded for every source, LeRobot feature names carried; 5: final observations (v4);
+# 6: a CRC-32C per stored frame (<camera>.crc32c.npy)
 CATALOG_ROWS = "8"  # 2: folder per partition, source ids; 3: fps, robot_type; 4: tasks, stats;
 # 5: quality signals (idle_fraction, jerk, length_z, return_z); 6: fps a DOUBLE (1/dt);
 # 7: the integrity audit (findings, defects) and duplicate signatures; 8: jerk over the action's

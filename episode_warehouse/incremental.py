@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic
@@ -30,7 +30,11 @@ from typing import Generic
 from typing_extensions import TypeVar
 
 from episode_warehouse.atomic import read_json, staged, write_json, write_lock
-from episode_warehouse.errors import ForeignArtifactError, NotMaterializedError
+from episode_warehouse.errors import (
+    ConcurrentWriteError,
+    ForeignArtifactError,
+    NotMaterializedError,
+)
 from episode_warehouse.records import Record
 from episode_warehouse.storage import Root
 
@@ -102,6 +106,7 @@ def build_if_changed(
     *,
     record_type: type[R] = Record,  # type: ignore[assignment]
     lock_timeout_s: float = 600.0,
+    upstream: Mapping[Path, str] | None = None,
 ) -> Built[R]:
     """Publish ``build(staging)`` at ``target`` (of ``root``) unless it holds these ``inputs``.
 
@@ -111,7 +116,10 @@ def build_if_changed(
     ``record_type`` without ``inputs`` and ``version``, or a dict of fields), or writes the
     record file itself, which is then extended. The record gets ``inputs`` and ``version``, is
     checked as a ``record_type`` and written last; the folder is swapped in atomically. A
-    failing ``build`` leaves the previous version as it was. With a bucket root the bucket's
+    failing ``build`` leaves the previous version as it was. ``upstream`` (artifact folder ->
+    the version the build read) is read again after the build, before anything is published:
+    an upstream artifact rebuilt or dropped meanwhile (``warehouse drop`` is a writer too)
+    publishes nothing. With a bucket root the bucket's
     record is the one compared, and the new version is published to the bucket (meta-last, see
     :class:`~episode_warehouse.storage.Artifact`).
 
@@ -120,7 +128,8 @@ def build_if_changed(
             write are never replaced.
         CorruptInputError: the published record, or the one built, is not a ``record_type``.
         DiskFullError: the disk filled up (nothing published).
-        ConcurrentWriteError: (bucket root) another machine published this artifact first.
+        ConcurrentWriteError: (bucket root) another machine published this artifact first; an
+            ``upstream`` artifact changed during the build.
     """
     target = Path(target)
     version = fingerprint(inputs)
@@ -136,14 +145,41 @@ def build_if_changed(
             return result(current, False)
         local = artifact.working_record(current, version)
         if local.get("version") != version:  # else: built here, not yet published
-            _build_here(target, inputs, version, build, record_type, local)
+            _build_here(target, inputs, version, build, record_type, local,
+                        lambda: _check_upstream(root, target, upstream or {}))  # fmt: skip
+        _check_upstream(root, target, upstream or {})
         return result(artifact.publish(current, generation), True)
 
 
+def _check_upstream(root: Root, target: Path, upstream: Mapping[Path, str]) -> None:
+    """Each upstream artifact still holds the version the build read.
+
+    Raises:
+        ConcurrentWriteError: one was rebuilt or dropped meanwhile (naming it).
+    """
+    for folder, version in upstream.items():
+        now = root.artifact_at(Path(folder)).read()[0].get("version")
+        if now != version:
+            said = "was dropped" if now is None else f"was rebuilt (version {now})"
+            raise ConcurrentWriteError(
+                f"its upstream {folder} {said} while this was built from version {version}: "
+                "nothing was published",
+                subject=str(target),
+                fix="materialize it again (it reads the upstream as it is now)",
+            )
+
+
 def _build_here(
-    target: Path, inputs: dict, version: str, build, record_type: type[Record], current: dict
+    target: Path,
+    inputs: dict,
+    version: str,
+    build,
+    record_type: type[Record],
+    current: dict,
+    before_swap: Callable[[], None],
 ) -> dict:
-    """Build into a staging folder and swap it in at ``target`` (the caller holds the lock)."""
+    """Build into a staging folder and swap it in at ``target`` (the caller holds the lock),
+    ``before_swap()`` called last, between the build and the swap."""
     file = record_type.FILE
     if not current and target.exists() and any(target.iterdir()):
         raise ForeignArtifactError(
@@ -159,6 +195,7 @@ def _build_here(
         record_type.from_json(meta, subject=f"{target / file} (as built)")
         (tmp / file).parent.mkdir(parents=True, exist_ok=True)
         write_json(tmp / file, meta)
+        before_swap()
     log.info("published %s (version %s)", target, version)
     return meta
 

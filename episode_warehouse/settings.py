@@ -19,6 +19,10 @@ resolved with, so one object decides where a run reads and writes.
   default: as the source encoded them, decoded where they are read; docs/frames.md) or
   ``decoded`` (raw uint8 rows: a plain TorchRL memmap, 8x-38x the bytes). An input of the
   decoded stage: changing it rebuilds the partitions it is changed for.
+- ``verify_frames``: ``EPISODE_WAREHOUSE_VERIFY_FRAMES`` (``1``/``true`` or ``0``/``false``):
+  every stored frame a reader decodes is first checked against the CRC-32C the TED stage wrote
+  for it (bit rot or an altered file is refused, naming the row). Default: off (the integrity
+  audit checks every frame at the catalog stage).
 
 The export's PNG scratch (``EPISODE_WAREHOUSE_SCRATCH``), the worker counts and the input limits
 are the Dagster resource's (``resources/warehouse.py``): no domain function reads them.
@@ -48,6 +52,7 @@ HUB_ENDPOINT_ENV = "HF_ENDPOINT"
 DEFAULT_HUB_ENDPOINT = "https://huggingface.co"
 ALLOW_NONFINITE_ENV = "EPISODE_WAREHOUSE_ALLOW_NONFINITE"
 FRAMES_ENV = "EPISODE_WAREHOUSE_FRAMES"
+VERIFY_FRAMES_ENV = "EPISODE_WAREHOUSE_VERIFY_FRAMES"
 ENCODED, DECODED = "encoded", "decoded"
 FRAME_LAYOUTS = (ENCODED, DECODED)
 # a cluster worker's name (`warehouse cluster up` sets it for each Celery worker) and the run tag
@@ -70,6 +75,7 @@ class Settings:
     hub_cache: str | None
     allow_nonfinite: frozenset[str] = frozenset()
     frames: str = ENCODED
+    verify_frames: bool = False
 
     @classmethod
     def from_env(
@@ -98,7 +104,19 @@ class Settings:
                 k.strip() for k in env.get(ALLOW_NONFINITE_ENV, "").split(",") if k.strip()
             ),
             frames=_frames(env.get(FRAMES_ENV, "").strip() or ENCODED),
+            verify_frames=_switch(VERIFY_FRAMES_ENV, env.get(VERIFY_FRAMES_ENV, "")),
         )
+
+
+def _switch(name: str, value: str) -> bool:
+    text = value.strip().lower()
+    if text in ("", "0", "false", "no", "off"):
+        return False
+    if text in ("1", "true", "yes", "on"):
+        return True
+    raise ConfigError(
+        f"{name}={value!r} is neither on nor off", subject=name, fix=f"set {name}=1 or {name}=0"
+    )
 
 
 def _frames(value: str) -> str:

@@ -92,6 +92,16 @@ def shared_samples() -> Path:
 
 
 @pytest.fixture(scope="session")
+def lerobot_video(tmp_path_factory) -> Path:
+    """A LeRobot v3 dataset with two AV1 video cameras, written by lerobot's own writer once per
+    test process (SVT-AV1 costs ~20 s of CPU a dataset): :data:`tests.helpers.VIDEO_SPEC`."""
+    from tests.helpers import VIDEO_SPEC
+    from warehouse_fixtures.lerobot_writer import write_lerobot_dataset
+
+    return write_lerobot_dataset(VIDEO_SPEC, tmp_path_factory.mktemp("lerobot-video"))
+
+
+@pytest.fixture(scope="session")
 def demo_fixtures(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("fixtures")
     write_demo_fixtures(folder)

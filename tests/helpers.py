@@ -13,9 +13,14 @@ from episode_warehouse.stages import build_ted_stage, publish_catalog_rows
 from warehouse_fixtures.atari_game import play_episode
 from warehouse_fixtures.dopamine_writer import write_run
 from warehouse_fixtures.environment import variable_set
+from warehouse_fixtures.lerobot_writer import LeRobotSpec
 from warehouse_fixtures.openx_writer import DatasetSpec, write_dataset
 
 SHARED_SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
+# the AV1 dataset the session fixture ``lerobot_video`` writes once (SVT-AV1 encodes frames of
+# 64 pixels wide and up)
+VIDEO_SPEC = LeRobotSpec(repo_id="owner/clips", video=True, frames="scene", lengths=(30, 24, 18),
+                         cameras={"top": (48, 64), "wrist": (64, 64)})  # fmt: skip
 
 
 def _layout(root) -> WarehouseLayout:
@@ -65,14 +70,15 @@ def build_openx(root, spec: DatasetSpec, shards, seed=0):
     return episodes
 
 
-def build_lerobot(root, spec):
+def build_lerobot(root, spec, source: Path | None = None):
     """A LeRobot dataset written with lerobot (``LeRobotDataset.create``) and published as the
-    partition ``spec.repo_id`` of ``root``, through the decoded, TED and catalog stages."""
+    partition ``spec.repo_id`` of ``root``, through the decoded, TED and catalog stages;
+    ``source``: the dataset's folder where it was written already (``lerobot_video``)."""
     from episode_warehouse.sources.lerobot.dataset import open_lerobot_folder
     from episode_warehouse.sources.lerobot.decode import decode_lerobot
     from warehouse_fixtures.lerobot_writer import write_lerobot_dataset
 
-    folder = write_lerobot_dataset(spec, _layout(root).folder / "lerobot-src")
+    folder = source or write_lerobot_dataset(spec, _layout(root).folder / "lerobot-src")
     _publish(
         root,
         "lerobot",

@@ -67,18 +67,26 @@ def _bar(desc: str, total: int | None, unit: str):
     return tqdm(total=total, desc=f"  {desc}", unit=f" {unit}", leave=False, file=sys.stderr)
 
 
+_handler: logging.Handler | None = None
+
+
 def setup(verbose: bool) -> None:
     """Configure logging and the progress display for one command."""
+    global _handler
     level = logging.INFO if verbose else logging.WARNING
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S", force=True
-    )
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(_StripRunIds())
-        if not verbose:
-            handler.addFilter(_QuietRetries())
-        # Dagster raises the level of the loggers it manages during runs: the handler decides
-        handler.setLevel(level)
+    root = logging.getLogger()
+    if _handler is not None:  # a command before this one in the same process (tests)
+        root.removeHandler(_handler)
+    # the command's own handler; others (a test runner's) are left as they are
+    _handler = logging.StreamHandler()
+    _handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s", "%H:%M:%S"))
+    _handler.addFilter(_StripRunIds())
+    if not verbose:
+        _handler.addFilter(_QuietRetries())
+    # Dagster raises the level of the loggers it manages during runs: the handler decides
+    _handler.setLevel(level)
+    root.addHandler(_handler)
+    root.setLevel(level)
     for noisy in _NOISY:
         logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.WARNING)
         if not verbose and noisy == "dagster":

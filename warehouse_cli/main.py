@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from episode_warehouse.errors import WarehouseError
+from episode_warehouse.errors import ConfigError, WarehouseError
 from warehouse_cli.arguments import add_source_arguments, resource_config
 from warehouse_cli.environment import (
     PROJECT_ROOT,
@@ -126,6 +126,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         )
     if registered is None:
         root.write_text(rel, args.query, expected=None)
+    print(f"exporting {args.name}: the query's episodes as a LeRobot dataset"
+          + (" (AV1 video)" if args.video else " (PNG frames)") + " ...", flush=True)  # fmt: skip
     try:
         materialize_partition(
             "selection",
@@ -144,7 +146,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from episode_warehouse.errors import ConfigError
     from episode_warehouse.export.publish import publish_export
     from episode_warehouse.hub.url import HubUrl, parse_hub_url
     from episode_warehouse.paths import WarehouseLayout
@@ -219,7 +220,16 @@ def cmd_fixtures(args: argparse.Namespace) -> int:
         from warehouse_cli.oxe_folders import SAMPLES
         from warehouse_fixtures.mt_opt import write_mt_opt_folder
 
-        written = write_mt_opt_folder(Path(args.samples or SAMPLES), folder)
+        samples = Path(args.samples or SAMPLES)
+        shard = samples / "rlds" / "mt_opt_rlds"
+        if not shard.is_dir():
+            raise ConfigError(
+                f"no mt_opt sample here (it is the TFDS authors' file, in {shard})",
+                subject=str(samples),
+                fix="pass --samples PATH naming the samples folder (the project's ../shared/"
+                "samples in a clone beside it)",
+            )
+        written = write_mt_opt_folder(samples, folder)
         print(
             f"wrote {written} (the TFDS authors' mt_opt shard with its builder's features.json); "
             f"build it: OPENX_URL={args.folder} ./warehouse materialize openx mt_opt_rlds"

@@ -57,6 +57,7 @@ def publish_statistics(
         {"ted": ted.version, "code_version": code_version, "format": STATISTICS.format_id},
         build,
         record_type=StatisticsRecord,
+        upstream={ted_dir: ted.version},
     )
 
 

@@ -117,7 +117,13 @@ class CatalogStore:
         return self.root.folder / _score_rel(name, source, partition)
 
     def publish_scores(
-        self, name: str, source: str, partition: str, inputs: dict, score: Callable[[], pa.Table]
+        self,
+        name: str,
+        source: str,
+        partition: str,
+        inputs: dict,
+        score: Callable[[], pa.Table],
+        upstream: dict[Path, str] | None = None,
     ) -> Built[ScoresRecord]:
         """Replace one score's values of one partition with ``score()`` unless they were built
         from the same ``inputs`` (``score`` is not called then)."""
@@ -135,7 +141,7 @@ class CatalogStore:
             return ScoresRecord(episodes=len(scores), scored=len(scores) - values.null_count)
 
         return build_if_changed(self.root, self.score_dir(name, source, partition), inputs, build,
-                                record_type=ScoresRecord)  # fmt: skip
+                                record_type=ScoresRecord, upstream=upstream)  # fmt: skip
 
     def has_rows(self) -> bool:
         """Whether the catalog exists (its schema-only rows are published)."""
@@ -155,30 +161,39 @@ class CatalogStore:
             pq.write_table(data.select(schema.names).cast(schema), folder / table.file_name)
 
     def publish_partition(
-        self, source: str, key: str, episodes: pa.Table, partition_row: dict, inputs: dict
+        self,
+        source: str,
+        key: str,
+        episodes: pa.Table,
+        partition_row: dict,
+        inputs: dict,
+        upstream: dict[Path, str] | None = None,
     ) -> Built[RowsRecord]:
-        """Replace the rows of one partition unless they were built from the same ``inputs``."""
+        """Replace the rows of one partition unless they were built from the same ``inputs``
+        (``upstream``: the TED they were computed from, checked again before they publish)."""
         self.ensure_database()
 
         def build(tmp: Path) -> RowsRecord:
             self.write_rows(tmp, episodes, partition_row)
             return RowsRecord(episodes=episodes.num_rows, frames=partition_row["frames"])
 
-        built = build_if_changed(
-            self.root, self.partition_dir(source, key), inputs, build, record_type=RowsRecord
-        )
+        built = build_if_changed(self.root, self.partition_dir(source, key), inputs, build,
+                                 record_type=RowsRecord, upstream=upstream)  # fmt: skip
         if built.rebuilt:
             log.info("catalog: published %d episodes of %s/%s", episodes.num_rows, source, key)
         return built
 
+    def partition_rels(self, source: str, partition: str) -> list[str]:
+        """The names under the root of a partition's catalog artifacts: its rows first (the
+        counts stop at once), its statistics, then each score."""
+        rels = [_partition_rel(source, partition, t) for t in (EPISODES, STATISTICS)]
+        return rels + [_score_rel(name, source, partition) for name in self.score_names()]
+
     def remove_partition(self, source: str, partition: str) -> bool:
-        """Remove a partition's rows and statistics; True if there were any."""
+        """Remove a partition's rows, statistics and scores; True if there were any."""
         removed = False
-        for name in self.score_names():
-            removed = self.root.artifact(_score_rel(name, source, partition)).delete() or removed
-        for table in (STATISTICS, EPISODES):
-            artifact = self.root.artifact(_partition_rel(source, partition, table))
-            removed = artifact.delete() or removed
+        for rel in self.partition_rels(source, partition):
+            removed = self.root.artifact(rel).delete() or removed
         return removed
 
     def published(self) -> list[tuple[str, str]]:

@@ -7,7 +7,9 @@ Computed at the catalog stage from the TED it already reads, streaming over memo
 - ``bad_frame``: a stored frame whose bytes are not a whole frame of a known kind: checked for
   *every* frame, without decoding, from the bytes themselves (a JPEG must start with its SOI
   marker and end with EOI, a PNG with its IEND chunk; a zstd frame must start with its magic);
-  and a frame that fails to decode in the *decoded sample* (below).
+  a frame whose bytes no longer have the CRC-32C the TED stage wrote for them (*every* frame:
+  bit rot that still decodes, to wrong pixels); and a frame that fails to decode in the
+  *decoded sample* (below).
 - ``frame_shape``: a sampled frame whose header declares, or whose pixels have, another size
   than its camera's rows. The sample: three frames per episode and camera, at 1/4, 1/2 and
   3/4 of the episode (the frames the perceptual hashes read, decoded once for both; a JPEG at
@@ -38,7 +40,7 @@ from episode_warehouse.curation.findings import Findings
 from episode_warehouse.curation.partition_arrays import PartitionArrays
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames.codec import JPEG_SIGNATURE, VIDEO_REF, ZSTD_SIGNATURE
-from episode_warehouse.frames.rows import FrameRows
+from episode_warehouse.frames.rows import FrameRows, frame_checksums
 from episode_warehouse.image_header import PNG_SIGNATURE
 
 log = logging.getLogger(__name__)
@@ -109,11 +111,24 @@ def _check_frames(key: str, rows, arrays: PartitionArrays, found: Findings) -> N
         _check_raw(key, rows, n, same_episode, found)
 
 
+def _changed(rows: FrameRows, n: int) -> np.ndarray:
+    """Rows ``< n`` whose bytes no longer have the checksum written for them (none kept: [])."""
+    if rows.checksums is None:
+        return np.zeros(0, np.int64)
+    offsets = np.asarray(rows.offsets[: n + 1], np.int64) - int(rows.offsets[0])
+    sums = frame_checksums(_stored_bytes(rows), offsets)
+    return np.flatnonzero(sums != np.asarray(rows.checksums[:n], np.uint32))
+
+
 def _check_encoded(key, rows: FrameRows, n, arrays, same_episode, found: Findings) -> None:
     bad = _bad_bytes(rows, n)
     for row in bad.tolist():
         found.add_row("bad_frame", key, row, 1, "not a whole JPEG, PNG or zstd frame")
     seen_bad = set(bad.tolist())
+    changed = set(_changed(rows, n).tolist()) - seen_bad
+    for row in sorted(changed):  # (a sampled one is decoded too: what it is now)
+        found.add_row("bad_frame", key, row, 1,
+                      "its bytes changed since they were written (CRC-32C)")  # fmt: skip
     for start, length in zip(arrays.starts.tolist(), arrays.lengths.tolist(), strict=True):
         for row in arrays.sample_rows(start, length):
             if row >= n or row in seen_bad:
@@ -121,7 +136,8 @@ def _check_encoded(key, rows: FrameRows, n, arrays, same_episode, found: Finding
             got = arrays.preview(key, row)
             if isinstance(got, CorruptInputError):
                 kind = "frame_shape" if got.what.startswith(OTHER_SIZE) else "bad_frame"
-                found.add_row(kind, key, row, 1, got.what[:200])
+                if kind == "frame_shape" or row not in changed:  # (one bad_frame a row)
+                    found.add_row(kind, key, row, 1, got.what[:200])
     if rows.videos is not None:
         return
     offsets = np.asarray(rows.offsets[: n + 1], np.int64)

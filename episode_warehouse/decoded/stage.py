@@ -60,4 +60,5 @@ def decode_from_raw[Raw: RawRecord](
             {**inputs, **stated},
             make_build(raw_dir, raw, {**lineage(source, key, raw), **stated}),
             record_type=DecodedRecord,
+            upstream={raw_dir: raw.version},
         )

@@ -129,7 +129,13 @@ def _data_type(arrow: pa.DataType) -> tuple[str, bool] | None:
 
 
 def _field_id(record_set: str, column: str) -> str:
-    return f"{record_set}/{_ID.sub('_', column)}"
+    """``record_set/column``; a column with characters an id may not hold gets them replaced
+    and a hash of its name (``cam high`` and ``cam_high`` are two fields: mlcroissant refused
+    the document when their ids collided)."""
+    safe = _ID.sub("_", column)
+    if safe != column:
+        safe += "-" + hashlib.sha256(column.encode()).hexdigest()[:8]
+    return f"{record_set}/{safe}"
 
 
 def record_set(name: str, file_set: str, schema: pa.Schema, doc: str) -> dict:

@@ -28,6 +28,7 @@ from episode_warehouse.export.record import ExportRecord
 from episode_warehouse.export.request import ExportRequest, check_export_name
 from episode_warehouse.incremental import Built, build_if_changed, published, published_version
 from episode_warehouse.paths import WarehouseLayout
+from episode_warehouse.progress import progress
 from episode_warehouse.storage import Root
 
 log = logging.getLogger(__name__)
@@ -71,28 +72,28 @@ def _write_dataset(
         ahead = writers.count + 1
         for index in range(min(ahead, len(episodes))):
             submit(index)
-        for index, episode in enumerate(episodes):
-            jobs, futures = pending.popleft()
-            if index + ahead < len(episodes):
-                submit(index + ahead)
-            columns = columns_of(episode.steps(), features, episode.meta.extra.get("texts"))
-            if index == 0:
-                _check_first_frame(episode, dataset, columns)
-            writers.finish(jobs, futures)
-            buffer = lerobot_compat.episode_buffer(
-                features,
-                episode_index=index,
-                fps=dataset.meta.fps,
-                task=episode.task,
-                columns=columns,
-                image_paths=frame_paths(jobs, episode.length),
-            )
-            dataset.save_episode(episode_data=buffer)
-            if not request.video:  # lerobot deletes frames that became video itself
-                for folder in {job["dir"] for job in jobs}:
-                    shutil.rmtree(folder, ignore_errors=True)
-            if (index + 1) % 100 == 0:
-                log.info("exported %d of %d episodes", index + 1, len(episodes))
+        with progress(f"exporting {request.name}", total=len(episodes), unit="episodes") as bar:
+            for index, episode in enumerate(episodes):
+                jobs, futures = pending.popleft()
+                if index + ahead < len(episodes):
+                    submit(index + ahead)
+                columns = columns_of(episode.steps(), features, episode.meta.extra.get("texts"))
+                if index == 0:
+                    _check_first_frame(episode, dataset, columns)
+                writers.finish(jobs, futures)
+                buffer = lerobot_compat.episode_buffer(
+                    features,
+                    episode_index=index,
+                    fps=dataset.meta.fps,
+                    task=episode.task,
+                    columns=columns,
+                    image_paths=frame_paths(jobs, episode.length),
+                )
+                dataset.save_episode(episode_data=buffer)
+                if not request.video:  # lerobot deletes frames that became video itself
+                    for folder in {job["dir"] for job in jobs}:
+                        shutil.rmtree(folder, ignore_errors=True)
+                bar.update(1)
         dataset.finalize()
     finally:
         if scratch != out:
@@ -207,7 +208,10 @@ def export_lerobot(
             episode_list=[list(e) for e in request.episodes],
         )
 
-    built = build_if_changed(layout.root, Path(target), inputs, build, record_type=ExportRecord)
+    upstream = {layout.ted_dir(s, p): teds[f"{s}:{p}"] or ""
+                for s, p in sorted({(e[0], e[1]) for e in request.episodes})}  # fmt: skip
+    built = build_if_changed(layout.root, Path(target), inputs, build, record_type=ExportRecord,
+                             upstream=upstream)  # fmt: skip
     if built.rebuilt:
         log.info(
             "exported %d episodes (%d frames) to %s", built.meta.episodes, built.meta.frames, target

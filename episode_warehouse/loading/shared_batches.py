@@ -143,6 +143,7 @@ class _Pool:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.name = f"{self.pid}-{os.urandom(8).hex()}"  # unique in the main process's table
+        sweep_dead_segments()
         self.flags = torch.zeros(MAX_SLOTS, dtype=torch.uint8).share_memory_()
         # read and set through numpy: a torch index and its bool took ~5 us a slot, every batch
         self.held = self.flags.numpy()
@@ -188,6 +189,40 @@ class _Pool:
                 self.warned = True
             return None
         return i
+
+
+SHM = "/dev/shm"
+
+
+def sweep_dead_segments(folder: str = SHM) -> int:
+    """Under torch's ``file_system`` sharing strategy, remove the shared-memory files of
+    processes that are gone (``torch_<pid>_<random>_<n>``, the names torch gives them): a job
+    killed whole (SIGKILL) leaves its workers' slots there, workers x slots x a batch each, and
+    nothing else would remove them. Called when a worker's slots are made; the number removed.
+    Under ``file_descriptor`` (Linux's default) segments have no name and die with their
+    processes: nothing to do."""
+    if torch.multiprocessing.get_sharing_strategy() != "file_system" or not os.path.isdir(folder):
+        return 0
+    removed = 0
+    for name in os.listdir(folder):
+        parts = name.split("_")
+        if len(parts) != 4 or parts[0] != "torch" or not parts[1].isdigit():
+            continue
+        try:
+            os.kill(int(parts[1]), 0)
+            continue  # alive
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue  # alive, another user's
+        try:
+            os.unlink(os.path.join(folder, name))
+            removed += 1
+        except OSError:
+            continue
+    if removed:
+        log.info("removed %d shared-memory segments of processes that are gone", removed)
+    return removed
 
 
 _pool: _Pool | None = None

@@ -44,4 +44,6 @@ def publish_catalog_rows(
     )
     inputs = {"ted": ted.version, "code_version": code_version, "format": ROWS_FORMAT,
               **({} if curation else {"curation": False})}  # fmt: skip
-    return CatalogStore(layout.root).publish_partition(source, key, episodes, partition_row, inputs)
+    return CatalogStore(layout.root).publish_partition(
+        source, key, episodes, partition_row, inputs, upstream={ted_dir: ted.version}
+    )

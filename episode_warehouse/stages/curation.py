@@ -58,7 +58,8 @@ def publish_episode_scores(
             }
         )
 
-    return store.publish_scores(score.name, source, key, inputs, compute)
+    upstream = {ted_dir: ted.version, rows_dir: rows.version}
+    return store.publish_scores(score.name, source, key, inputs, compute, upstream=upstream)
 
 
 _SIGNATURES = (

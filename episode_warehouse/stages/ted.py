@@ -50,4 +50,5 @@ def build_ted_stage(
         {"decoded": decoded.version, "code_version": code_version, "format": FORMAT_ID},
         build,
         record_type=TedRecord,
+        upstream={decoded_dir: decoded.version},
     )

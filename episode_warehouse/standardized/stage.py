@@ -70,4 +70,5 @@ def build_standardized_stage(
         inputs,
         lambda tmp: build_standardized(plan, tmp, fps=ted.fps),
         record_type=StandardizedRecord,
+        upstream={layout.ted_dir(source, partition): ted.version},
     )

@@ -18,7 +18,8 @@ from episode_warehouse.errors import NotMaterializedError
 from episode_warehouse.file_maps import map_npy
 from episode_warehouse.frames.rows import FrameRows, open_frames
 from episode_warehouse.frames.tensor import FrameTensor
-from episode_warehouse.ted.files import final_files_of, frame_files
+from episode_warehouse.settings import Settings
+from episode_warehouse.ted.files import checksum_files, final_files_of, frame_files
 from episode_warehouse.ted.layout import ARRAY, EPISODES, NEXT_OF, UNSQUEEZE, ZEROS
 from episode_warehouse.ted.next_view import NextObservation
 from episode_warehouse.ted.record import TedRecord
@@ -88,6 +89,8 @@ class MappedRows:
         self.folder, self.ted = folder, ted
         self._finals = set(final_files_of(ted))
         self._frames = frame_files(ted)
+        self._checksums = checksum_files(ted)
+        self.verify = Settings.from_env().verify_frames
         self._maps: dict[str, torch.Tensor | FrameRows] = {}
         self._views: OrderedDict[tuple[int, int], TensorDictBase] = OrderedDict()
         self._lock = threading.Lock()
@@ -103,8 +106,9 @@ class MappedRows:
             if file in self._frames:
                 shape, dtype, videos = self._frames[file]
                 self._maps[file] = open_frames(
-                    self.folder / file, shape, dtype, videos, self.folder
-                )
+                    self.folder / file, shape, dtype, videos, self.folder,
+                    checksums=self._checksums.get(file), verify=self.verify,
+                )  # fmt: skip
             else:
                 self._maps[file] = _map(self.folder / file)
         return self._maps[file]

@@ -13,7 +13,13 @@ from episode_warehouse.atomic import link_or_copy
 from episode_warehouse.decoded import DecodedEpisodes
 from episode_warehouse.decoded.format import FINAL, VIDEOS
 from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.frames.rows import FRAMES_SUFFIX, offsets_file
+from episode_warehouse.file_maps import map_bytes
+from episode_warehouse.frames.rows import (
+    FRAMES_SUFFIX,
+    checksums_file,
+    frame_checksums,
+    offsets_file,
+)
 from episode_warehouse.records import RECORD
 from episode_warehouse.ted.layout import ARRAY, EPISODES, NEXT_OF, UNSQUEEZE, ZEROS
 from episode_warehouse.ted.record import TedRecord
@@ -86,7 +92,11 @@ def build_ted(decoded: DecodedEpisodes, staging: Path, *, fps: float | None = No
                     subject=str(decoded.folder / RECORD),
                     fix="re-materialize the decoded stage of this partition",
                 )
-            rows_of: dict = {"shape": list(spec.row_shape), "dtype": spec.dtype}
+            sums = checksums_file(frames)  # each frame's CRC-32C: bit rot shows (the audit)
+            offsets = np.load(staging / offsets_file(frames), mmap_mode="r")
+            _save(staging / sums, frame_checksums(map_bytes(staging / frames), offsets))
+            rows_of: dict = {"shape": list(spec.row_shape), "dtype": spec.dtype,
+                             "checksums": sums}  # fmt: skip
             if spec.videos:  # a video camera: its files beside the TED, linked
                 rows_of["videos"] = [f"{VIDEOS}/{name}" for name in spec.videos]
                 for name in spec.videos:

@@ -54,6 +54,8 @@ def named_files(meta: TedRecord) -> list[str]:
         if "frames" in entry:
             names.add(offsets_file(entry["file"]))
             names.update(entry["frames"].get("videos", []))
+            if "checksums" in entry["frames"]:
+                names.add(entry["frames"]["checksums"])
     return sorted(str(n) for n in names)
 
 
@@ -91,6 +93,15 @@ def files_of(meta: TedRecord) -> list[str]:
         if entry["kind"] != ZEROS:
             steps.add(entry["file"])
     return sorted(steps)
+
+
+def checksum_files(meta: TedRecord) -> dict[str, str]:
+    """Encoded camera's frame file -> its checksums file (TEDs written before #69 have none)."""
+    return {
+        e["file"]: e["frames"]["checksums"]
+        for e in meta.keys.values()
+        if "frames" in e and "checksums" in e["frames"]
+    }
 
 
 def frame_files(meta: TedRecord) -> dict[str, tuple[tuple[int, ...], str, list[str]]]:

@@ -33,12 +33,14 @@ import pyarrow.parquet as pq
 import torch
 from tensordict import TensorDictBase
 
+from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames.rows import FrameRows, check_offsets, offsets_file
 from episode_warehouse.frames.video import VideoFiles
 from episode_warehouse.guards.npy import header_length, parse_header
+from episode_warehouse.settings import Settings
 from episode_warehouse.storage import Artifact
 from episode_warehouse.ted.assemble import assemble
-from episode_warehouse.ted.files import files_of, final_files_of, frame_files
+from episode_warehouse.ted.files import checksum_files, files_of, final_files_of, frame_files
 from episode_warehouse.ted.layout import EPISODES
 from episode_warehouse.ted.record import TedRecord
 from episode_warehouse.threads import TRANSFER_THREADS
@@ -63,6 +65,8 @@ class RangeRows:
         self.step_files = files_of(self.ted)
         self.final_files = final_files_of(self.ted)  # one row per episode: read whole, once
         self.frames = frame_files(self.ted)  # encoded cameras: file -> (row shape, dtype)
+        self.checksums = checksum_files(self.ted)
+        self.verify = Settings.from_env().verify_frames
         self._offsets: dict[str, np.ndarray] = {}
         self._videos: dict[str, VideoFiles] = {}
         self._finals: dict[str, torch.Tensor] = {}
@@ -139,13 +143,25 @@ class RangeRows:
         where = f"{self.artifact.url} {file}"
         if file not in self._videos:  # one set of decoders per camera (bounded)
             self._videos[file] = VideoFiles(videos, lambda name: RangeFile(self, name), where)
+        offsets = self._frame_offsets(file)
+        sums = None
+        if self.verify and file in self.checksums:  # fetched whole once, 4 bytes a frame
+            name = self.checksums[file]
+            sums = self._range(name, 0, self._header(name)[2][0]).numpy()
+            if len(sums) != len(offsets) - 1:
+                raise CorruptInputError(
+                    f"{len(sums)} checksums for {len(offsets) - 1} frames",
+                    subject=f"{self.artifact.url} {name}", fix=_REBUILD,
+                )  # fmt: skip
         return FrameRows(
-            self._frame_offsets(file),
+            offsets,
             lambda start, stop: self._read(file, start, stop),
             shape,
             dtype,
             where,
             videos=self._videos[file] if videos else None,
+            checksums=sums,
+            verify=self.verify,
         )
 
     def _frame_window(self, file: str, start: int, stop: int) -> FrameRows:
@@ -155,8 +171,10 @@ class RangeRows:
         offsets = rows.offsets[start : stop + 1]
         base = int(offsets[0])
         data = self._read(file, base, int(offsets[-1])) if stop > start else b""
+        sums = rows.checksums[start:stop] if rows.checksums is not None else None
         return FrameRows(offsets, lambda a, b: data[a - base : b - base], rows.row_shape,
-                         rows.dtype, rows.where, rows.cache, rows.videos)  # fmt: skip
+                         rows.dtype, rows.where, rows.cache, rows.videos, sums,
+                         rows.verify)  # fmt: skip
 
     def _rows(self, file: str, start: int, stop: int) -> torch.Tensor:
         offset, dtype, shape = self._header(file)

@@ -26,11 +26,11 @@ def _ted_arrays(td):
 def test_same_ted_from_emulator_bucket_and_local_folder(
     warehouse_env, demo_fixtures, instance, monkeypatch, tmp_path
 ):
-    materialize_partition("atari", "Pong/5", instance=instance)
+    materialize_partition("atari", "Pong/5", through="ted", instance=instance)
     from_gcs = _ted_arrays(open_ted("atari", "Pong/5"))
     monkeypatch.setenv("EPISODE_WAREHOUSE_ROOT", str(tmp_path / "local"))
     monkeypatch.setenv("ATARI_REPLAY_URL", str(demo_fixtures / "atari-bucket" / "dqn"))
-    materialize_partition("atari", "Pong/5", instance=instance)
+    materialize_partition("atari", "Pong/5", through="ted", instance=instance)
     from_local = _ted_arrays(open_ted("atari", "Pong/5"))
     assert from_gcs.keys() == from_local.keys()
     for key in from_gcs:
@@ -39,8 +39,8 @@ def test_same_ted_from_emulator_bucket_and_local_folder(
 
 
 def test_catalog_rows_match_the_ted(warehouse_env, instance):
-    materialize_partition("atari", "Breakout/2", instance=instance)
-    materialize_partition("openx", "cmu_stretch", instance=instance)
+    materialize_partition("atari", "Breakout/2", through="catalog", instance=instance)
+    materialize_partition("openx", "cmu_stretch", through="catalog", instance=instance)
     layout = WarehouseLayout.from_root(warehouse_env)
     for source, key in (("atari", "Breakout/2"), ("openx", "cmu_stretch")):
         td = open_ted(source, key)
@@ -72,8 +72,8 @@ def test_catalog_rows_match_the_ted(warehouse_env, instance):
 
 
 def test_rematerializing_replaces_rows_without_duplicates(warehouse_env, instance):
-    materialize_partition("openx", "bridge", instance=instance)
-    materialize_partition("openx", "bridge", instance=instance)
+    materialize_partition("openx", "bridge", through="catalog", instance=instance)
+    materialize_partition("openx", "bridge", through="catalog", instance=instance)
     layout = WarehouseLayout.from_root(warehouse_env)
     _, rows = run_query(layout.root, "SELECT count(*), count(DISTINCT episode) FROM episodes")
     assert rows[0][0] == rows[0][1] == 4

@@ -13,18 +13,18 @@ from episode_warehouse import open_ted
 from episode_warehouse.storage import parse_root
 from episode_warehouse.ted.reader import TedReader
 from tests.bucket.conftest import layout_of
-from tests.helpers import build_lerobot
-from warehouse_fixtures.lerobot_writer import LeRobotSpec
+from tests.helpers import VIDEO_SPEC, build_lerobot
 
 pytestmark = pytest.mark.integration
 
-SPEC = LeRobotSpec(repo_id="owner/clips", video=True, frames="scene",
-                   cameras={"top": (48, 64), "wrist": (64, 64)})  # fmt: skip
+SPEC = VIDEO_SPEC
 
 
-def test_a_video_camera_streams_from_the_bucket_by_ranges(bucket_url, tmp_path, monkeypatch):
+def test_a_video_camera_streams_from_the_bucket_by_ranges(
+    bucket_url, tmp_path, monkeypatch, lerobot_video
+):
     layout = layout_of(bucket_url)
-    build_lerobot(layout, SPEC)
+    build_lerobot(layout, SPEC, lerobot_video)
     truth = open_ted("lerobot", SPEC.repo_id, root=bucket_url)  # the whole TED, checked
     shutil.rmtree(layout.folder)  # another machine: no local copy, an empty cache
     monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "elsewhere" / "copy"))

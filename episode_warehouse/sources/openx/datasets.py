@@ -51,19 +51,22 @@ CONTROL_HZ: dict[str, int] = {
     "toto": 30, "language_table": 10, "cmu_stretch": 10, "bc_z": 10, "droid": 15,
 }  # fmt: skip
 RATES_SETTING = "OPENX_CONTROL_HZ"  # the user's rates for datasets the table does not know
+MAX_HZ = 10_000.0  # a control rate past this is a typo (robots log at 1 kHz at most)
 _KEY_RE = re.compile(r"^[a-z0-9_]+$")
 
 
 def per_dataset(
-    text: str | None, setting: str, what: str, example: str, *, whole: bool
+    text: str | None, setting: str, what: str, example: str, *, whole: bool, maximum: float
 ) -> dict[str, float]:
     """A ``dataset=value,...`` setting (``OPENX_SHARD_RANGES``, ``OPENX_CONTROL_HZ``) as
-    ``{dataset: value}``, each value positive (``whole``: ASCII digits only).
+    ``{dataset: value}``, each value in (0, ``maximum``] (``whole``: ASCII digits only), each
+    dataset named once.
 
     Raises:
-        ConfigError: an entry that is not ``dataset=value`` with value > 0, naming ``setting``.
+        ConfigError: an entry that is not ``dataset=value`` with a value in range, or a dataset
+            named twice, naming ``setting``.
     """
-    number = r"[0-9]+" if whole else r"[0-9]+(?:\.[0-9]+)?"
+    number = r"[0-9]{1,12}" if whole else r"[0-9]{1,12}(?:\.[0-9]{1,12})?"
     entry = re.compile(rf"^([a-z0-9_]+)=({number})$", re.ASCII)
     values: dict[str, float] = {}
     for part in (text or "").split(","):
@@ -71,13 +74,20 @@ def per_dataset(
         if not part:
             continue
         match = entry.match(part)
-        if not match or float(match.group(2)) <= 0:
+        value = float(match.group(2)) if match else 0.0
+        if not match or not 0 < value <= maximum:
+            shown = part if len(part) <= 60 else part[:57] + "..."
             raise ConfigError(
-                f"{setting} entry {part!r} is not dataset={what} ({what} > 0)",
+                f"{setting} entry {shown!r} is not dataset={what} (0 < {what} <= {maximum:g})",
                 subject=setting,
                 fix=f"write e.g. {setting}={example}",
             )
-        values[match.group(1)] = float(match.group(2))
+        if match.group(1) in values:
+            raise ConfigError(
+                f"{setting} names {match.group(1)} twice", subject=setting,
+                fix="give each dataset one value",
+            )  # fmt: skip
+        values[match.group(1)] = value
     return values
 
 
@@ -88,7 +98,7 @@ def parse_rate_setting(text: str | None) -> dict[str, float]:
     Raises:
         ConfigError: an entry that is not ``dataset=Hz`` with Hz > 0.
     """
-    return per_dataset(text, RATES_SETTING, "Hz", "my_robot=10", whole=False)
+    return per_dataset(text, RATES_SETTING, "Hz", "my_robot=10", whole=False, maximum=MAX_HZ)
 
 
 def check_dataset_id(key: str) -> str:

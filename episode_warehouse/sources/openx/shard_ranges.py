@@ -22,6 +22,7 @@ from episode_warehouse.partition_keys import ShardRange
 from episode_warehouse.sources.openx.datasets import per_dataset
 
 SETTING = "OPENX_SHARD_RANGES"
+MAX_SHARDS = 100_000  # shards a range may span (the OXE datasets have at most 2,048)
 
 
 def plan_ranges(dataset: str, shards: int, per_range: int) -> list[ShardRange]:
@@ -40,5 +41,5 @@ def parse_range_setting(text: str | None) -> dict[str, int]:
     Raises:
         ConfigError: an entry that is not ``dataset=N`` with N >= 1.
     """
-    sizes = per_dataset(text, SETTING, "N", "droid=32", whole=True)
+    sizes = per_dataset(text, SETTING, "N", "droid=32", whole=True, maximum=MAX_SHARDS)
     return {dataset: int(size) for dataset, size in sizes.items()}

@@ -132,7 +132,9 @@ def test_damaged_frames_are_found_in_the_stored_bytes(tmp_path):
     assert [e["start"] for e in episodes] == [0, 40, 80]
     found = audit_partition(PartitionArrays.open(folder), fps=None).by_episode
     assert [(f["kind"], f["step"]) for f in found[1]] == [("bad_frame", 5)]
-    assert [(f["kind"], f["step"]) for f in found[2]] == [("frame_shape", 20)]
+    # replaced after the TED was built: its checksum says so, its decode what it is now
+    assert sorted((f["kind"], f["step"]) for f in found[2]) == [("bad_frame", 20),
+                                                                ("frame_shape", 20)]  # fmt: skip
     assert [(f["kind"], f["key"], f["step"], f["steps"]) for f in found[0]] == [
         ("non_finite", "observation/state", 7, 2)
     ]

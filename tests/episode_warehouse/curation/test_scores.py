@@ -154,8 +154,14 @@ def test_scores_mean_the_same_on_a_dict_action_with_integer_leaves(tmp_path):
     action = td["action"]
     kinds = {k: action.get(k).dtype.is_floating_point for k in action.keys(True, True)}
     assert not all(kinds.values()) and any(kinds.values())  # float and integer leaves
-    floats = np.concatenate([action.get(k).numpy().reshape(td.batch_size[0], -1)
-                             for k in sorted(kinds, key=str) if kinds[k]], 1).astype(np.float64)
+    floats = np.concatenate(
+        [
+            action.get(k).numpy().reshape(td.batch_size[0], -1)
+            for k in sorted(kinds, key=str)
+            if kinds[k]
+        ],
+        1,
+    ).astype(np.float64)
     std = floats.std(0)
     scaled = floats[:, std > 0] / std[std > 0]
     rows = _columns(layout, "SELECT start, length, jerk FROM episodes ORDER BY episode")

@@ -96,3 +96,14 @@ def test_the_curation_columns_a_query_names():
     assert curation_columns(SQL) == ["defects", "near_duplicate_of"]
     assert curation_columns("SELECT * FROM episodes WHERE score_quality > 0.5") == ["score_quality"]
     assert curation_columns("SELECT * FROM episodes") == []
+
+
+def test_columns_that_differ_only_in_unsafe_characters_get_their_own_ids(tmp_path):
+    """``cam high`` and ``cam_high`` (#69) had one id, and mlcroissant refused the document."""
+    from episode_warehouse.export.croissant import record_set
+
+    schema = pa.schema([("cam high", pa.float32()), ("cam_high", pa.float32()),
+                        ("cam/high", pa.float32())])  # fmt: skip
+    fields = record_set("frames", "data", schema, "")["field"]
+    ids = [f["@id"] for f in fields]
+    assert len(set(ids)) == 3 and "frames/cam_high" in ids

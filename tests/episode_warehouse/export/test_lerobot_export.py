@@ -151,8 +151,10 @@ def test_reexport_of_same_selection_is_kept_and_a_different_one_refused(root, tm
 
 
 def _scratch_dirs() -> set[str]:
+    """This process's export scratch folders (other test processes export at the same time)."""
     shm = Path("/dev/shm")
-    return {p.name for p in shm.glob("episode-warehouse-frames-*")} if shm.is_dir() else set()
+    mine = f"episode-warehouse-frames-{os.getpid()}-*"
+    return {p.name for p in shm.glob(mine)} if shm.is_dir() else set()
 
 
 @pytest.mark.parametrize("source", ["atari", "openx"])
@@ -270,27 +272,27 @@ def test_another_lerobot_version_takes_the_plain_per_frame_path(root, tmp_path, 
     assert lerobot_compat.fast_path_available()
 
 
-def test_a_lerobot_video_source_exports_its_decoded_frames(tmp_path):
+def test_a_lerobot_video_source_exports_its_decoded_frames(tmp_path, lerobot_video):
     """A LeRobot dataset whose cameras are AV1 video, through every stage to an export (#69
     item 8): the PNG jobs opened the frame file by a second reader that dropped the camera's
     video files, and the export failed calling the frames damaged. The export's frames are the
     pixels LeRobotDataset decodes from the source's MP4s."""
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
+    from tests.helpers import VIDEO_SPEC as spec
     from tests.helpers import build_lerobot
-    from warehouse_fixtures.lerobot_writer import LeRobotSpec
 
-    spec = LeRobotSpec(repo_id="owner/clips", video=True, frames="scene", lengths=(6, 9),
-                       cameras={"top": (48, 64)})  # fmt: skip
     root = tmp_path / "wh"
-    build_lerobot(root, spec)
+    build_lerobot(root, spec, lerobot_video)
     sel = select_episodes(ROWS + " ORDER BY episode", root=root)
     request = ExportRequest("clips", str(root), _rows(sel))
     export_lerobot(request, tmp_path / "out", workers=2)
     ours = _load(request, tmp_path / "out")
-    theirs = LeRobotDataset(spec.repo_id, root=root / "lerobot-src" / spec.repo_id)
+    theirs = LeRobotDataset(spec.repo_id, root=lerobot_video)
     assert len(ours) == len(theirs) == sum(spec.lengths)
     for i in range(len(theirs)):
         a, b = ours[i], theirs[i]
-        assert torch.equal(a["observation.images.top"], b["observation.images.top"]), i
+        for camera in spec.cameras:
+            key = f"observation.images.{camera}"
+            assert torch.equal(a[key], b[key]), (i, camera)
         assert torch.equal(a["action"], b["action"]), i

@@ -141,18 +141,16 @@ def _lerobot_ted(dataset, work, frames):
 
 
 @pytest.mark.integration  # lerobot's writer encodes video in a child process
-def test_lerobot_video_frames_are_references_into_its_mp4s(monkeypatch, tmp_path):
+def test_lerobot_video_frames_are_references_into_its_mp4s(monkeypatch, tmp_path, lerobot_video):
     """A LeRobot v3 dataset written by lerobot's own writer (AV1 video): the TED keeps its MP4
     files as they are and 12 bytes a frame; frames decode to the decoded layout's pixels and
     to what LeRobotDataset returns for them."""
     import torch
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    from warehouse_fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
+    from tests.helpers import VIDEO_SPEC as spec
 
-    spec = LeRobotSpec(repo_id="owner/clips", video=True, frames="scene",
-                       cameras={"top": (48, 64), "wrist": (64, 64)})  # fmt: skip
-    dataset = write_lerobot_dataset(spec, tmp_path / "src")
+    dataset = lerobot_video
     teds = {}
     for frames in ("encoded", "decoded"):
         monkeypatch.setenv(FRAMES_ENV, frames)

@@ -20,18 +20,11 @@ import numpy as np
 import pytest
 
 from episode_warehouse.paths import WarehouseLayout
-from tests.helpers import build_lerobot
-from warehouse_fixtures.lerobot_writer import LeRobotSpec
+from tests.helpers import VIDEO_SPEC, build_lerobot
 
 pytestmark = pytest.mark.integration
 PROJECT = Path(__file__).resolve().parents[3]
-SPEC = LeRobotSpec(  # SVT-AV1 encodes frames of 64 pixels wide and up
-    repo_id="owner/videothreads",
-    lengths=(30, 24, 18),
-    video=True,
-    frames="scene",
-    cameras={"top": (48, 64), "wrist": (64, 64)},
-)
+SPEC = VIDEO_SPEC
 
 
 def _child(script: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -46,9 +39,9 @@ def _child(script: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def video_root(tmp_path_factory) -> Path:
+def video_root(tmp_path_factory, lerobot_video) -> Path:
     root = tmp_path_factory.mktemp("video-threads") / "wh"
-    build_lerobot(WarehouseLayout.local(root), SPEC)
+    build_lerobot(WarehouseLayout.local(root), SPEC, lerobot_video)
     return root
 
 

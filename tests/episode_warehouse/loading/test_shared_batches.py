@@ -4,6 +4,8 @@ Expectations come from the main process: the same slices stacked there (num_work
 the kernel's own account of which shared-memory file backs a batch (/proc/self/maps).
 """
 
+import os
+
 import pytest
 import torch
 from torch.utils.data import DataLoader
@@ -264,3 +266,22 @@ def test_the_slots_of_workers_that_have_exited_are_not_kept_mapped(warehouse_roo
             del batch
     pids = {mapped.pid for mapped in shared_batches._mapped.values()}
     assert 1 <= len(pids) <= WORKERS, pids
+
+
+def test_the_slots_of_a_job_killed_whole_are_swept_by_the_next(tmp_path, monkeypatch):
+    """Under torch's file_system strategy a SIGKILL of the whole job left its workers' slots in
+    /dev/shm (#69); the next worker's pool removes the files of processes that are gone, and
+    nothing of a live process or of anything else."""
+    import torch.multiprocessing as mp
+
+    from episode_warehouse.loading.shared_batches import sweep_dead_segments
+
+    gone = int(open("/proc/sys/kernel/pid_max").read())  # never a live pid  # noqa: SIM115
+    names = [f"torch_{gone}_123_0", f"torch_{gone}_123_1", f"torch_{os.getpid()}_9_0",
+             "torch_notapid_1_0", "other_file"]  # fmt: skip
+    for name in names:
+        (tmp_path / name).write_bytes(b"x")
+    assert sweep_dead_segments(str(tmp_path)) == 0  # file_descriptor: nothing has a name
+    monkeypatch.setattr(mp, "get_sharing_strategy", lambda: "file_system")
+    assert sweep_dead_segments(str(tmp_path)) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names[2:])

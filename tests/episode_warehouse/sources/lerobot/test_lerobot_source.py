@@ -169,21 +169,15 @@ def test_a_feature_without_a_column_is_named(dataset, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def video_dataset(tmp_path_factory) -> Path:
-    spec = LeRobotSpec(  # SVT-AV1 encodes frames of 64 pixels wide and up
-        repo_id="owner/videoset",
-        video=True,
-        frames="scene",
-        cameras={"top": (48, 64), "wrist": (64, 64)},
-    )
-    return write_lerobot_dataset(spec, tmp_path_factory.mktemp("lerobot-video"))
+def video_dataset(lerobot_video) -> Path:
+    return lerobot_video
 
 
 def test_video_frames_equal_lerobots_decoded_frames(video_dataset, tmp_path):
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     td, _ = _ted(video_dataset, tmp_path)
-    theirs = LeRobotDataset("owner/videoset", root=video_dataset)
+    theirs = LeRobotDataset("owner/clips", root=video_dataset)
     assert theirs.meta.video_keys == [f"observation.images.{cam}" for cam in SPEC.cameras]
     for i in range(len(theirs)):
         frame = theirs[i]

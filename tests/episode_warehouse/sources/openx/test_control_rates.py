@@ -44,7 +44,12 @@ def test_a_dataset_without_a_known_rate_gets_null_and_a_warning(tmp_path, caplog
     assert any("control rate of openx " + name in r.getMessage() for r in caplog.records)
 
 
-@pytest.mark.parametrize("text", ["droid=0", "droid=-1", "droid", "droid=ten", "droid=\u0663"])
+@pytest.mark.parametrize(
+    "text",
+    ["droid=0", "droid=-1", "droid", "droid=ten", "droid=\u0663",
+     "toy=1" + "0" * 400,  # parsed to inf, failed later without naming the setting (#69)
+     "toy=" + "9" * 300, "toy=20000"],
+)  # fmt: skip
 def test_a_stated_rate_is_a_positive_number_per_dataset(text):
     from episode_warehouse.errors import ConfigError
     from episode_warehouse.sources.openx.datasets import parse_rate_setting
@@ -52,3 +57,17 @@ def test_a_stated_rate_is_a_positive_number_per_dataset(text):
     assert parse_rate_setting("toy_robot=10, other=2.5") == {"toy_robot": 10.0, "other": 2.5}
     with pytest.raises(ConfigError, match="OPENX_CONTROL_HZ entry .* is not dataset=Hz"):
         parse_rate_setting(text)
+
+
+def test_a_dataset_named_twice_is_refused():
+    """(#69) it silently took the last value."""
+    from episode_warehouse.errors import ConfigError
+    from episode_warehouse.sources.openx.datasets import parse_rate_setting
+    from episode_warehouse.sources.openx.shard_ranges import parse_range_setting
+
+    with pytest.raises(ConfigError, match="OPENX_CONTROL_HZ names droid twice"):
+        parse_rate_setting("droid=15,droid=10")
+    with pytest.raises(ConfigError, match="OPENX_SHARD_RANGES names droid twice"):
+        parse_range_setting("droid=32,droid=64")
+    with pytest.raises(ConfigError, match="OPENX_SHARD_RANGES entry .* is not dataset=N"):
+        parse_range_setting("droid=" + "4" * 400)  # (a raw OverflowError before)

@@ -149,3 +149,14 @@ def test_the_fixtures_command_writes_mt_opt_as_a_published_folder(shared_samples
     build_openx_stages(layout, tmp_path / "src", "mt_opt_rlds")
     episodes = pq.read_table(layout.ted_dir("openx", "mt_opt_rlds") / "episodes.parquet")
     assert episodes.column("length").to_pylist() == [13, 20]
+
+
+def test_the_mt_opt_fixture_without_the_samples_says_where_they_are(tmp_path, capsys):
+    """Outside a clone beside shared/ (#69): it was an 'unexpected FileNotFoundError'."""
+    from warehouse_cli.main import main
+
+    code = main(["fixtures", str(tmp_path / "src"), "--kind", "mt_opt",
+                 "--samples", str(tmp_path / "nowhere")])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert "no mt_opt sample here" in err[0] and "--samples" in err[0]
