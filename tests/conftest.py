@@ -91,14 +91,37 @@ def shared_samples() -> Path:
     return SHARED_SAMPLES
 
 
+def _shared(tmp_path_factory, name: str) -> Path:
+    """A folder every test process of this run shares (``./test`` runs several: pytest-xdist),
+    for data written once and only read after."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return shared / f"shared-{name}"
+
+
 @pytest.fixture(scope="session")
 def lerobot_video(tmp_path_factory) -> Path:
     """A LeRobot v3 dataset with two AV1 video cameras, written by lerobot's own writer once per
-    test process (SVT-AV1 costs ~20 s of CPU a dataset): :data:`tests.helpers.VIDEO_SPEC`."""
+    run, whichever test process needs it first (SVT-AV1 costs ~20 s of CPU a dataset; the
+    others wait for it): :data:`tests.helpers.VIDEO_SPEC`. Read-only: copy it to change it."""
+    import fcntl
+
     from tests.helpers import VIDEO_SPEC
     from warehouse_fixtures.lerobot_writer import write_lerobot_dataset
 
-    return write_lerobot_dataset(VIDEO_SPEC, tmp_path_factory.mktemp("lerobot-video"))
+    folder = _shared(tmp_path_factory, "lerobot-video")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{folder}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        done = folder / "written"
+        if not done.exists():
+            if folder.exists():  # a process killed while writing it
+                import shutil
+
+                shutil.rmtree(folder)
+            write_lerobot_dataset(VIDEO_SPEC, folder)
+            done.write_text("1")
+    return folder / VIDEO_SPEC.repo_id
 
 
 @pytest.fixture(scope="session")

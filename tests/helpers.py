@@ -19,7 +19,7 @@ from warehouse_fixtures.openx_writer import DatasetSpec, write_dataset
 SHARED_SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
 # the AV1 dataset the session fixture ``lerobot_video`` writes once (SVT-AV1 encodes frames of
 # 64 pixels wide and up)
-VIDEO_SPEC = LeRobotSpec(repo_id="owner/clips", video=True, frames="scene", lengths=(30, 24, 18),
+VIDEO_SPEC = LeRobotSpec(repo_id="owner/clips", video=True, frames="scene", lengths=(16, 14, 13),
                          cameras={"top": (48, 64), "wrist": (64, 64)})  # fmt: skip
 
 

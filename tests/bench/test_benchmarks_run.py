@@ -76,7 +76,16 @@ def checkout(tmp_path_factory) -> Path:
     return clone
 
 
-@pytest.mark.parametrize(("module", "args"), BENCHMARKS, ids=[m for m, _ in BENCHMARKS])
+# benchmarks that start a Postgres/Redis/Celery cluster run on the test process the cluster tests
+# run on, one cluster at a time (./test --dist loadgroup)
+CLUSTERS = {"bench.droid", "bench.cluster_backfill"}
+
+
+@pytest.mark.parametrize(
+    ("module", "args"),
+    [pytest.param(m, a, id=m, marks=[pytest.mark.xdist_group("cluster")] if m in CLUSTERS else [])
+     for m, a in BENCHMARKS],
+)  # fmt: skip
 def test_the_benchmark_runs_from_a_fresh_checkout(checkout, module, args, tmp_path):
     env = {**os.environ, "BENCH_SIZE": "tiny", "DAGSTER_HOME": str(tmp_path / "dagster"),
            "EPISODE_WAREHOUSE_CACHE": str(tmp_path / "cache")}  # fmt: skip

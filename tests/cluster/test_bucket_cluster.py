@@ -27,7 +27,7 @@ from warehouse_cli.cluster import backfill, services
 from warehouse_cli.runner import materialize_partition, stage_assets
 from warehouse_fixtures.demo import DEMO_BUCKET
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cluster")]  # one cluster at a time
 PARTITIONS = {"atari": ["Pong/1", "Pong/5"], "openx": ["bridge"]}
 
 

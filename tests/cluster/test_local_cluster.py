@@ -26,7 +26,7 @@ from warehouse_cli.cluster import backfill, credentials, services
 from warehouse_cli.runner import materialize_partition, stage_assets
 from warehouse_fixtures.demo import DEMO_BUCKET
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cluster")]  # one cluster at a time
 
 
 @dataclass

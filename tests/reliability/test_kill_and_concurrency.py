@@ -9,7 +9,7 @@ import pytest
 from tests.reliability.conftest import Runner, debris, snapshot
 
 KEY = ("atari", "Pong/5")
-DEFAULT_DELAYS = [6.0]  # representative; `./test -m slow` runs the whole matrix
+DEFAULT_DELAYS = [6.0]  # representative; the matrix runs the others
 ALL_DELAYS = [2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 9.0, 11.0]
 
 
@@ -34,6 +34,10 @@ def _kill_then_rerun(runner: Runner, tmp_path, reference, delay):
     assert different == [], (delay, stages, different)
 
 
+@pytest.mark.slow(
+    reason="three CLI runs and a kill (~40 s); the slow tier also runs the whole "
+    "kill -9 matrix (test_kill_9_full_matrix)"
+)
 @pytest.mark.parametrize("delay", DEFAULT_DELAYS)
 def test_kill_9_then_rerun_is_byte_identical(runner, tmp_path, reference, delay):
     _kill_then_rerun(runner, tmp_path, reference, delay)

@@ -24,7 +24,7 @@ from warehouse_fixtures.openx_writer import DatasetSpec
 
 pytestmark = pytest.mark.integration  # worker pools, the catalog's sandboxed queries
 
-SPEC = DatasetSpec("dropped", cameras=("image",), image_size=16)
+SPEC = DatasetSpec("cmu_stretch", cameras=("image",), image_size=16)  # a known control rate
 
 
 def test_a_catalog_stage_computing_under_a_drop_publishes_nothing(tmp_path, monkeypatch):
@@ -53,7 +53,7 @@ def test_a_catalog_stage_computing_under_a_drop_publishes_nothing(tmp_path, monk
     thread.start()
     assert computing.wait(60)
     removed = drop_partition(layout.root, "openx", SPEC.name)
-    assert "ted/openx/dropped" in removed
+    assert "ted/openx/cmu_stretch" in removed
     dropped.set()
     thread.join(60)
     assert len(failures) == 1 and isinstance(failures[0], ConcurrentWriteError)

@@ -173,6 +173,7 @@ def video_dataset(lerobot_video) -> Path:
     return lerobot_video
 
 
+@pytest.mark.integration  # the session's AV1 dataset: ~20 s of SVT-AV1 where it is written
 def test_video_frames_equal_lerobots_decoded_frames(video_dataset, tmp_path):
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
@@ -187,6 +188,7 @@ def test_video_frames_equal_lerobots_decoded_frames(video_dataset, tmp_path):
         assert torch.equal(td["observation", "state"][i], frame["observation.state"])
 
 
+@pytest.mark.integration  # (as above)
 def test_a_missing_video_file_is_named(video_dataset, tmp_path):
     folder = tmp_path / "copy" / "owner" / "videoset"
     shutil.copytree(video_dataset, folder)
