@@ -205,15 +205,17 @@ def child_limit(root: str) -> None:
     """Decode every image on the pool, results dropped."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from episode_warehouse.limits import InputLimits
     from episode_warehouse.sources.openx.images import decode_image_bytes
     from episode_warehouse.threads import compute_threads
 
     cores = _pin_two_cores()
     blobs = sum(_episode_images(root), [])
-    decode_image_bytes(blobs[0], "warm-up")  # loads the codec: not part of the measured work
+    limits = InputLimits()
+    decode_image_bytes(blobs[0], "warm-up", limits)  # loads the codec: not measured
     started = time.perf_counter()
     with ThreadPoolExecutor(compute_threads(4)) as pool:
-        for _ in pool.map(lambda b: decode_image_bytes(b, "bench"), blobs):
+        for _ in pool.map(lambda b: decode_image_bytes(b, "bench", limits), blobs):
             pass
     seconds = time.perf_counter() - started
     print(json.dumps({"rows": len(blobs), "compute_s": seconds, "cores": cores}))
@@ -221,6 +223,7 @@ def child_limit(root: str) -> None:
 
 def child_write(root: str, folder: str) -> None:
     """Write every episode's frames, (T, C, H, W) C-ordered, to a file; only the writes timed."""
+    from episode_warehouse.limits import InputLimits
     from episode_warehouse.sources.openx.images import decode_image_bytes
 
     cores = _pin_two_cores()
@@ -228,7 +231,8 @@ def child_write(root: str, folder: str) -> None:
     seconds, rows = 0.0, 0
     with open(Path(folder) / "frames.bin", "wb") as fh:
         for blobs in _episode_images(root):
-            out = np.ascontiguousarray(np.stack([decode_image_bytes(b, "bench") for b in blobs]))
+            out = np.ascontiguousarray(np.stack([decode_image_bytes(b, "bench", InputLimits())
+                                                 for b in blobs]))  # fmt: skip
             started = time.perf_counter()
             fh.write(out.data)
             seconds += time.perf_counter() - started

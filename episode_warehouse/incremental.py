@@ -158,6 +158,8 @@ def _check_upstream(root: Root, target: Path, upstream: Mapping[Path, str]) -> N
         ConcurrentWriteError: one was rebuilt or dropped meanwhile (naming it).
     """
     for folder, version in upstream.items():
+        if not version:  # an upstream folder laid out by hand (no record): nothing to compare
+            continue
         now = root.artifact_at(Path(folder)).read()[0].get("version")
         if now != version:
             said = "was dropped" if now is None else f"was rebuilt (version {now})"

@@ -137,6 +137,10 @@ class Selection:
             )
         return starts[at] + offsets
 
+    def is_pinned(self, source: str, partition: str, record: dict) -> bool:
+        """Whether ``record`` is the TED version the selection is pinned to."""
+        return same_version(self.records.get(f"{source}:{partition}", {}), record)
+
     def stale(self, source: str, partition: str, what: str) -> StaleSelectionError:
         """The error of reading ``source``/``partition`` in another version than the pin."""
         return StaleSelectionError(
@@ -157,7 +161,7 @@ class Selection:
                 refresh (or its rows no longer fit).
         """
         rows = self.rows_of(source, partition)
-        if record.get("version") == self.versions.get(f"{source}:{partition}"):
+        if self.is_pinned(source, partition, record):
             return self.start[rows]
         if not record:
             raise self.stale(source, partition, "was dropped since the selection was made")
@@ -392,6 +396,14 @@ class Selection:
                 "restore the pinned versions",
             )
         return selection
+
+
+def same_version(pin: dict, record: dict) -> bool:
+    """Whether two TED records are one version (a TED laid out without the incremental rule
+    has no version: the whole records are compared)."""
+    if pin.get("version") or record.get("version"):
+        return pin.get("version") == record.get("version")
+    return pin == record
 
 
 def _has_ted(root: Root, source: str, partition: str) -> bool:

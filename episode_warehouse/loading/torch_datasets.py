@@ -30,7 +30,7 @@ from episode_warehouse.incremental import fingerprint
 from episode_warehouse.loading.batch_read import SliceRef, read_batch
 from episode_warehouse.loading.read_ahead import ReadAhead
 from episode_warehouse.loading.schedule import Plan, epoch_items, remaining_items, shard_items
-from episode_warehouse.loading.selection import Selection
+from episode_warehouse.loading.selection import Selection, same_version
 from episode_warehouse.paths import artifact_name
 from episode_warehouse.storage import Root
 from episode_warehouse.ted.reader import TedReader
@@ -190,11 +190,14 @@ class _TedCache:
             # the same version: its maps and cached blocks stay
             same = known is not None and known.record == current
             reader = known if known is not None and same else TedReader(artifact, current)
-            starts = self.selection.starts_in(*key, current, reader.episodes)
-            if current.get("version") != pin.get("version"):  # refreshed (or it raised)
-                self.start[self.selection.rows_of(*key)] = starts
-                self.pins[f"{key[0]}:{key[1]}"] = current
-                log.info("%s:%s was rebuilt: its selection rows re-resolved", *key)
+            if same_version(pin, current):
+                return reader
+            # another version: refused, or (on_rebuild="refresh") the rows re-resolved in it
+            self.start[self.selection.rows_of(*key)] = self.selection.starts_in(
+                *key, current, reader.episodes
+            )
+            self.pins[f"{key[0]}:{key[1]}"] = current
+            log.info("%s:%s was rebuilt: its selection rows re-resolved", *key)
             return reader
         if current == pin:
             return TedReader(artifact, current)
