@@ -54,6 +54,23 @@ def pytest_sessionstart(session):
     import matplotlib.font_manager  # noqa: F401
 
     platform.processor()
+    _absl_writes_to_the_real_stderr()
+
+
+def _absl_writes_to_the_real_stderr() -> None:
+    """absl's handler keeps the ``sys.stderr`` it was imported under (pytest's capture file)
+    and closes that stream when closed while ``sys.stderr`` is something else. Dagster runs
+    ``logging.config.dictConfig`` in every in-process run, which closes every live handler: a
+    run under ``capsys`` after TensorFlow's import closed pytest's capture file and broke every
+    later test of that worker ("I/O operation on closed file"). The real stderr is never
+    closed by absl."""
+    import sys
+
+    try:
+        import absl.logging
+    except ImportError:
+        return
+    absl.logging.get_absl_handler().python_handler.setStream(sys.__stderr__)
 
 
 def pytest_collection_modifyitems(config, items):
