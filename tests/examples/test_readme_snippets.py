@@ -34,8 +34,8 @@ SNIPPETS = [
 def cwd(tmp_path_factory) -> Path:
     here = tmp_path_factory.mktemp("readme")
     demo = here / "demo-data" / "warehouse"
-    build_atari(demo, "Pong/1", 1, capacity=400, episodes=12, lengths=(70, 200))
-    build_atari(demo, "Pong/5", 5, capacity=400, episodes=12, lengths=(70, 200))
+    build_atari(demo, "Pong/1", 1, capacity=400, episodes=6, lengths=(40, 120))
+    build_atari(demo, "Pong/5", 5, capacity=400, episodes=6, lengths=(40, 120))
     sel = select_episodes(
         "SELECT source, partition, episode, start, length FROM episodes "
         "WHERE partition = 'Pong/5' ORDER BY episode",

@@ -77,6 +77,10 @@ print(json.dumps({"seen": seen, "errors": errors}))
 """
 
 
+@pytest.mark.slow(
+    reason="three CLI processes at once (two materializations and a querying process), ~30 s; "
+    "the same-partition race stays in the default tier"
+)
 def test_two_partitions_at_once_while_another_process_queries(runner, tmp_path):
     import json
 

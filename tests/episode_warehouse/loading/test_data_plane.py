@@ -119,7 +119,7 @@ def test_weighted_draws_follow_the_weights_and_shard_without_overlap(root):
     assert np.array_equal(same, stream.episode_order())
     stream.set_epoch(1)
     assert not np.array_equal(stream.episode_order()[:100], same[:100])
-    n = 1_500  # the draws delivered through loaders: each one reads an episode
+    n = 300  # the draws delivered through loaders: each one reads an episode
     same = EpisodeStream(sel, None, seed=4, weighted=True, num_samples=n).episode_order()
     shards = []
     for rank in range(2):

@@ -15,7 +15,11 @@ from episode_warehouse.loading.shared_batches import MAX_SLOTS
 
 pytestmark = pytest.mark.integration  # DataLoader workers
 
-ALL = "SELECT source, partition, episode, start, length FROM episodes ORDER BY partition, episode"
+# 8 episodes: 839 steps, 208 slices, 104 batches an epoch, more than 4x the slots of all workers
+ALL = (
+    "SELECT source, partition, episode, start, length FROM episodes "
+    "ORDER BY partition, episode LIMIT 8"
+)
 SLICE, BATCH, WORKERS = 4, 2, 2
 
 

@@ -6,6 +6,7 @@ counts are compared with the episodes the fixture writer wrote."""
 
 from __future__ import annotations
 
+import shutil
 import uuid
 
 import pytest
@@ -22,15 +23,25 @@ from warehouse_fixtures.environment import variable_set
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def two_ranges(tmp_path):
-    """DROID of 8 shards (3 episodes each) built as droid@00000-00003 and droid@00004-00007."""
-    _, by_shard = write_droid(tmp_path / "src", shards=8, per_shard=3)
-    layout = WarehouseLayout.local(tmp_path / "wh")
+@pytest.fixture(scope="module")
+def _built_ranges(tmp_path_factory):
+    """DROID of 8 shards (3 episodes each) built as droid@00000-00003 and droid@00004-00007,
+    once for the module (~8 s)."""
+    tmp = tmp_path_factory.mktemp("ranges")
+    _, by_shard = write_droid(tmp / "src", shards=8, per_shard=3)
+    layout = WarehouseLayout.local(tmp / "wh")
     for key in ("droid@00000-00003", "droid@00004-00007"):
-        build_openx_stages(layout, tmp_path / "src", key)
-    lengths = [len(e.record["steps"]) for shard in by_shard for e in shard]
-    return layout, tmp_path / "src", lengths
+        build_openx_stages(layout, tmp / "src", key)
+    return tmp, [len(e.record["steps"]) for shard in by_shard for e in shard]
+
+
+@pytest.fixture
+def two_ranges(_built_ranges, tmp_path):
+    """A copy of the two built ranges and their source for one test to change."""
+    built, lengths = _built_ranges
+    for folder in ("src", "wh"):
+        shutil.copytree(built / folder, tmp_path / folder, symlinks=True)
+    return WarehouseLayout.local(tmp_path / "wh"), tmp_path / "src", lengths
 
 
 def _counts(layout) -> tuple[int, int]:
