@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from tensordict import TensorDictBase
 
-from episode_warehouse.errors import ExportError
 from episode_warehouse.storage import Root
 from episode_warehouse.ted.record import TedRecord
 
@@ -24,6 +24,7 @@ class ExportEpisode:
     start: int
     length: int
     task: str
+    metadata: dict  # the episode's own values (the TED episode table's episode_metadata)
 
     def steps(self) -> TensorDictBase:
         return self.ted[self.start : self.start + self.length]
@@ -48,57 +49,43 @@ def export_episodes(root: Root, rows: list[tuple[str, str, int, int, int]]) -> l
     (through their readers: a bucket's are fetched into the reader cache)."""
     from episode_warehouse.ted.reader import TedReader
 
-    opened: dict[tuple[str, str], tuple[Path, TedRecord, TensorDictBase]] = {}
+    opened: dict[tuple[str, str], tuple[Path, TedRecord, TensorDictBase, dict]] = {}
     out = []
-    for source, partition, _, start, length in rows:
+    for source, partition, episode, start, length in rows:
         if (source, partition) not in opened:
             reader = TedReader.of(root, source, partition)
             folder = reader.folder()
-            opened[(source, partition)] = (folder, reader.meta, reader.whole())
-        folder, meta, ted = opened[(source, partition)]
+            metadata = _episode_metadata(reader.episodes())
+            opened[(source, partition)] = (folder, reader.meta, reader.whole(), metadata)
+        folder, meta, ted, metadata = opened[(source, partition)]
         task = _task(source, partition, meta, ted[start : start + 1])
-        out.append(ExportEpisode(source, partition, folder, meta, ted, start, length, task))
+        out.append(ExportEpisode(source, partition, folder, meta, ted, start, length, task,
+                                 metadata.get(int(episode), {})))  # fmt: skip
     return out
 
 
-def create_dataset(repo_id: str, episodes: list[ExportEpisode], out: Path, video: bool):
-    """A new, empty ``LeRobotDataset`` at ``out`` with the features of ``episodes``' source."""
+def _episode_metadata(episodes) -> dict[int, dict]:
+    """Episode -> its ``episode_metadata`` (JSON in the TED episode table; sources without
+    per-episode values have none)."""
+    if "episode_metadata" not in episodes.column_names:
+        return {}
+    ids = episodes.column("episode").to_pylist()
+    values = episodes.column("episode_metadata").to_pylist()
+    return {int(e): json.loads(v) if v else {} for e, v in zip(ids, values, strict=True)}
+
+
+def create_dataset(repo_id: str, schema, out: Path, video: bool):
+    """A new, empty ``LeRobotDataset`` at ``out`` with ``schema``'s features, fps and robot type
+    (``schema``: :class:`~episode_warehouse.export.schema.ExportSchema`)."""
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    from episode_warehouse.export.features import features_for
-    from episode_warehouse.sources import registry
-    from episode_warehouse.ted.cameras import declared_images
-
-    first = episodes[0]
-    fps = registry.fps(first.source, first.partition, first.meta.fps)
-    if fps is None:
-        raise ExportError(
-            "the data's control rate is unknown (its source records none and the OXE table of "
-            "rates has no entry); a LeRobot dataset needs one",
-            subject=f"{first.source}/{first.partition}",
-            fix="state the dataset's published rate (OPENX_CONTROL_HZ=DATASET=HZ for an OXE "
-            "dataset) and materialize it again, or export partitions whose rate is known",
-        )
-    if fps != int(fps):
-        raise ExportError(
-            f"the data runs at {fps} steps per second; a LeRobot dataset's fps is a whole number",
-            subject=f"{first.source}/{first.partition}",
-            fix="export from partitions of a whole-number rate (LeRobot timestamps are "
-            "frame_index / fps)",
-        )
     if out.is_dir() and not any(out.iterdir()):
         out.rmdir()  # lerobot creates the dataset root itself (an empty staging folder here)
     return LeRobotDataset.create(
         repo_id,
-        fps=int(fps),
-        features=features_for(
-            first.ted,
-            video,
-            first.meta.extra.get("feature_names"),
-            declared_images(first.meta),
-            first.meta.extra.get("texts"),
-        ),
+        fps=schema.fps,
+        features=schema.features,
         root=out,
         use_videos=video,
-        robot_type=first.meta.robot_type or first.source,
+        robot_type=schema.robot_type,
     )

@@ -5,6 +5,12 @@
   grey camera, ``observation.image`` (replicated to RGB: LeRobot's image writer takes three
   channels); every other leaf is a float32 state, ``observation.<key path, dotted>``
   (``observation.state`` for a bare vector).
+- ``observation.state``: every export has one where the TED has a state at all (LeRobot's ACT
+  and Diffusion read it): the source's own where it has a single state (a bare vector, a leaf
+  named ``state``), else the source's state leaves concatenated in key order, float32, with
+  ``names`` saying which dimension is which (``joint_pos_0`` ...); the leaves stay beside it.
+  Text embeddings are not state and stay out of it. (Octo's proprio encodings per OXE dataset
+  are the standardized export's ``observation.state``: docs/standardized.md.)
 - ``action``: int64 for integer actions (Atari's), else float32, shape ``(D,)`` or ``(1,)``.
 - ``next.reward`` (float32 ``[1]``) only where the TED has rewards (none is invented),
   ``next.done`` (bool ``[1]``).
@@ -33,6 +39,7 @@ from episode_warehouse.ted.cameras import declared_images, image_layout, observa
 from episode_warehouse.ted.record import TedRecord
 
 Path_ = tuple[str, ...]
+DEPTH_NAMES = ["depth", "height", "width"]  # a depth camera's float32 feature
 
 
 def _feature_name(path: Path_, image: bool) -> str:
@@ -125,7 +132,7 @@ def _features(td: TensorDictBase, video: bool, declared: dict | None) -> dict:
             feats[_feature_name(path, image=False)] = {
                 "dtype": "float32",
                 "shape": tuple(value.shape[1:]) or (1,),
-                "names": ["depth", "height", "width"] if layout == DEPTH else None,
+                "names": DEPTH_NAMES if layout == DEPTH else None,
             }
             continue
         h, w = value.shape[-2:]
@@ -135,6 +142,7 @@ def _features(td: TensorDictBase, video: bool, declared: dict | None) -> dict:
             "shape": (h, w, c),
             "names": ["height", "width", "channels"],
         }
+    _add_state(td, feats)
     leaves = _action_leaves(td)
     if len(leaves) == 1 and not leaves[0][1].dtype.is_floating_point:
         feats["action"] = {"dtype": "int64", "shape": tuple(leaves[0][1].shape[1:]) or (1,),
@@ -151,6 +159,47 @@ def _features(td: TensorDictBase, video: bool, declared: dict | None) -> dict:
         "names": names if len(leaves) > 1 else None,
     }
     return feats
+
+
+STATE = "observation.state"
+
+
+def _state_leaves(td: TensorDictBase, feats: dict) -> list[tuple[Path_, torch.Tensor]]:
+    """The observation leaves that make a state: float32 features, no depth image, no text
+    embedding (RT-1's ``natural_language_embedding`` is an instruction's encoding, 512 numbers
+    that describe the task, not the robot)."""
+    out = []
+    for path, value in observation_leaves(td):
+        feature = feats.get(_feature_name(path, image=False))
+        if feature is None or feature["dtype"] != "float32" or feature["names"] == DEPTH_NAMES:
+            continue
+        if path and "embedding" in path[-1]:
+            continue
+        out.append((path, value))
+    return out
+
+
+def _dim_names(path: Path_, value: torch.Tensor) -> list[str]:
+    name = ".".join(path) or "state"
+    size = int(np.prod(value.shape[1:]))
+    return [name] if size == 1 and value.ndim <= 2 else [f"{name}_{i}" for i in range(size)]
+
+
+def _add_state(td: TensorDictBase, feats: dict) -> None:
+    """``observation.state`` as the concatenated state leaves, where the TED has no single one."""
+    if STATE in feats:
+        return
+    leaves = _state_leaves(td, feats)
+    if not leaves:  # cameras only (Atari): there is no state to give
+        return
+    names = [n for path, value in leaves for n in _dim_names(path, value)]
+    feats[STATE] = {"dtype": "float32", "shape": (len(names),), "names": names}
+
+
+def _state_column(td: TensorDictBase, feats: dict) -> np.ndarray:
+    n = td.batch_size[0]
+    parts = [v.numpy().astype(np.float32).reshape(n, -1) for _, v in _state_leaves(td, feats)]
+    return np.concatenate(parts, axis=1)
 
 
 def _action_leaves(td: TensorDictBase) -> list[tuple[Path_, torch.Tensor]]:
@@ -196,8 +245,10 @@ def columns_of(td: TensorDictBase, feats: dict, texts: dict | None = None) -> di
         cols["next.done"] = td["next", "done"].numpy().reshape(n, 1)
     for path, value in observation_leaves(td):
         key = _feature_name(path, image=False)
-        if key in feats:
+        if key in feats and feats[key]["dtype"] not in ("image", "video"):
             cols[key] = value.numpy().astype(np.float32).reshape(n, *feats[key]["shape"])
+    if STATE in feats and STATE not in cols:
+        cols[STATE] = _state_column(td, feats)
     dtype = np.int64 if feats["action"]["dtype"] == "int64" else np.float32
     cols["action"] = np.concatenate(
         [v.numpy().astype(dtype).reshape(n, -1) for _, v in _action_leaves(td)], axis=1

@@ -15,6 +15,7 @@ import numpy as np
 
 from episode_warehouse.export.episodes import ExportEpisode
 from episode_warehouse.export.png_writer import SCRATCH_SETTING
+from episode_warehouse.export.schema import ExportSchema
 from episode_warehouse.guards.names import no_links_below
 
 SHM = Path("/dev/shm")  # memory-backed scratch, where the system has one
@@ -62,14 +63,13 @@ def scratch_root(staging: Path, video: bool, need: int, scratch_dir: Path | None
 CHUNK_FRAMES = 256  # frames per PNG job: episodes are split so that workers share them
 
 
-def png_jobs(episode: ExportEpisode, index: int, scratch: Path, features: dict) -> list[dict]:
+def png_jobs(episode: ExportEpisode, index: int, scratch: Path, schema: ExportSchema) -> list[dict]:
     """The PNG jobs of episode ``index`` of the export, in lerobot's image layout."""
     from lerobot.datasets.utils import DEFAULT_IMAGE_PATH
 
-    from episode_warehouse.export.features import image_sources
-
+    features = schema.features
     jobs = []
-    for key, (file, layout) in image_sources(episode.meta, episode.ted, features).items():
+    for key, (file, layout) in schema.image_sources(episode).items():
         first = scratch / DEFAULT_IMAGE_PATH.format(
             image_key=key, episode_index=index, frame_index=0
         )

@@ -26,6 +26,7 @@ from episode_warehouse.export.frames import frame_paths, png_jobs, scratch_bytes
 from episode_warehouse.export.png_writer import PngWriters
 from episode_warehouse.export.record import ExportRecord
 from episode_warehouse.export.request import ExportRequest, check_export_name
+from episode_warehouse.export.schema import ExportSchema, schema_of
 from episode_warehouse.incremental import Built, build_if_changed, published, published_version
 from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.progress import progress
@@ -33,19 +34,16 @@ from episode_warehouse.storage import Root
 
 log = logging.getLogger(__name__)
 # an input of every export: lerobot's dataset format and our layout of it (bump on change)
-EXPORT_FORMAT = "lerobot-v3.0/warehouse-export-v2"  # v2: meta/croissant.json
+EXPORT_FORMAT = "lerobot-v3.0/warehouse-export-v3"  # v2: meta/croissant.json; v3: ports, state
 SELECTION_MANIFEST = "meta/warehouse_selection.json"  # Selection.load reads it back
 CROISSANT_FILE = croissant.FILE_NAME  # Croissant JSON-LD at the root (docs/curation.md)
 
 
-def _check_first_frame(episode: ExportEpisode, dataset, columns: dict) -> None:
+def _check_first_frame(episode: ExportEpisode, schema: ExportSchema, dataset, columns) -> None:
     """lerobot's own check of a frame against the features, on the episode's first frame."""
     from lerobot.datasets.feature_utils import validate_frame
 
-    from episode_warehouse.export.features import images_of
-    from episode_warehouse.ted.cameras import declared_images
-
-    first = images_of(episode.steps()[:1], dataset.meta.features, declared_images(episode.meta))
+    first = schema.images(episode, episode.steps()[:1])
     frame = {k: v[0] for k, v in {**columns, **first}.items()}
     validate_frame({**frame, "task": episode.task}, dataset.meta.features)
 
@@ -55,17 +53,16 @@ def _write_dataset(
 ) -> int:
     """Write ``request``'s episodes of ``root`` as a LeRobot dataset at ``out``; return frames
     written."""
-    from episode_warehouse.export.features import columns_of
-
     episodes = export_episodes(root.reader(), list(request.episodes))
-    dataset = create_dataset(request.repo_id, episodes, out, request.video)
+    schema = schema_of(episodes[0], request.video)
+    dataset = create_dataset(request.repo_id, schema, out, request.video)
     features = dataset.meta.features
     need = scratch_bytes(episodes, features, ahead=writers.count + 2)
     scratch = scratch_root(out, request.video, need, scratch_dir)
     pending: deque[tuple[list[dict], list]] = deque()
 
     def submit(index: int) -> None:
-        jobs = png_jobs(episodes[index], index, scratch, features)
+        jobs = png_jobs(episodes[index], index, scratch, schema)
         pending.append((jobs, [writers.submit(job) for job in jobs]))
 
     try:
@@ -77,9 +74,9 @@ def _write_dataset(
                 jobs, futures = pending.popleft()
                 if index + ahead < len(episodes):
                     submit(index + ahead)
-                columns = columns_of(episode.steps(), features, episode.meta.extra.get("texts"))
+                columns = schema.columns(episode)
                 if index == 0:
-                    _check_first_frame(episode, dataset, columns)
+                    _check_first_frame(episode, schema, dataset, columns)
                 writers.finish(jobs, futures)
                 buffer = lerobot_compat.episode_buffer(
                     features,

@@ -10,9 +10,8 @@ import os
 from pathlib import Path
 
 from episode_warehouse.export.episodes import create_dataset, export_episodes
-from episode_warehouse.export.features import frames_of
+from episode_warehouse.export.schema import schema_of
 from episode_warehouse.storage import Root, parse_root
-from episode_warehouse.ted.cameras import declared_images
 
 
 def write_per_frame(
@@ -20,11 +19,10 @@ def write_per_frame(
 ) -> int:
     """Write ``rows`` of the warehouse at ``root`` as a LeRobot dataset at ``out``; frames."""
     episodes = export_episodes(parse_root(root), rows)
-    dataset = create_dataset(repo_id, episodes, out, video)
+    schema = schema_of(episodes[0], video)
+    dataset = create_dataset(repo_id, schema, out, video)
     for episode in episodes:
-        declared = declared_images(episode.meta)
-        texts = episode.meta.extra.get("texts")
-        for frame in frames_of(episode.steps(), dataset.meta.features, declared, texts):
+        for frame in schema.frames(episode):
             frame["task"] = episode.task
             dataset.add_frame(frame)
         dataset.save_episode()

@@ -7,6 +7,7 @@ is one query, and the standardized DROID is OpenVLA's."""
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pytest
@@ -257,11 +258,49 @@ def test_vla_dataset_draws_only_the_selected_steps(droid):
         assert bool(item["action_is_pad"][0, 1]) == last  # past the range's end: padded
 
 
-def test_a_selection_exports_to_lerobot_v3_as_video(droid, tmp_path):
-    """Successful, non-idle steps of DROID as a LeRobot v3 dataset with its three cameras as
-    video (encoded once, from the JPEGs), read back by lerobot's own LeRobotDataset. Three of
-    the ranges (one episode's two and the next one's): AV1 encoding of three cameras costs
-    about two seconds a range here, and three exercise every path of the export."""
+# LeRobot's DROID port, transcribed from huggingface/lerobot examples/port_datasets/port_droid.py
+# (DROID_FEATURES; the hub's lerobot/droid_1.0.1): name -> (dtype, shape, axes)
+_XYZ = ["x", "y", "z", "roll", "pitch", "yaw"]
+_J = [f"joint_{i}" for i in range(7)]
+PORT_FEATURES = {
+    "is_first": ("bool", [1], None), "is_last": ("bool", [1], None),
+    "is_terminal": ("bool", [1], None), "language_instruction": ("string", [1], None),
+    "language_instruction_2": ("string", [1], None),
+    "language_instruction_3": ("string", [1], None),
+    "observation.state.gripper_position": ("float32", [1], ["gripper"]),
+    "observation.state.cartesian_position": ("float32", [6], _XYZ),
+    "observation.state.joint_position": ("float32", [7], _J),
+    "observation.state": ("float32", [8], [*_J, "gripper"]),
+    "observation.images.wrist_left": ("video", [180, 320, 3], None),
+    "observation.images.exterior_1_left": ("video", [180, 320, 3], None),
+    "observation.images.exterior_2_left": ("video", [180, 320, 3], None),
+    "action.gripper_position": ("float32", [1], ["gripper"]),
+    "action.gripper_velocity": ("float32", [1], ["gripper"]),
+    "action.cartesian_position": ("float32", [6], _XYZ),
+    "action.cartesian_velocity": ("float32", [6], _XYZ),
+    "action.joint_position": ("float32", [7], _J), "action.joint_velocity": ("float32", [7], _J),
+    "action.original": ("float32", [7], [*_XYZ, "gripper"]),
+    "action": ("float32", [8], [*_J, "gripper"]),
+    "discount": ("float32", [1], None), "reward": ("float32", [1], None),
+    "task_category": ("string", [1], None), "building": ("string", [1], None),
+    "collector_id": ("string", [1], None), "date": ("string", [1], None),
+    "camera_extrinsics.wrist_left": ("float32", [6], _XYZ),
+    "camera_extrinsics.exterior_1_left": ("float32", [6], _XYZ),
+    "camera_extrinsics.exterior_2_left": ("float32", [6], _XYZ),
+    "is_episode_successful": ("bool", [1], None),
+}  # fmt: skip
+PORT_CAMERAS = {"wrist_left": "wrist_image_left", "exterior_1_left": "exterior_image_1_left",
+                "exterior_2_left": "exterior_image_2_left"}  # fmt: skip
+LEROBOT_OWN = {"timestamp", "frame_index", "episode_index", "index", "task_index"}
+
+
+def test_a_selection_exports_to_lerobot_v3_as_lerobots_droid_port(droid, tmp_path):
+    """Successful, non-idle steps of DROID as a LeRobot v3 dataset with the schema of LeRobot's
+    own DROID port (feature names, shapes, dtypes and axes, fps 15, robot_type Franka; the
+    derived ``observation.state`` and ``action`` built as the port builds them), its three
+    cameras as video (encoded once, from the JPEGs), read back by lerobot's LeRobotDataset.
+    Three of the ranges (one episode's two and the next one's): AV1 encoding of three cameras
+    costs about two seconds a range here, and three exercise every path of the export."""
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     from episode_warehouse.export import ExportRequest, export_lerobot
@@ -277,39 +316,65 @@ def test_a_selection_exports_to_lerobot_v3_as_video(droid, tmp_path):
         selection.length, strict=True)]  # fmt: skip
     request = ExportRequest("droid-nonidle", str(layout.folder), rows, video=True)
     meta = export_lerobot(request, tmp_path / "out", workers=1).meta
+    info = json.loads((tmp_path / "out" / "meta" / "info.json").read_text())
+    assert (info["fps"], info["robot_type"]) == (15, "Franka")
+    got = {
+        k: (
+            f["dtype"],
+            f["shape"],
+            (f["names"] or {}).get("axes") if isinstance(f["names"], dict) else None,
+        )
+        for k, f in info["features"].items()
+        if k not in LEROBOT_OWN
+    }
+    assert got == PORT_FEATURES
     ds = LeRobotDataset(request.repo_id, root=tmp_path / "out")
     assert ds.meta.total_episodes == len(rows) == meta.episodes
     assert ds.meta.total_frames == sum(r[4] for r in rows)
-    assert sorted(ds.meta.video_keys) == sorted(f"observation.images.{c}" for c in CAMERAS)
     td = open_ted_folder(layout.ted_dir("openx", "droid"))
-    frame = 0
-    for _, _, _, start, length in rows:
-        for t in (0, length - 1):
-            item = ds[frame + t]
-            for camera in CAMERAS:
-                image = item[f"observation.images.{camera}"] * 255
-                truth = td["observation", camera][start + t].float()
-                assert (image - truth).abs().mean() < 12.0, (start, t, camera)  # AV1, crf 30
-        frame += length
-    # what DROID trains on comes along: action_dict's six leaves and all three instructions
-    leaves = ("cartesian_position", "cartesian_velocity", "gripper_position",
-              "gripper_velocity", "joint_position", "joint_velocity")  # fmt: skip
-    assert {f"action_dict.{leaf}" for leaf in leaves} <= set(ds.meta.features)
-    assert ds.meta.features["language_instruction_2"]["dtype"] == "string"
-    assert ds.meta.fps == 15
     starts = np.cumsum([0] + [len(e.joint_velocity) for e in episodes])
     frame = 0
     for _, _, e, start, length in rows:
-        a = start - int(starts[e])
+        truth, a = episodes[e], start - int(starts[e])
+        steps = truth.record["steps"]
         for t in (0, length - 1):
-            item = ds[frame + t]
-            np.testing.assert_allclose(
-                item["action_dict.joint_velocity"].numpy(),
-                _wire(episodes[e].joint_velocity[a + t]).astype(np.float32),
+            item, step = ds[frame + t], steps[a + t]
+            for port_name, camera in PORT_CAMERAS.items():
+                image = item[f"observation.images.{port_name}"] * 255
+                pixels = td["observation", camera][start + t].float()
+                assert (image - pixels).abs().mean() < 12.0, (start, t, camera)  # AV1, crf 30
+            f32 = lambda v: _wire(np.asarray(v, np.float64)).astype(np.float32)  # noqa: E731
+            obs, act = step["observation"], step["action_dict"]
+            np.testing.assert_array_equal(
+                item["observation.state"].numpy(),
+                f32(np.concatenate([obs["joint_position"], obs["gripper_position"]])),
             )
-            assert item["task"] == episodes[e].instructions[0]
-            assert item["language_instruction_2"] == episodes[e].instructions[1]
-            assert item["language_instruction_3"] == episodes[e].instructions[2]
+            np.testing.assert_array_equal(
+                item["action"].numpy(),
+                f32(np.concatenate([act["joint_position"], act["gripper_position"]])),
+            )
+            np.testing.assert_array_equal(item["action.original"].numpy(), f32(step["action"]))
+            np.testing.assert_array_equal(
+                item["action.joint_velocity"].numpy(), f32(truth.joint_velocity[a + t])
+            )
+            np.testing.assert_array_equal(
+                item["observation.state.cartesian_position"].numpy(), f32(obs["cartesian_position"])
+            )
+            assert item["task"] == item["language_instruction"] == truth.instructions[0]
+            assert item["language_instruction_2"] == truth.instructions[1]
+            assert item["language_instruction_3"] == truth.instructions[2]
+            assert bool(item["is_first"]) == (a + t == 0) == bool(step["is_first"])
+            assert bool(item["is_last"]) == bool(step["is_last"])
+            assert bool(item["is_terminal"]) == bool(step["is_terminal"])
+            assert float(item["reward"]) == float(step["reward"])
+            assert float(item["discount"]) == float(step["discount"])
+            assert bool(item["is_episode_successful"]) == truth.success
+            assert item["building"] == item["task_category"] == truth.building
+            assert (item["collector_id"], item["date"]) == (truth.collector_id, truth.date)
+            extrinsics = truth.record["episode_metadata"]["extrinsics_exterior_cam_2"]
+            np.testing.assert_array_equal(
+                item["camera_extrinsics.exterior_2_left"].numpy(), f32(extrinsics)
+            )
         frame += length
 
 

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# A side environment: another project's own tool at the version users run, installed beside this
+# project (.side/NAME), never into its venv. Prints the side environment's python.
+#   scripts/side_env.sh lerobot-train    # lerobot[training,diffusion] 0.6.1: lerobot-train (ACT, Diffusion)
+#   scripts/side_env.sh lerobot-0.3.3    # lerobot 0.3.3 (writes and reads LeRobot v2.1), PyAV 14.2
+#   scripts/side_env.sh lerobot-doctor   # lerobot-doctor 0.2.0 (a LeRobot dataset checker)
+# Installed once (a stamp names what is installed); safe to call from several processes at once.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+name="${1:-}"
+case "$name" in
+  lerobot-train) reqs=("lerobot[training,diffusion]==0.6.1") ;;
+  # lerobot 0.3.3's video writer fails on newer PyAV (int() of an AVRational); 14.2.0 works
+  lerobot-0.3.3) reqs=("lerobot==0.3.3" "av==14.2.0") ;;
+  lerobot-doctor) reqs=("lerobot-doctor==0.2.0") ;;
+  *) echo "side_env: unknown side environment '$name' (lerobot-train, lerobot-0.3.3, lerobot-doctor)" >&2
+     exit 2 ;;
+esac
+dir="$here/.side/$name"
+mkdir -p "$here/.side"
+exec 9>"$here/.side/$name.lock"
+flock 9
+if [ ! -x "$dir/bin/python" ] || [ "$(cat "$dir/.installed" 2>/dev/null)" != "${reqs[*]}" ]; then
+  UV="$(command -v uv || echo "$here/.tools/bin/uv")"
+  [ -x "$UV" ] || { echo "side_env: uv is missing; run ./scripts/bootstrap.sh first" >&2; exit 1; }
+  base="$("$here/.venv/bin/python" -c 'import sys; print(sys._base_executable)')"
+  echo "side_env: installing ${reqs[*]} into .side/$name (once)" >&2
+  # a venv's scripts hold its own path, so it is built in place; the stamp, written last,
+  # says it is whole (an interrupted install has none and is built again)
+  rm -rf "$dir"
+  "$UV" venv --quiet --python "$base" "$dir" >&2
+  "$UV" pip install --quiet --python "$dir/bin/python" "${reqs[@]}" >&2
+  printf '%s' "${reqs[*]}" > "$dir/.installed"
+fi
+echo "$dir/bin/python"
