@@ -2,7 +2,7 @@
 # A side environment: another project's own tool at the version users run, installed beside this
 # project (.side/NAME), never into its venv. Prints the side environment's python.
 #   scripts/side_env.sh lerobot-train    # lerobot[training,diffusion] 0.6.1: lerobot-train (ACT, Diffusion)
-#   scripts/side_env.sh lerobot-0.3.3    # lerobot 0.3.3 (writes and reads LeRobot v2.1), PyAV 14.2
+#   scripts/side_env.sh lerobot-0.3.3    # lerobot 0.3.3 (writes and reads LeRobot v2.1), PyAV 14.2, numpy 2.2
 #   scripts/side_env.sh lerobot-doctor   # lerobot-doctor 0.2.0 (a LeRobot dataset checker)
 # Installed once (a stamp names what is installed); safe to call from several processes at once.
 set -euo pipefail
@@ -10,8 +10,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 name="${1:-}"
 case "$name" in
   lerobot-train) reqs=("lerobot[training,diffusion]==0.6.1") ;;
-  # lerobot 0.3.3's video writer fails on newer PyAV (int() of an AVRational); 14.2.0 works
-  lerobot-0.3.3) reqs=("lerobot==0.3.3" "av==14.2.0") ;;
+  # lerobot 0.3.3's video writer fails on newer PyAV (int() of an AVRational); 14.2.0 works.
+  # Its writer calls float() on (1,) arrays, an error since numpy 2.5: numpy of its time
+  lerobot-0.3.3) reqs=("lerobot==0.3.3" "av==14.2.0" "numpy==2.2.6") ;;
   lerobot-doctor) reqs=("lerobot-doctor==0.2.0") ;;
   *) echo "side_env: unknown side environment '$name' (lerobot-train, lerobot-0.3.3, lerobot-doctor)" >&2
      exit 2 ;;

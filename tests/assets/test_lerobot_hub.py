@@ -89,22 +89,23 @@ def test_hub_refusals_name_the_repo_and_the_fix(warehouse_env, hub, folder, monk
     assert main(["materialize", "lerobot", "lab/gated", "--through", "raw"]) == 0
     assert "hf_test_token" not in capsys.readouterr().err
 
-    # tagged v2.1 only: refused with lerobot's converter before any data file is fetched
+    # tagged v2.0 only (v2.1 is read, docs: LeRobot v2.1): refused with lerobot's converter
+    # before any data file is fetched
     hub.store.create_repo("lab/old")
-    hub.store.commit_folder("lab/old", folder, tag="v2.1")
+    hub.store.commit_folder("lab/old", folder, tag="v2.0")
     assert main(["materialize", "lerobot", "lab/old"]) == 2
     err = capsys.readouterr().err
-    assert "tagged v2.1" in err and "convert_dataset_v21_to_v30 --repo-id=lab/old" in err
-    # untagged, and its info.json says v2.1: refused from the metadata alone
+    assert "tagged v2.0" in err and "convert_dataset_v20_to_v21 --repo-id=lab/old" in err
+    # untagged, and its info.json says v2.0: refused from the metadata alone
     info = json.loads((folder / "meta" / "info.json").read_text())
     hub.store.create_repo("lab/untagged")
     hub.store.commit_folder("lab/untagged", folder)
     hub.store.commit(
         "lab/untagged",
-        {"meta/info.json": json.dumps({**info, "codebase_version": "v2.1"}).encode()},
+        {"meta/info.json": json.dumps({**info, "codebase_version": "v2.0"}).encode()},
     )
     assert main(["materialize", "lerobot", "lab/untagged"]) == 2
-    assert "a LeRobot v2.1 dataset" in capsys.readouterr().err
+    assert "a LeRobot v2.0 dataset" in capsys.readouterr().err
     refused = [
         path
         for method, path in hub.requests

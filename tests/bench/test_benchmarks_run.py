@@ -29,6 +29,7 @@ BENCHMARKS = [
     ("bench.incremental", []),
     ("bench.lerobot_export", []),
     ("bench.lerobot_import", []),
+    ("bench.lerobot_v21", []),
     ("bench.loading", []),
     ("bench.minari_decode", []),
     ("bench.openx_decode", []),

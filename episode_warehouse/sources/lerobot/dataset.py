@@ -1,9 +1,11 @@
-"""A LeRobot v3.0 dataset in a folder: its metadata, checked before any frame is read.
+"""A LeRobot v3.0 or v2.1 dataset in a folder: its metadata, checked before any frame is read.
 
 ``<folder>/meta/info.json`` (features, fps, robot type), ``meta/episodes/*/*.parquet`` (one row
 per episode: length, tasks, which data file holds it), ``meta/tasks.parquet`` (task text ->
 ``task_index``) and ``data/chunk-*/file-*.parquet`` (the frames, many episodes per file, in
-dataset order). Format facts: shared/reference/lerobot-v3.md.
+dataset order). Format facts: shared/reference/lerobot-v3.md. A v2.1 dataset's JSON-lines
+metadata is read into the same tables (``v21.py``); where the frames are is the version's
+``layout``.
 """
 
 from __future__ import annotations
@@ -16,11 +18,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from episode_warehouse.errors import CorruptInputError, FormatVersionError, LimitExceededError
+from episode_warehouse.errors import CorruptInputError, LimitExceededError
 from episode_warehouse.guards.json_input import read_json_file
 from episode_warehouse.guards.shapes import checked_shape
 from episode_warehouse.guards.text import checked_identifier
 from episode_warehouse.limits import LIMITS_FIX, InputLimits, check_text
+from episode_warehouse.sources.lerobot import v21
+from episode_warehouse.sources.lerobot.layout import (
+    LAYOUTS,
+    V30,
+    Layout,
+    check_templates,
+    check_video_key,
+    unreadable,
+)
 
 CODEBASE_VERSION = "v3.0"
 INFO = "meta/info.json"
@@ -49,6 +60,7 @@ class LeRobotFolder:
     tasks: list[str]  # by task_index
     episodes: pa.Table  # episode_index, length, tasks, dataset_from_index/to_index, videos/...
     data_files: list[Path]  # in dataset order
+    layout: Layout = V30  # where the version keeps data and video files
 
     @property
     def frames(self) -> int:
@@ -220,18 +232,15 @@ def open_lerobot_folder(folder: Path) -> LeRobotFolder:
     Raises:
         CorruptInputError: missing or unreadable metadata, an episode index gap, episodes that
             do not tile the frames, a data file that is missing.
-        FormatVersionError: a v2.x dataset (names lerobot's converter).
+        FormatVersionError: a version no layout reads (v2.0 and older: names lerobot's
+            converter).
     """
     folder = Path(folder)
     info = _read_json(folder / INFO)
-    version = str(info.get("codebase_version", "?"))
-    if version != CODEBASE_VERSION:
-        raise FormatVersionError(
-            f"a LeRobot {version} dataset; this warehouse reads {CODEBASE_VERSION}",
-            subject=str(folder / INFO),
-            fix="convert it with lerobot: python -m lerobot.datasets.v30."
-            "convert_dataset_v21_to_v30 --repo-id=<owner>/<name>",
-        )
+    layout = LAYOUTS.get(info.get("codebase_version"))  # type: ignore[arg-type]
+    if layout is None:
+        raise unreadable(info.get("codebase_version"), str(folder / INFO))
+    check_templates(info, layout, str(folder / INFO))
     fps = info.get("fps")
     if isinstance(fps, bool) or not isinstance(fps, int | float) or fps <= 0 or fps != int(fps):
         raise CorruptInputError(
@@ -246,32 +255,34 @@ def open_lerobot_folder(folder: Path) -> LeRobotFolder:
             "info.json declares no features", subject=str(folder / INFO), fix=_INFO_FIX
         )
     features = {name: _feature(name, spec, folder / INFO) for name, spec in features_doc.items()}
-    tasks_table = _table(folder / TASKS, ["task_index", "task"])
-    order = np.argsort(tasks_table.column("task_index").to_numpy())
-    names = tasks_table.column("task").to_pylist()
-    tasks = [names[i] for i in order]
+    tasks_file = folder / (TASKS if layout is V30 else v21.TASKS)
+    tasks = _tasks(folder) if layout is V30 else v21.read_tasks(folder)
     limits = InputLimits()  # the defaults: a task is a sentence, a table of them small
     for i, task in enumerate(tasks):  # each is kept in the decoded and TED records
-        check_text(str(task), limits, what=f"task {i}", subject=str(folder / TASKS))
+        check_text(str(task), limits, what=f"task {i}", subject=str(tasks_file))
     if len(tasks) > limits.max_texts:
         raise LimitExceededError(
-            f"meta/tasks.parquet holds {len(tasks):,} tasks, over the limit of "
-            f"{limits.max_texts:,}",
-            subject=str(folder / TASKS),
+            f"{tasks_file.name} holds {len(tasks):,} tasks, over the limit of {limits.max_texts:,}",
+            subject=str(tasks_file),
             fix=LIMITS_FIX,
         )
-    videos = [n for n, f in features.items() if f.dtype == "video"]
-    episodes = _episodes(folder, videos)
-    data_files = sorted((folder / "data").glob("chunk-*/file-*.parquet"))
+    videos = [
+        check_video_key(n, str(folder / INFO)) for n, f in features.items() if f.dtype == "video"
+    ]
+    if layout is V30:
+        episodes = _check_episodes(_episodes(folder, videos), folder / "meta" / "episodes")
+    else:
+        episodes = _check_episodes(v21.read_episodes(folder, info, videos), folder / v21.EPISODES)
+        episodes = v21.with_stats(folder, episodes)
     wanted = {
-        folder / "data" / f"chunk-{c:03d}" / f"file-{f:03d}.parquet"
+        layout.data_path(folder, c, f)
         for c, f in zip(
             episodes.column("data/chunk_index").to_pylist(),
             episodes.column("data/file_index").to_pylist(),
             strict=True,
         )
     }
-    missing = sorted(str(p) for p in wanted - set(data_files))
+    missing = sorted(str(p) for p in wanted if not p.is_file())
     if missing:
         raise CorruptInputError(
             f"the episodes' data file is missing ({len(missing)} missing)",
@@ -287,7 +298,7 @@ def open_lerobot_folder(folder: Path) -> LeRobotFolder:
             subject=str(folder / INFO),
             fix="set robot_type in meta/info.json to a plain name such as so100_follower",
         )
-    return LeRobotFolder(folder, fps, robot_type, features, tasks, episodes, sorted(wanted))
+    return LeRobotFolder(folder, fps, robot_type, features, tasks, episodes, sorted(wanted), layout)
 
 
 def _episodes(folder: Path, videos: list[str]) -> pa.Table:
@@ -308,16 +319,28 @@ def _episodes(folder: Path, videos: list[str]) -> pa.Table:
         "dataset_to_index",
     ]
     columns += [f"videos/{key}/{c}" for key in videos for c in VIDEO_COLUMNS]
-    table = pa.concat_tables(
+    return pa.concat_tables(
         [_table(f, columns + _stats_columns(f)) for f in files], promote_options="default"
     ).sort_by("episode_index")
+
+
+def _tasks(folder: Path) -> list[str]:
+    """v3.0's task texts by ``task_index``."""
+    table = _table(folder / TASKS, ["task_index", "task"])
+    order = np.argsort(table.column("task_index").to_numpy())
+    names = table.column("task").to_pylist()
+    return [names[i] for i in order]
+
+
+def _check_episodes(table: pa.Table, subject: Path) -> pa.Table:
+    """Episode indices 0..n-1, each once, whose frames tile the dataset (either version)."""
     index = table.column("episode_index").to_numpy()
     if len(index) and not np.array_equal(index, np.arange(len(index))):
         gap = int(np.flatnonzero(index != np.arange(len(index)))[0])
         raise CorruptInputError(
             f"episode indices are not 0..{len(index) - 1}: episode {gap} is missing or "
             f"duplicated (found {int(index[gap])})",
-            subject=str(folder / "meta" / "episodes"),
+            subject=str(subject),
             fix="download the dataset again, or re-index it with lerobot",
         )
     start = table.column("dataset_from_index").to_numpy()
@@ -328,7 +351,7 @@ def _episodes(folder: Path, videos: list[str]) -> pa.Table:
     ):
         raise CorruptInputError(
             "episodes do not tile the frames (dataset_from_index/to_index/length disagree)",
-            subject=str(folder / "meta" / "episodes"),
+            subject=str(subject),
             fix="download the dataset again",
         )
     return table

@@ -230,7 +230,7 @@ def decode_lerobot(
             the data in time (each named).
     """
     videos = {
-        f.name: VideoFrames(dataset.folder, f.name)
+        f.name: VideoFrames(dataset.folder, f.name, dataset.layout)
         for f in dataset.features.values()
         if f.dtype == "video"
     }
@@ -390,7 +390,7 @@ def _episode_rows(
             "tasks": tasks,
             "lerobot_stats": _stats_json(meta),
             "source_files": [
-                [f"data/chunk-{c:03d}/file-{f:03d}.parquet"]
+                [dataset.layout.data.format(chunk=c, file=f)]
                 for c, f in zip(
                     meta.column("data/chunk_index").to_pylist(),
                     meta.column("data/file_index").to_pylist(),

@@ -1,56 +1,51 @@
 """Which revision of a LeRobot dataset on the hub is read: the rule ``LeRobotDataset`` follows.
 
 lerobot tags each dataset with the codebase version it was written in (``v3.0``, ``v2.1``, ...)
-and reads the tag of its own version, else the newest tag of the same major version not newer
-than its own (``lerobot.datasets.utils.get_safe_version``). So does this warehouse, for v3.0:
+and reads the tag of its own version (``lerobot.datasets.utils.get_safe_version``). This
+warehouse reads two versions (``layout.LAYOUTS``), so it reads the newest tag of those:
 
-- a ``v3.0`` tag, or the newest ``v3.x`` tag with x <= 0: that tag;
-- only older major versions (``v2.1``, ``v2.0``): refused, with lerobot's conversion command;
-- only newer ones: refused (a newer lerobot wrote it);
+- a ``v3.0`` tag, else a ``v2.1`` tag;
+- only older versions (``v2.0``, ``v1.x``): refused, naming lerobot's v2.0 -> v2.1 converter;
+  only newer ones: refused (a newer lerobot wrote it);
 - no version tag at all: ``main`` (lerobot refuses these; a dataset uploaded without
   lerobot's ``push_to_hub`` has none), and ``meta/info.json``'s ``codebase_version`` decides.
 """
 
 from __future__ import annotations
 
-import re
-
 from episode_warehouse.errors import FormatVersionError
 from episode_warehouse.hub.client import HubClient
-from episode_warehouse.sources.lerobot.dataset import CODEBASE_VERSION
-
-_VERSION = re.compile(r"^v(\d+)\.(\d+)$")
-CONVERT = "python -m lerobot.datasets.v30.convert_dataset_v21_to_v30 --repo-id={repo_id}"
+from episode_warehouse.sources.lerobot.layout import READ_VERSIONS, READS, V20_TO_V21, version_of
 
 
 def lerobot_revision(client: HubClient, repo_id: str) -> str:
     """The revision (a tag, or ``main``) to read of ``repo_id``.
 
     Raises:
-        FormatVersionError: only other major versions are tagged (names the conversion).
+        FormatVersionError: only versions no reader reads are tagged (names the way out).
         SourceMissingError: no such repo, or private or gated without a token.
     """
-    major, minor = (int(x) for x in CODEBASE_VERSION[1:].split("."))
     versions = {}
     for tag in client.tags(repo_id):
-        m = _VERSION.match(tag)
-        if m:
-            versions[(int(m.group(1)), int(m.group(2)))] = tag
+        found = version_of(tag)
+        if found is not None:
+            versions[found] = tag
     if not versions:
         return "main"
-    compatible = [v for v in versions if v[0] == major and v[1] <= minor]
-    if compatible:
-        return versions[max(compatible)]
+    for version in READ_VERSIONS:  # newest first
+        if version in versions:
+            return versions[version]
     newest = versions[max(versions)]
-    if max(versions)[0] < major:
+    subject = f"hf://datasets/{repo_id}"
+    if max(versions) > READ_VERSIONS[0]:
         raise FormatVersionError(
-            f"the dataset is tagged {newest} at newest; this warehouse reads {CODEBASE_VERSION}",
-            subject=f"hf://datasets/{repo_id}",
-            fix=f"convert it with lerobot ({CONVERT.format(repo_id=repo_id)}) and push it, "
-            "or ask its owner to",
+            f"the dataset is tagged {newest}, newer than the {READS} this warehouse reads",
+            subject=subject,
+            fix="upgrade the warehouse (a newer lerobot wrote this dataset)",
         )
     raise FormatVersionError(
-        f"the dataset is tagged {newest}, newer than the {CODEBASE_VERSION} this warehouse reads",
-        subject=f"hf://datasets/{repo_id}",
-        fix="upgrade the warehouse (a newer lerobot wrote this dataset)",
+        f"the dataset is tagged {newest} at newest; this warehouse reads {READS}",
+        subject=subject,
+        fix=f"convert it to v2.1 with lerobot 0.3.3 ({V20_TO_V21.format(repo_id=repo_id)}) and "
+        "push it, or ask its owner to",
     )

@@ -5,7 +5,8 @@ from ``LEROBOT_URL``: the hub (``hf://datasets``, a partition is a repo id), or 
 On the hub the revision is chosen as ``LeRobotDataset`` chooses it (``hub_revision``) and
 resolved to a commit sha once; the sha is in the record (``revision``) and in ``source_url``.
 Metadata comes first: ``meta/info.json`` is read and its codebase version checked before any
-data file is fetched, so a v2.x dataset is refused without downloading it.
+data file is fetched, so a dataset of a version no reader reads (v2.0 and older) is refused
+without downloading it.
 
 The raw folder (``<root>/raw/lerobot/<owner>/<name>/``) is itself a LeRobot dataset folder plus
 the incremental rule's record: its inputs are the listing (names, sizes, GCS generation and
@@ -16,12 +17,12 @@ published version, the others copied and checksummed on the way (``sources.mirro
 from __future__ import annotations
 
 from episode_warehouse.blobstore import BlobInfo, BlobStore
-from episode_warehouse.errors import CorruptInputError, FormatVersionError, SourceMissingError
+from episode_warehouse.errors import CorruptInputError, SourceMissingError
 from episode_warehouse.guards.json_input import load_json
 from episode_warehouse.incremental import Built
 from episode_warehouse.records import RawRecord
-from episode_warehouse.sources.lerobot.dataset import CODEBASE_VERSION
-from episode_warehouse.sources.lerobot.hub_revision import CONVERT, lerobot_revision
+from episode_warehouse.sources.lerobot.hub_revision import lerobot_revision
+from episode_warehouse.sources.lerobot.layout import LAYOUTS, unreadable
 from episode_warehouse.sources.lerobot.repo_id import check_repo_id
 from episode_warehouse.sources.mirror import MirrorReport, mirror_listed
 from episode_warehouse.storage import Root
@@ -55,7 +56,7 @@ def check_info(store: BlobStore, repo_id: str, blob: BlobInfo) -> None:
     """Refuse a dataset of another codebase version from its ``meta/info.json`` alone.
 
     Raises:
-        FormatVersionError: not a v3.0 dataset (names lerobot's converter).
+        FormatVersionError: not a v3.0 or v2.1 dataset (names lerobot's converter).
         CorruptInputError: the file is not a JSON object of at most 16 MB.
     """
     subject = f"{store.location(repo_id)}/meta/info.json"
@@ -65,14 +66,8 @@ def check_info(store: BlobStore, repo_id: str, blob: BlobInfo) -> None:
         data = fh.read(_INFO_MAX + 1)
     info = load_json(data, subject=subject, fix="download the dataset again", max_bytes=_INFO_MAX)
     version = info.get("codebase_version") if isinstance(info, dict) else None
-    if version != CODEBASE_VERSION:
-        raise FormatVersionError(
-            f"a LeRobot {version} dataset; this warehouse reads {CODEBASE_VERSION}"
-            if version
-            else f"no codebase_version: not a LeRobot {CODEBASE_VERSION} dataset",
-            subject=subject,
-            fix=f"convert it with lerobot: {CONVERT.format(repo_id=repo_id)}",
-        )
+    if version not in LAYOUTS:
+        raise unreadable(version, subject, repo_id)
 
 
 def mirror_dataset(

@@ -15,6 +15,7 @@ import numpy as np
 
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames.video import decode_indices, thread_decoder
+from episode_warehouse.sources.lerobot.layout import V30, Layout
 
 TOLERANCE_S = 1e-4  # LeRobotDataset's default
 _FIX = "download the dataset again (the file is truncated or corrupt)"
@@ -23,11 +24,11 @@ _FIX = "download the dataset again (the file is truncated or corrupt)"
 class VideoFrames:
     """The video files of one feature of a LeRobot dataset."""
 
-    def __init__(self, folder: Path, key: str) -> None:
-        self.folder, self.key = folder, key
+    def __init__(self, folder: Path, key: str, layout: Layout = V30) -> None:
+        self.folder, self.key, self.layout = folder, key, layout
 
     def path(self, chunk: int, file: int) -> Path:
-        return self.folder / "videos" / self.key / f"chunk-{chunk:03d}" / f"file-{file:03d}.mp4"
+        return self.layout.video_path(self.folder, self.key, chunk, file)
 
     def _open(self, path: Path):
         """This thread's decoder of ``path`` (opened once, kept among the process's few)."""

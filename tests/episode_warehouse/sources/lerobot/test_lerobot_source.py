@@ -118,11 +118,20 @@ def test_a_missing_info_json_is_named(dataset, tmp_path):
         open_lerobot_folder(folder)
 
 
-def test_a_v21_dataset_names_the_converter(dataset, tmp_path):
+def test_an_unread_version_names_the_way_out(dataset, tmp_path):
     folder = _copy(dataset, tmp_path)
     info = json.loads((folder / "meta" / "info.json").read_text())
-    (folder / "meta" / "info.json").write_text(json.dumps({**info, "codebase_version": "v2.1"}))
-    with pytest.raises(FormatVersionError, match="v2.1 dataset.*convert_dataset_v21_to_v30"):
+    (folder / "meta" / "info.json").write_text(json.dumps({**info, "codebase_version": "v2.0"}))
+    with pytest.raises(FormatVersionError, match="v2.0 dataset.*convert_dataset_v20_to_v21"):
+        open_lerobot_folder(folder)
+    (folder / "meta" / "info.json").write_text(json.dumps({**info, "codebase_version": "v4.0"}))
+    with pytest.raises(FormatVersionError, match="v4.0 dataset, newer.*upgrade the warehouse"):
+        open_lerobot_folder(folder)
+    # a v3.0 dataset whose info.json points its files elsewhere: our layout, or refused
+    (folder / "meta" / "info.json").write_text(
+        json.dumps({**info, "video_path": "../../{video_key}.mp4"})
+    )
+    with pytest.raises(CorruptInputError, match="info.json's video_path is '../../"):
         open_lerobot_folder(folder)
 
 
