@@ -5,7 +5,9 @@ ingest of the converted v3.0 copy. Goal (#71): ingest faster than the conversion
 
     python -m bench.lerobot_v21     # writes bench/data/lerobot-v21 with lerobot 0.3.3's writer
 
-Each step is a command as a user runs it (imports included), in a fresh process:
+Each step is a command as a user runs it (imports and Dagster's start included), in a fresh
+process, and, apart, the work alone (imports done first: our decoded and TED stages, lerobot's
+``convert_dataset``):
 ``warehouse materialize lerobot REPO --through catalog`` (LEROBOT_URL at the folder) and
 ``python -m lerobot.scripts.convert_dataset_v21_to_v30 --root ... --push-to-hub=false``; best of
 ``--rounds`` alternating rounds, each on a fresh copy and a fresh warehouse root.
@@ -80,6 +82,45 @@ def _convert(folder: Path, work: Path) -> tuple[float, Path]:
     return seconds, copy
 
 
+_WORK = """
+import shutil, sys, time
+from pathlib import Path
+folder, work, which = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+if which == "ingest":
+    from episode_warehouse.decoded import open_decoded
+    from episode_warehouse.incremental import build_if_changed
+    from episode_warehouse.sources.lerobot.dataset import open_lerobot_folder
+    from episode_warehouse.sources.lerobot.decode import decode_lerobot
+    from episode_warehouse.storage.local import LocalRoot
+    from episode_warehouse.ted import build_ted
+    import torchcodec.decoders  # imported by the decoder on first use: not the work
+    t = time.perf_counter()
+    source = open_lerobot_folder(folder)
+    build_if_changed(LocalRoot(work), work / "dec", {"bench": 1},
+                     lambda tmp: decode_lerobot(source, tmp))
+    (work / "ted").mkdir()
+    build_ted(open_decoded(work / "dec"), work / "ted")
+else:
+    from lerobot.scripts.convert_dataset_v21_to_v30 import convert_dataset
+    copy = work / "convert" / folder.name
+    shutil.copytree(folder, copy)
+    t = time.perf_counter()
+    convert_dataset("bench/v21", root=copy, push_to_hub=False)
+print(time.perf_counter() - t)
+"""
+
+
+def _work(which: str, folder: Path, work: Path) -> float:
+    """The work alone, in a fresh process with its imports done first: decoded + TED for
+    ours, ``convert_dataset`` for lerobot's."""
+    work.mkdir(parents=True)
+    done = subprocess.run([sys.executable, "-c", _WORK, str(folder), str(work), which],
+                          capture_output=True, text=True, cwd=PROJECT)  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"{which} failed:\n{done.stderr[-3000:]}")
+    return float(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=scaled(50, 3))
@@ -87,7 +128,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=scaled(2, 1))
     args = parser.parse_args()
     folder = _write(args.episodes, args.length)
-    ingest, convert, ingest_v30 = [], [], []
+    ingest, convert, ingest_v30, work_ours, work_theirs = [], [], [], [], []
     for r in range(args.rounds):
         work = DATA / f"round-{r}"
         shutil.rmtree(work, ignore_errors=True)
@@ -97,6 +138,8 @@ def main() -> None:
         convert.append(seconds)
         # the converter leaves the v3.0 dataset at --root (the v2.1 copy beside it, *_old)
         ingest_v30.append(_ingest(converted.parents[1], work / "v30"))
+        work_ours.append(_work("ingest", folder, work / "work-ours"))
+        work_theirs.append(_work("convert", folder, work / "work-theirs"))
         shutil.rmtree(work)
     frames = args.episodes * args.length
     report = {
@@ -109,6 +152,9 @@ def main() -> None:
         "ratio_convert_plus_v30_ingest_over_ingest": round(
             (min(convert) + min(ingest_v30)) / min(ingest), 2
         ),
+        "work_only_ours_decoded_and_ted_s": round(min(work_ours), 2),
+        "work_only_lerobot_convert_dataset_s": round(min(work_theirs), 2),
+        "work_only_ratio_convert_over_ours": round(min(work_theirs) / min(work_ours), 2),
         "rounds": args.rounds,
     }  # fmt: skip
     print(json.dumps(report, indent=1))

@@ -31,6 +31,10 @@ def _build(layout, src, standardized=True):
         build_openx_stages(layout, src, key, standardized=standardized)
 
 
+@pytest.mark.slow(
+    reason="DROID's three ranges built twice (bucket and folder, standardized) and streamed, "
+    "~29 s; streaming a bucket selection stays in the default tier (test_streaming.py)"
+)
 def test_droid_streams_from_the_bucket_as_from_a_folder(bucket_url, tmp_path, monkeypatch):
     write_droid(tmp_path / "src", shards=6, per_shard=1)
     bucket, local = layout_of(bucket_url), WarehouseLayout.local(tmp_path / "local-wh")
