@@ -33,7 +33,8 @@ REPO = "bench/v21"
 
 def _side_python() -> str:
     out = subprocess.run([str(PROJECT / "scripts" / "side_env.sh"), "lerobot-0.3.3"],
-                         check=True, capture_output=True, text=True)  # fmt: skip
+                         check=True, capture_output=True, text=True,
+                         env={**os.environ, "SIDE_ENV_PYTHON": sys.executable})  # fmt: skip
     return out.stdout.strip().splitlines()[-1]
 
 

@@ -22,9 +22,17 @@ mkdir -p "$here/.side"
 exec 9>"$here/.side/$name.lock"
 flock 9
 if [ ! -x "$dir/bin/python" ] || [ "$(cat "$dir/.installed" 2>/dev/null)" != "${reqs[*]}" ]; then
+  # the interpreter the side environment is built on: the project's (SIDE_ENV_PYTHON: another
+  # one, e.g. a benchmark run from a fresh checkout with the project's venv)
+  py="${SIDE_ENV_PYTHON:-$here/.venv/bin/python}"
+  [ -x "$py" ] || { echo "side_env: no $py; run ./scripts/bootstrap.sh first" >&2; exit 1; }
+  base="$("$py" -c 'import sys; print(sys._base_executable)')"
   UV="$(command -v uv || echo "$here/.tools/bin/uv")"
-  [ -x "$UV" ] || { echo "side_env: uv is missing; run ./scripts/bootstrap.sh first" >&2; exit 1; }
-  base="$("$here/.venv/bin/python" -c 'import sys; print(sys._base_executable)')"
+  if [ ! -x "$UV" ]; then  # as bootstrap.sh installs it
+    echo "side_env: installing uv into .tools/" >&2
+    "$base" -m venv "$here/.tools" && "$here/.tools/bin/python" -m pip install -q uv >&2
+    UV="$here/.tools/bin/uv"
+  fi
   echo "side_env: installing ${reqs[*]} into .side/$name (once)" >&2
   # a venv's scripts hold its own path, so it is built in place; the stamp, written last,
   # says it is whole (an interrupted install has none and is built again)

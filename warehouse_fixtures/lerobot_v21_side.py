@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,8 @@ def read(root: Path, repo_id: str, out: Path) -> None:
             if key.startswith("observation.images."):  # CHW float [0, 1] -> HWC uint8
                 v = np.round(v.transpose(1, 2, 0) * 255).astype(np.uint8)
             arrays.setdefault(key, []).append(v)
-    np.savez(out, tasks=np.array(json.dumps(tasks)), **{k: np.stack(v) for k, v in arrays.items()})
+    payload: dict[str, Any] = {k: np.stack(v) for k, v in arrays.items()}
+    np.savez(out, tasks=np.array(json.dumps(tasks)), **payload)
 
 
 def main() -> None:
