@@ -15,3 +15,12 @@ def test_a_dagster_run_under_capsys_leaves_the_capture_file_open(capsys):
     assert not stream.closed
     print("still writable", file=sys.stderr)
     assert capsys.readouterr().err == "still writable\n"
+
+
+def test_workers_start_the_same_way_whatever_ran_before():
+    # torchrl's import sets spawn where no start method is set (conftest sets fork first)
+    import multiprocessing
+
+    import torchrl  # noqa: F401
+
+    assert multiprocessing.get_start_method() == "fork"
