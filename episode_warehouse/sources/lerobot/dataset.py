@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from episode_warehouse.errors import CorruptInputError, LimitExceededError
 from episode_warehouse.guards.json_input import read_json_file
+from episode_warehouse.guards.names import checked_segment
 from episode_warehouse.guards.shapes import checked_shape
 from episode_warehouse.guards.text import checked_identifier
 from episode_warehouse.limits import LIMITS_FIX, InputLimits, check_text
@@ -29,7 +30,6 @@ from episode_warehouse.sources.lerobot.layout import (
     V30,
     Layout,
     check_templates,
-    check_video_key,
     unreadable,
 )
 
@@ -266,8 +266,11 @@ def open_lerobot_folder(folder: Path) -> LeRobotFolder:
             subject=str(tasks_file),
             fix=LIMITS_FIX,
         )
+    # a video feature's name is a folder of its files: one safe path segment (the names guard)
     videos = [
-        check_video_key(n, str(folder / INFO)) for n, f in features.items() if f.dtype == "video"
+        checked_segment(n, subject=str(folder / INFO), what="video feature name")
+        for n, f in features.items()
+        if f.dtype == "video"
     ]
     if layout is V30:
         episodes = _check_episodes(_episodes(folder, videos), folder / "meta" / "episodes")

@@ -22,9 +22,6 @@ from pathlib import Path
 
 from episode_warehouse.errors import CorruptInputError, FormatVersionError
 
-# a video feature's name is a path component of its files: dotted words, never a separator
-_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}")
-
 
 @dataclass(frozen=True)
 class Layout:
@@ -103,15 +100,3 @@ def check_templates(info: dict, layout: Layout, subject: str) -> None:
                 fix="this warehouse reads the files where lerobot writes them; restore the "
                 "dataset's layout (download it again)",
             )
-
-
-def check_video_key(key: str, subject: str) -> str:
-    """A video feature's name, which names a folder of its files: no separator, no ``..``."""
-    if not _KEY.fullmatch(key) or ".." in key:
-        raise CorruptInputError(
-            f"video feature {key[:200]!r} is not a plain name (letters, digits, '_', '.', '-')",
-            subject=subject,
-            fix="name the camera as lerobot does (observation.images.<camera>) in "
-            "meta/info.json and the videos/ folders",
-        )
-    return key

@@ -198,6 +198,18 @@ def test_video_frames_equal_lerobots_decoded_frames(video_dataset, tmp_path):
 
 
 @pytest.mark.integration  # (as above)
+def test_a_video_feature_named_outside_its_folder_is_refused(video_dataset, tmp_path):
+    folder = tmp_path / "copy" / "owner" / "named"
+    shutil.copytree(video_dataset, folder)
+    info = json.loads((folder / "meta" / "info.json").read_text())
+    features = dict(info["features"])
+    features["../../escape"] = features.pop("observation.images.wrist")
+    (folder / "meta" / "info.json").write_text(json.dumps({**info, "features": features}))
+    with pytest.raises(CorruptInputError, match=r"video feature name '../../escape'"):
+        open_lerobot_folder(folder)
+
+
+@pytest.mark.integration  # (as above)
 def test_a_missing_video_file_is_named(video_dataset, tmp_path):
     folder = tmp_path / "copy" / "owner" / "videoset"
     shutil.copytree(video_dataset, folder)
