@@ -80,8 +80,10 @@ def check_finite(
     fix: str,
     rows: int | None = None,
     locate: Callable[[int], str] | None = None,
+    name_rows: Callable[[np.ndarray], str] | None = None,
 ) -> None:
-    """Refuse ``values`` (its first ``rows`` rows) if any element is NaN or infinite.
+    """Refuse ``values`` (its first ``rows`` rows) if any element is NaN or infinite;
+    ``name_rows`` says where all the bad rows are (the episodes that hold them).
 
     Raises:
         CorruptInputError: naming the key, the first bad row (through ``locate``) and the count.
@@ -91,8 +93,21 @@ def check_finite(
         row = np.asarray(values[first]).reshape(-1)
         bad = row[~np.isfinite(row)][0]
         where = locate(first) if locate is not None else f"row {first}"
+        also = f"; {name_rows(_bad_rows(values, rows))}" if name_rows is not None else ""
         raise CorruptInputError(
-            f"{key} is {bad} at {where} ({count} values NaN or infinite)",
+            f"{key} is {bad} at {where} ({count} values NaN or infinite{also})",
             subject=subject,
             fix=fix,
         )
+
+
+def _bad_rows(values: np.ndarray, rows: int | None) -> np.ndarray:
+    """Every row (of the first ``rows``) holding a NaN or infinity (read on refusal only)."""
+    rows = len(values) if rows is None else rows
+    per_row = max(1, int(np.prod(values.shape[1:], dtype=np.int64)))
+    step = max(1, CHUNK_ELEMENTS // per_row)
+    found = []
+    for start in range(0, rows, step):
+        chunk = np.asarray(values[start : min(rows, start + step)]).reshape(-1, per_row)
+        found.append(start + np.flatnonzero(~np.isfinite(chunk).all(axis=1)))
+    return np.concatenate(found) if found else np.zeros(0, np.int64)

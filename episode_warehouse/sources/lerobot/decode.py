@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from episode_warehouse.decoded import ArraySpec, DecodedWriter
 from episode_warehouse.decoded.format import CHW, episode_table
@@ -72,15 +73,17 @@ def _spec(feature: Feature) -> ArraySpec:
     return ArraySpec(key, shape, np.dtype(feature.dtype).str, role)
 
 
-def _decode_images(column: pa.ChunkedArray, feature: Feature, file: Path) -> CameraRows:
+def _decode_images(table: pa.Table, feature: Feature, file: Path) -> CameraRows:
     """Every image of ``column`` (LeRobot's writer stores PNG) as uint8 CHW, accepted and decoded
     by the codec table's rule, as every reader of the frame will (its header checked against
     info.json's shape before it is decoded); rows are decoded on one thread per core (the
     decoder releases the GIL). The PNG bytes come along where they stand for the pixels as they
     are (8-bit grey or RGB)."""
     h, w, c = feature.shape
+    column = table.column(feature.name)
     out = np.empty((len(column), c, h, w), dtype=np.uint8)
     data = column.combine_chunks().field("bytes").to_pylist()
+    episode, frame = (table.column(k).to_numpy() for k in ("episode_index", "frame_index"))
 
     def decode(rows: range) -> None:
         for i in rows:
@@ -93,7 +96,15 @@ def _decode_images(column: pa.ChunkedArray, feature: Feature, file: Path) -> Cam
                     subject=str(file),
                     fix="download the dataset again",
                 )
-            out[i] = decode_frame(blob, (c, h, w), np.dtype(np.uint8), where)
+            try:
+                out[i] = decode_frame(blob, (c, h, w), np.dtype(np.uint8), where)
+            except CorruptInputError as exc:  # a source's frame: the fix is not ours to redo
+                raise CorruptInputError(
+                    f"episode {int(episode[i])} step {int(frame[i])}: {exc.what}",
+                    subject=str(file),
+                    fix="the dataset's frame is damaged: download the dataset again, or remove "
+                    "the episode (lerobot's dataset tools)",
+                ) from None
 
     step = 64
     with ThreadPoolExecutor(max_workers=compute_threads()) as pool:
@@ -145,9 +156,33 @@ def _check_finite(values: np.ndarray, feature: Feature, table, file) -> None:
         key=feature.name,
         subject=str(file),
         locate=lambda row: f"frame {int(table.column('index')[row].as_py())}",
+        name_rows=lambda rows: (
+            "in episodes "
+            + ", ".join(
+                str(e) for e in np.unique(table.column("episode_index").to_numpy()[rows]).tolist()
+            )
+        ),
         fix="the recording holds invalid values: remove the episode (lerobot's dataset tools) "
         "or record it again",
     )
+
+
+def _check_lengths(flat: pa.Array, feature: Feature, spec: ArraySpec, table, file) -> None:
+    """Refuse frames whose list holds another number of values than info.json's shape (the
+    episodes of a merge of recordings made with another schema), naming their episodes."""
+    if not pa.types.is_list(flat.type) or not spec.row_shape:
+        return
+    lengths = pc.fill_null(pc.list_value_length(flat), -1).to_numpy(zero_copy_only=False)
+    bad = lengths != spec.row_shape[0]
+    if bad.any():
+        episodes = np.unique(table.column("episode_index").to_numpy()[bad]).tolist()
+        raise CorruptInputError(
+            f"{feature.name} holds {int(lengths[bad][0])} values a frame in episodes "
+            f"{', '.join(map(str, episodes[:20]))} where info.json's shape is "
+            f"{list(feature.shape)} (the schema changes between episodes)",
+            subject=str(file),
+            fix="remove those episodes (lerobot's dataset tools) or split the dataset by schema",
+        )
 
 
 def _values(
@@ -155,8 +190,9 @@ def _values(
 ) -> np.ndarray | CameraRows:
     column = table.column(feature.name)
     if feature.dtype == "image":
-        return _decode_images(column, feature, file)
+        return _decode_images(table, feature, file)
     flat = column.combine_chunks()
+    _check_lengths(flat, feature, spec, table, file)
     while pa.types.is_fixed_size_list(flat.type) or pa.types.is_list(flat.type):
         flat = flat.flatten()
     raw = flat.to_numpy(zero_copy_only=False)
@@ -191,7 +227,7 @@ def _video_values(table: pa.Table, dataset: LeRobotFolder, frames: VideoFrames) 
     for rows in np.split(np.arange(len(episode)), bounds):
         e = int(episode[rows[0]])
         where = (int(chunk[e]), int(file[e]))
-        pixels, index = frames.episode(*where, float(start[e]), timestamp[rows])
+        pixels, index = frames.episode(*where, float(start[e]), timestamp[rows], e)
         path = frames.path(*where)
         name = path.relative_to(dataset.folder / "videos").as_posix()
         videos[name] = path

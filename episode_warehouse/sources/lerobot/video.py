@@ -51,10 +51,10 @@ class VideoFrames:
             ) from None
 
     def episode(
-        self, chunk: int, file: int, from_s: float, timestamps: np.ndarray
+        self, chunk: int, file: int, from_s: float, timestamps: np.ndarray, episode: int = -1
     ) -> tuple[np.ndarray, np.ndarray]:
-        """uint8 (N, C, H, W) frames of one episode whose frames are at ``timestamps``, and
-        their indices in the video file (what a reference to each names)."""
+        """uint8 (N, C, H, W) frames of episode ``episode`` whose frames are at
+        ``timestamps``, and their indices in the video file (what a reference to each names)."""
         path = self.path(chunk, file)
         decoder = self._open(path)
         query = from_s + timestamps.astype(np.float64)
@@ -63,13 +63,13 @@ class VideoFrames:
             raise CorruptInputError(
                 f"an episode of {self.key} has no frame", subject=str(path), fix="check the data"
             )
-        out, pts = decode_indices(decoder, index, f"{self.key} {path}", _FIX)
+        out, pts = decode_indices(decoder, index, f"{self.key} {path} (episode {episode})", _FIX)
         late = np.abs(pts - query) >= TOLERANCE_S
         if late.any():
             i = int(np.argmax(late))
             raise CorruptInputError(
-                f"{self.key}: the frame for t={query[i]:.4f} s is at {pts[i]:.4f} s (beyond "
-                f"lerobot's tolerance of {TOLERANCE_S} s)",
+                f"{self.key}, episode {episode}: the frame for t={query[i]:.4f} s is at "
+                f"{pts[i]:.4f} s (beyond lerobot's tolerance of {TOLERANCE_S} s)",
                 subject=str(path),
                 fix="the video and the data disagree in time; re-encode the dataset with lerobot",
             )

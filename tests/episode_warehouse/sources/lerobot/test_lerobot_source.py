@@ -392,5 +392,5 @@ def test_a_corrupt_png_is_named_as_corrupt_not_as_a_shape_mismatch(dataset, tmp_
         )
 
     _rewrite_column(folder, name, change)
-    text = _refused(folder, tmp_path, f"row 0 of {name}: a frame does not decode")
+    text = _refused(folder, tmp_path, "episode 0 step 0: a frame does not decode")
     assert "declares" not in text
