@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 from assets import versions
 from assets.retries import only_transient_retries
 from episode_warehouse.catalog import CatalogStore
-from episode_warehouse.catalog.schema import EPISODES
+from episode_warehouse.catalog.schema import EPISODES, PARTITIONS
 from episode_warehouse.curation.findings import audit_summary
 from episode_warehouse.incremental import checkout, published
 from episode_warehouse.sources import registry
@@ -56,14 +56,17 @@ def catalog_rows_asset(
             rows_dir = CatalogStore(layout.root).partition_dir(source, context.partition_key)
             checkout(layout.root, rows_dir)  # a bucket's rows another machine published
             rows = pq.read_table(rows_dir / EPISODES.file_name, columns=["episode", "findings"])
+            whole = pq.read_table(rows_dir / PARTITIONS.file_name, columns=["findings"])
             audit = audit_summary(
-                rows.column("episode").to_pylist(), rows.column("findings").to_pylist()
+                rows.column("episode").to_pylist(),
+                rows.column("findings").to_pylist(),
+                whole.column("findings")[0].as_py() if whole.num_rows else None,
             )
             return dg.MaterializeResult(
                 check_results=[
                     dg.AssetCheckResult(
                         check_name="integrity_audit",
-                        passed=not audit["episodes_with_findings"],
+                        passed=not (audit["episodes_with_findings"] or audit["partition_findings"]),
                         severity=dg.AssetCheckSeverity.WARN,
                         metadata={
                             k: dg.MetadataValue.json(v) if isinstance(v, dict | list) else v

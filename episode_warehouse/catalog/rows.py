@@ -72,10 +72,12 @@ def catalog_rows(
     )
     facts = episode_fact_columns(td, episodes, meta.extra.get("texts", {}))
     fps = registry.fps(source, partition, meta.fps)
-    curated = {}
+    curated, partition_findings = {}, None
     if curation:
         arrays = PartitionArrays.open(ted_folder)
-        curated = {**audit_partition(arrays, fps).columns(), **signature_columns(arrays)}
+        found = audit_partition(arrays, fps)
+        curated = {**found.columns(), **signature_columns(arrays)}
+        partition_findings = found.partition
     for name, column in {**quality, **facts, **curated}.items():
         episodes = episodes.append_column(name, column)
 
@@ -93,5 +95,6 @@ def catalog_rows(
         "source_url": meta.source_url,
         "fps": fps,
         "robot_type": meta.robot_type,
+        "findings": partition_findings,
     }
     return episodes, partition_row

@@ -138,6 +138,13 @@ PARTITIONS = Table(
             "a control rate 1/dt may be fractional",
         ),
         Column("robot_type", pa.string(), "VARCHAR", "LeRobot: info.json's robot_type"),
+        Column(
+            "findings",
+            pa.list_(FINDING),
+            "STRUCT(kind VARCHAR, key VARCHAR, step BIGINT, steps BIGINT, detail VARCHAR)[]",
+            "the integrity audit's findings about a dimension over the whole partition: "
+            "constant, stuck, clipped (see docs/curation.md)",
+        ),
     ),
     "One row per materialized partition.",
     file="partition.parquet",

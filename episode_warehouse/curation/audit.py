@@ -19,23 +19,20 @@ Computed at the catalog stage from the TED it already reads, streaming over memo
 - ``frozen_camera``: :data:`FROZEN_RUN` or more consecutive frames whose stored bytes are
   identical (compared byte for byte where two neighbours have the same size; nothing decoded).
   A video camera's rows are references, not pixels: it is not checked for this.
-- ``timestamp_order``, ``timestamp_gap``: a ``timestamp`` leaf (LeRobot) that does not increase,
-  or that jumps by more than :data:`GAP_PERIODS` periods of the partition's rate.
-- ``non_finite``: NaN or infinity in a float leaf (actions, states, rewards).
-- ``action_at_bound``: a continuous action dimension (at least :data:`PIN_MIN_VALUES` distinct
-  values in the partition) that stays at the partition's minimum or maximum for
-  :data:`PIN_RUN` or more consecutive steps: a clipped or saturated controller. A gripper held
-  closed at its largest value also reads as this: the finding says which dimension.
-- ``one_step``: an episode of one step.
+
+The numeric leaves', timestamps' and episode lengths' kinds (``non_finite``,
+``action_at_bound``, ``frozen_action``, ``action_jump``, ``timestamp_*``, ``one_step``,
+``short_episode``, and the per-partition ``*_dimension`` kinds) are checked by ``audit_steps``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import numpy as np
 
+from episode_warehouse.curation import audit_steps as steps
+from episode_warehouse.curation.audit_steps import runs, same_episode
 from episode_warehouse.curation.findings import Findings
 from episode_warehouse.curation.partition_arrays import PartitionArrays
 from episode_warehouse.errors import CorruptInputError
@@ -46,25 +43,8 @@ from episode_warehouse.image_header import PNG_SIGNATURE
 log = logging.getLogger(__name__)
 
 FROZEN_RUN = 30  # identical consecutive frames (2 s at DROID's 15 Hz, 3 s at 10 Hz)
-PIN_RUN = 10  # consecutive steps at a bound
-PIN_MIN_VALUES = 16  # distinct values for an action dimension to count as continuous
-GAP_PERIODS = 1.5  # a timestamp step longer than this many periods is a gap
 OTHER_SIZE = "a frame decodes to"  # how the codec's size errors begin
 CHUNK = 4096  # rows of raw pixels compared at once
-
-
-def runs(flags: np.ndarray) -> Iterator[tuple[int, int]]:
-    """(start, length) of every run of True in a boolean array."""
-    padded = np.concatenate([[0], flags.astype(np.int8), [0]])
-    edges = np.flatnonzero(np.diff(padded))
-    yield from zip(edges[0::2].tolist(), (edges[1::2] - edges[0::2]).tolist(), strict=True)
-
-
-def _same_episode(arrays: PartitionArrays) -> np.ndarray:
-    """For rows 1..N-1: whether the row is in the same episode as the row before."""
-    first = np.zeros(arrays.rows, bool)
-    first[arrays.starts[arrays.lengths > 0]] = True
-    return ~first[1:]
 
 
 def _stored_bytes(rows: FrameRows) -> np.ndarray:
@@ -104,11 +84,11 @@ def _check_frames(key: str, rows, arrays: PartitionArrays, found: Findings) -> N
             found.add(e, "frame_count", key, first - int(arrays.starts[e]),
                       int(arrays.starts[e] + arrays.lengths[e]) - first,
                       f"{len(rows)} frames stored for {arrays.rows} steps")  # fmt: skip
-    same_episode = _same_episode(arrays)[: max(n - 1, 0)]
+    within = same_episode(arrays)[: max(n - 1, 0)]
     if isinstance(rows, FrameRows):
-        _check_encoded(key, rows, n, arrays, same_episode, found)
+        _check_encoded(key, rows, n, arrays, within, found)
     else:
-        _check_raw(key, rows, n, same_episode, found)
+        _check_raw(key, rows, n, within, found)
 
 
 def _changed(rows: FrameRows, n: int) -> np.ndarray:
@@ -120,7 +100,7 @@ def _changed(rows: FrameRows, n: int) -> np.ndarray:
     return np.flatnonzero(sums != np.asarray(rows.checksums[:n], np.uint32))
 
 
-def _check_encoded(key, rows: FrameRows, n, arrays, same_episode, found: Findings) -> None:
+def _check_encoded(key, rows: FrameRows, n, arrays, within, found: Findings) -> None:
     bad = _bad_bytes(rows, n)
     for row in bad.tolist():
         found.add_row("bad_frame", key, row, 1, "not a whole JPEG, PNG or zstd frame")
@@ -145,20 +125,20 @@ def _check_encoded(key, rows: FrameRows, n, arrays, same_episode, found: Finding
     data = _stored_bytes(rows)
     base = int(rows.offsets[0])
     same = np.zeros(max(n - 1, 0), bool)
-    for i in np.flatnonzero((sizes[1:] == sizes[:-1]) & same_episode).tolist():
+    for i in np.flatnonzero((sizes[1:] == sizes[:-1]) & within).tolist():
         a, b, c = (int(offsets[i]) - base, int(offsets[i + 1]) - base,
                    int(offsets[i + 2]) - base)  # fmt: skip
         same[i] = np.array_equal(data[a:b], data[b:c])
     _frozen_runs(key, same, found)
 
 
-def _check_raw(key: str, rows: np.ndarray, n: int, same_episode, found: Findings) -> None:
+def _check_raw(key: str, rows: np.ndarray, n: int, within, found: Findings) -> None:
     same = np.zeros(max(n - 1, 0), bool)
     for a in range(0, n - 1, CHUNK):
         b = min(n - 1, a + CHUNK)
         block = np.asarray(rows[a : b + 1]).reshape(b + 1 - a, -1)
         same[a:b] = (block[1:] == block[:-1]).all(1)
-    _frozen_runs(key, same & same_episode, found)
+    _frozen_runs(key, same & within, found)
 
 
 def _frozen_runs(key: str, same: np.ndarray, found: Findings) -> None:
@@ -168,71 +148,17 @@ def _frozen_runs(key: str, same: np.ndarray, found: Findings) -> None:
                           f"{length + 1} identical consecutive frames")  # fmt: skip
 
 
-def _check_values(arrays: PartitionArrays, found: Findings) -> None:
-    for key, values in arrays.numeric.items():
-        if values.dtype.kind != "f":
-            continue
-        bad = ~np.isfinite(values).all(1)
-        for e in np.unique(found.episode_of_rows(np.flatnonzero(bad))).tolist():
-            rows = np.flatnonzero(bad[arrays.starts[e] : arrays.starts[e] + arrays.lengths[e]])
-            found.add(e, "non_finite", key, int(rows[0]), len(rows),
-                      f"{len(rows)} steps hold NaN or infinity")  # fmt: skip
-
-
-def _check_actions(arrays: PartitionArrays, found: Findings) -> None:
-    same_episode = np.concatenate([[False], _same_episode(arrays)])
-    for key, values in arrays.floats("action"):
-        for d in range(values.shape[1]):
-            column = np.asarray(values[:, d])
-            finite = column[np.isfinite(column)]
-            if len(np.unique(finite)) < PIN_MIN_VALUES:
-                continue
-            for bound, name in ((finite.min(), "minimum"), (finite.max(), "maximum")):
-                at = column == bound
-                for start, length in runs(at):
-                    _pinned(key, d, name, bound, start, length, same_episode, found)
-
-
-def _pinned(key, d, name, bound, start, length, same_episode, found: Findings) -> None:
-    # a run may cross episodes: split it where an episode starts
-    cuts = [start] + [r for r in range(start + 1, start + length) if not same_episode[r]]
-    for a, b in zip(cuts, [*cuts[1:], start + length], strict=True):
-        if b - a >= PIN_RUN:
-            found.add_row("action_at_bound", f"{key}[{d}]", a, b - a,
-                          f"{b - a} steps at the partition's {name} {bound:.6g}")  # fmt: skip
-
-
-def _check_timestamps(arrays: PartitionArrays, fps: float | None, found: Findings) -> None:
-    for key, values in arrays.numeric.items():
-        if key.rsplit("/", 1)[-1] != "timestamp" or values.shape[1] != 1:
-            continue
-        t = values[:, 0].astype(np.float64)
-        for e, (s, n) in enumerate(zip(arrays.starts.tolist(), arrays.lengths.tolist(),
-                                       strict=True)):  # fmt: skip
-            step = np.diff(t[s : s + n])
-            back = np.flatnonzero(step <= 0)
-            if len(back):
-                found.add(e, "timestamp_order", key, int(back[0]) + 1, len(back),
-                          f"{len(back)} steps do not come after the one before")  # fmt: skip
-            if fps:
-                gaps = np.flatnonzero(step > GAP_PERIODS / fps)
-                if len(gaps):
-                    found.add(e, "timestamp_gap", key, int(gaps[0]) + 1, len(gaps),
-                              f"{len(gaps)} gaps, the longest {step[gaps].max():.4g} s "
-                              f"at {fps:g} Hz")  # fmt: skip
-
-
 def audit_partition(arrays: PartitionArrays, fps: float | None) -> Findings:
     """Every finding of one partition (see the module's docs for the kinds)."""
     found = Findings(arrays.starts, arrays.lengths)
-    for e in np.flatnonzero(arrays.lengths == 1).tolist():
-        found.add(e, "one_step", "", 0, 1, "the episode has one step")
-    _check_values(arrays, found)
-    _check_actions(arrays, found)
-    _check_timestamps(arrays, fps, found)
+    steps.check_lengths(arrays, fps, found)
+    steps.check_values(arrays, found)
+    steps.check_actions(arrays, found)
+    steps.check_timestamps(arrays, fps, found)
+    steps.check_dimensions(arrays, found)
     for key, rows in arrays.cameras.items():
         _check_frames(key, rows, arrays, found)
-    total = sum(len(f) for f in found.by_episode)
+    total = sum(len(f) for f in found.by_episode) + len(found.partition)
     if total:
         log.info("audit of %s: %d findings", arrays.folder, total)
     return found

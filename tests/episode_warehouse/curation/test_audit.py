@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from episode_warehouse.catalog import run_query
-from episode_warehouse.curation.audit import FROZEN_RUN, PIN_RUN, audit_partition
+from episode_warehouse.curation.audit import FROZEN_RUN, audit_partition
+from episode_warehouse.curation.audit_steps import PIN_RUN
 from episode_warehouse.curation.partition_arrays import PartitionArrays
 from episode_warehouse.paths import WarehouseLayout
 from tests.helpers import _publish
@@ -144,7 +145,7 @@ def test_damaged_frames_are_found_in_the_stored_bytes(tmp_path):
 def test_timestamps_that_jump_or_go_back(tmp_path, jump):
     from tensordict import TensorDict  # noqa: F401  (the TED below is written by numpy)
 
-    from episode_warehouse.curation.audit import _check_timestamps
+    from episode_warehouse.curation.audit_steps import check_timestamps
     from episode_warehouse.curation.findings import Findings
 
     class Arrays:
@@ -154,7 +155,7 @@ def test_timestamps_that_jump_or_go_back(tmp_path, jump):
 
     Arrays.numeric["timestamp"][15:, 0] += jump
     found = Findings(Arrays.starts, Arrays.lengths)
-    _check_timestamps(Arrays, 10.0, found)  # type: ignore[arg-type]
+    check_timestamps(Arrays, 10.0, found)  # type: ignore[arg-type]
     assert found.by_episode[0] == []
     kind = "timestamp_gap" if jump > 0 else "timestamp_order"
     assert [(f["kind"], f["step"]) for f in found.by_episode[1]] == [(kind, 5)]
@@ -170,13 +171,13 @@ def test_a_lerobot_recording_with_a_dropped_frame_and_a_clock_step_back(tmp_path
     from tests.helpers import _LINEAGE
     from warehouse_fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
 
-    spec = LeRobotSpec(repo_id="lab/clock", lengths=(8, 8, 8), cameras={"top": (8, 8)}, fps=10)
+    spec = LeRobotSpec(repo_id="lab/clock", lengths=(10,) * 3, cameras={"top": (8, 8)}, fps=10)
     folder = write_lerobot_dataset(spec, tmp_path / "src")
     (data,) = sorted(folder.glob("data/*/*.parquet"))
     table = pq.read_table(data)
     t = table.column("timestamp").to_numpy().copy()
-    t[8 + 5 :] += 0.1  # episode 1 from step 5: a frame dropped (0.2 s between two steps)
-    t[16 + 3] = t[16 + 2] - 0.05  # episode 2, step 3: before step 2
+    t[10 + 5 :] += 0.1  # episode 1 from step 5: a frame dropped (0.2 s between two steps)
+    t[20 + 3] = t[20 + 2] - 0.05  # episode 2, step 3: before step 2
     column = table.schema.get_field_index("timestamp")
     table = table.set_column(column, "timestamp", pa.array(t, table.schema.field(column).type))
     pq.write_table(table, data)
@@ -219,7 +220,9 @@ def test_the_catalog_rows_asset_reports_the_audit_as_its_check(tmp_path, monkeyp
     assert audit.metadata["episodes_with_findings"].value == 3
     assert audit.metadata["findings_by_kind"].value == {
         "frozen_camera": 1, "action_at_bound": 1, "one_step": 1,
+        "constant_dimension": 1,  # the fixture's discount: 1.0 in every step
     }  # fmt: skip
+    assert audit.metadata["partition_findings"].value == 1
     assert "episode 1 step 10: frozen_camera observation/image" in " ".join(
         audit.metadata["first_findings"].value
     )
