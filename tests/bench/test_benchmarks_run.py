@@ -47,6 +47,7 @@ BENCHMARKS = [
     ("bench.curation", []),
     ("bench.droid_scale", []),
     ("bench.droid_lance", []),
+    ("bench.doctor_vs_audit", []),
 ]
 
 
