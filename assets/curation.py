@@ -1,4 +1,4 @@
-"""Curation wiring: a score asset per (source, score) and the warehouse's duplicates
+"""Curation wiring: a score stage per (source, score) and the warehouse's duplicates
 (docs/curation.md; the integrity audit's check is the catalog rows asset's own)."""
 
 import os
@@ -7,9 +7,9 @@ from collections import Counter
 import dagster as dg
 
 from assets import versions
-from assets.retries import only_transient_retries
+from assets.results import built_result
+from assets.stage import Stage, StageRun
 from episode_warehouse.curation.scores import BUILT_IN, Score, load_scores
-from resources import WarehouseStorage
 
 SCORES_ENV = "EPISODE_WAREHOUSE_SCORES"  # module:attribute of users' scores, comma-separated
 
@@ -26,70 +26,42 @@ def registered_scores() -> list[Score]:
     return scores
 
 
-def score_asset(
-    source: str,
-    partitions_def: dg.PartitionsDefinition,
-    ted: dg.AssetsDefinition,
-    rows: dg.AssetsDefinition,
-    score: Score,
-) -> dg.AssetsDefinition:
-    @dg.asset(
-        name=f"{source}_score_{score.name}",
-        partitions_def=partitions_def,
-        deps=[ted, rows],
-        group_name="curation",
-        kinds={"parquet"},
-        code_version=score.version,
-        automation_condition=dg.AutomationCondition.eager(),
-        owners=["team:data-platform"],
-        description=f"The score {score.name!r} of every episode of a {source} partition "
-        f"({score.doc}): the catalog column score_{score.name}.",
-    )
-    def _score(context: dg.AssetExecutionContext, warehouse: WarehouseStorage):
+def score_stage(source: str, score: Score) -> Stage:
+    def run(stage: StageRun) -> dg.MaterializeResult:
         # Idempotent: computed once per TED, catalog rows and score version.
-        with only_transient_retries(context):
-            from episode_warehouse.stages.curation import publish_episode_scores
+        from episode_warehouse.stages.curation import publish_episode_scores
 
-            built = publish_episode_scores(warehouse.layout(), score, source, context.partition_key)
-            return dg.MaterializeResult(
-                metadata={
-                    "episodes": built.meta.episodes,
-                    "scored": built.meta.scored,
-                    "rebuilt": built.rebuilt,
-                },
-                data_version=dg.DataVersion(built.version),
-            )
+        built = publish_episode_scores(stage.warehouse.layout(), score, source, stage.key)
+        return built_result(built, episodes=built.meta.episodes, scored=built.meta.scored)
 
-    return _score
-
-
-def duplicates_asset(rows_assets: list[dg.AssetsDefinition]) -> dg.AssetsDefinition:
-    @dg.asset(
-        name="episode_duplicates",
-        deps=rows_assets,
-        group_name="curation",
-        kinds={"duckdb", "parquet"},
-        code_version=versions.DUPLICATES,
-        automation_condition=dg.AutomationCondition.on_cron("*/15 * * * *"),
-        owners=["team:data-platform"],
-        pool="catalog_writer",
-        description="Exact and near duplicate episodes over the whole catalog, within and "
-        "across datasets: the episodes view's near_duplicate_of and duplicate_group.",
+    return Stage(
+        f"{source}_score_{score.name}",
+        run,
+        f"The score {score.name!r} of every episode of a {source} partition ({score.doc}): the "
+        f"catalog column score_{score.name}.",
+        {"parquet"},
+        score.version,
+        group="curation",
     )
-    def _duplicates(context: dg.AssetExecutionContext, warehouse: WarehouseStorage):
-        # Idempotent: found again only when a partition's catalog rows changed.
-        with only_transient_retries(context):
-            from episode_warehouse.stages.curation import publish_duplicates
 
-            built = publish_duplicates(warehouse.layout())
-            return dg.MaterializeResult(
-                metadata={
-                    "episodes": built.meta.episodes,
-                    "dropped": built.meta.dropped,
-                    "groups": built.meta.groups,
-                    "rebuilt": built.rebuilt,
-                },
-                data_version=dg.DataVersion(built.version),
-            )
 
-    return _duplicates
+def _find_duplicates(stage: StageRun) -> dg.MaterializeResult:
+    # Idempotent: found again only when a partition's catalog rows changed.
+    from episode_warehouse.stages.curation import publish_duplicates
+
+    built = publish_duplicates(stage.warehouse.layout())
+    meta = built.meta
+    return built_result(built, episodes=meta.episodes, dropped=meta.dropped, groups=meta.groups)
+
+
+DUPLICATES = Stage(
+    "episode_duplicates",
+    _find_duplicates,
+    "Exact and near duplicate episodes over the whole catalog, within and across datasets: "
+    "the episodes view's near_duplicate_of and duplicate_group.",
+    {"duckdb", "parquet"},
+    versions.DUPLICATES,
+    group="curation",
+    cron="*/15 * * * *",
+    pool="catalog_writer",
+)

@@ -13,15 +13,16 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from assets.catalog import catalog_rows_asset, episode_catalog
+from assets import stage as factory
+from assets.catalog import EPISODE_CATALOG, catalog_rows_stage
 from assets.checks import croissant_check, export_check, rows_check, ted_check
-from assets.curation import duplicates_asset, registered_scores, score_asset
-from assets.lerobot import partition_export_asset, selection_lerobot_export
+from assets.curation import DUPLICATES, registered_scores, score_stage
+from assets.lerobot import partition_export_stage, selection_lerobot_export
 from assets.sources import SOURCE_ASSETS
 from assets.sources.spec import SourceAssets
-from assets.standardized import standardized_asset
-from assets.statistics import statistics_asset
-from assets.ted import ted_asset
+from assets.standardized import standardized_stage
+from assets.statistics import statistics_stage
+from assets.ted import ted_stage
 from episode_warehouse.export.request import partition_export_name
 
 
@@ -55,17 +56,22 @@ def _partition_export_name(source: str):
 
 def source_graph(spec: SourceAssets) -> SourceGraph:
     """The generated stages of ``spec``'s source after its decoded asset."""
-    name, parts = spec.name, spec.partitions
-    ted = ted_asset(name, parts, spec.decoded, group=spec.group)
-    rows = catalog_rows_asset(name, parts, ted)
-    export = partition_export_asset(name, parts, rows)
-    standardized = standardized_asset(name, parts, ted)
+    name = spec.name
+
+    def stage(declared, *deps):
+        return factory.stage_asset(declared, source=name, partitions=spec.partitions, deps=deps)
+
+    ted = stage(ted_stage(name, spec.group), spec.decoded)
+    rows = stage(catalog_rows_stage(name), ted)
+    export = stage(partition_export_stage(name), rows)
+    standardized = stage(standardized_stage(name), ted)
+    name_of = _partition_export_name(name)
     checks = [
-        ted_check(name, ted),
-        rows_check(name, rows),
-        *(factory(rows) for factory in spec.row_checks),
-        export_check(export, _partition_export_name(name)),
-        croissant_check(export, _partition_export_name(name)),
+        factory.check_asset(ted_check(name), ted),
+        factory.check_asset(rows_check(name), rows),
+        *(factory.check_asset(check, rows) for check in spec.row_checks),
+        factory.check_asset(export_check(name_of), export),
+        factory.check_asset(croissant_check(name_of), export),
     ]
     return SourceGraph(
         source=spec,
@@ -77,9 +83,9 @@ def source_graph(spec: SourceAssets) -> SourceGraph:
             "standardized": standardized,
             "lerobot": export,
         },  # fmt: skip
-        statistics=statistics_asset(name, parts, ted),
+        statistics=stage(statistics_stage(name), ted),
         checks=checks,
-        scores=[score_asset(name, parts, ted, rows, s) for s in registered_scores()],
+        scores=[stage(score_stage(name, s), ted, rows) for s in registered_scores()],
     )
 
 
@@ -89,11 +95,13 @@ def build_graph(
     """Every source's graph by name, all assets and all checks of a code location."""
     graphs = {spec.name: source_graph(spec) for spec in sources}
     assets = [a for g in graphs.values() for a in g.assets()]
-    assets += [episode_catalog, selection_lerobot_export]
-    assets.append(duplicates_asset([g.stages["catalog"] for g in graphs.values()]))
+    every_rows = [g.stages["catalog"] for g in graphs.values()]
+    assets += [factory.stage_asset(EPISODE_CATALOG, deps=every_rows), selection_lerobot_export]
+    assets.append(factory.stage_asset(DUPLICATES, deps=every_rows))
     checks = [c for g in graphs.values() for c in g.checks]
-    checks.append(export_check(selection_lerobot_export, lambda context: context.partition_key))
-    checks.append(croissant_check(selection_lerobot_export, lambda context: context.partition_key))
+    for check in (export_check, croissant_check):
+        named = check(lambda context: context.partition_key)  # the selection's name
+        checks.append(factory.check_asset(named, selection_lerobot_export))
     return graphs, assets, checks
 
 

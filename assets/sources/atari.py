@@ -8,8 +8,9 @@ from enum import Enum
 import dagster as dg
 
 from assets import versions
-from assets.results import decoded_result
-from assets.sources.spec import SourceAssets, SourceMode, SourceResource, Stage, StageRun
+from assets.results import built_result, decoded_result
+from assets.sources.spec import SourceAssets, SourceMode, SourceResource
+from assets.stage import Check, CheckRun, Stage, StageRun
 from episode_warehouse.blobstore import BlobStore, open_blob_store
 from episode_warehouse.catalog import run_query
 from episode_warehouse.sources.atari.dopamine_files import CheckpointSubset
@@ -17,7 +18,6 @@ from episode_warehouse.sources.atari.fingerprints import atari_fingerprints
 from episode_warehouse.sources.atari.games import PARTITION_KEYS, parse_partition_key
 from episode_warehouse.sources.atari.mirror import LAYOUTS, MODES, mirror_run
 from episode_warehouse.sources.atari.stage import decode_atari
-from resources import WarehouseStorage
 from resources.settings import setting
 
 DEFAULT_ATARI_URL = "gs://rl_unplugged/atari_episodes_ordered"
@@ -63,37 +63,32 @@ class AtariReplaySource(SourceResource):
         return setting(chosen, "ATARI_MODE", "download", choices=MODES)
 
 
-def recorded_returns_check(rows_asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
-    @dg.asset_check(
-        asset=rows_asset,
-        name="returns_match_recorded",
-        description="RL Unplugged episodes: the return summed from the TED's rewards equals the "
-        "episode_return the source recorded (Dopamine partitions record none).",
+def _returns_match(check: CheckRun) -> dg.AssetCheckResult:
+    mismatch = 'abs("return" - recorded_return) > 1e-3 * greatest(1, abs(recorded_return))'
+    _, rows = run_query(
+        check.warehouse.layout().root,
+        f"SELECT count(recorded_return), count(*) FILTER (WHERE {mismatch}), "
+        f"list(episode) FILTER (WHERE {mismatch}) FROM episodes WHERE source = 'atari' "
+        "AND partition = ?",
+        [check.key],
     )
-    def _check(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseStorage
-    ) -> dg.AssetCheckResult:
-        key = context.op_execution_context.partition_key
-        _, rows = run_query(
-            warehouse.layout().root,
-            'SELECT count(recorded_return), count(*) FILTER (WHERE abs("return" - '
-            "recorded_return) > 1e-3 * greatest(1, abs(recorded_return))), "
-            'list(episode) FILTER (WHERE abs("return" - recorded_return) > 1e-3 * '
-            "greatest(1, abs(recorded_return))) FROM episodes WHERE source = 'atari' "
-            "AND partition = ?",
-            [key],
-        )
-        recorded, mismatched, episodes = rows[0]
-        return dg.AssetCheckResult(
-            passed=mismatched == 0,
-            metadata={
-                "episodes_with_a_recorded_return": recorded,
-                "mismatched": mismatched,
-                "mismatched_episodes": dg.MetadataValue.json((episodes or [])[:50]),
-            },
-        )
+    recorded, mismatched, episodes = rows[0]
+    return dg.AssetCheckResult(
+        passed=mismatched == 0,
+        metadata={
+            "episodes_with_a_recorded_return": recorded,
+            "mismatched": mismatched,
+            "mismatched_episodes": dg.MetadataValue.json((episodes or [])[:50]),
+        },
+    )
 
-    return _check
+
+RECORDED_RETURNS = Check(
+    "returns_match_recorded",
+    _returns_match,
+    "RL Unplugged episodes: the return summed from the TED's rewards equals the "
+    "episode_return the source recorded (Dopamine partitions record none).",
+)
 
 
 atari_runs = dg.StaticPartitionsDefinition(list(PARTITION_KEYS))  # the 300 keys of the dataset
@@ -117,24 +112,21 @@ def mirror_files(stage: StageRun) -> dg.MaterializeResult:
         layout=atari_replay.layout(),
         mode=atari_replay.source_mode(),
     )
-    files = built.meta.files
-    return dg.MaterializeResult(
-        metadata={
-            "source_url": built.meta.source_url,
-            "suffixes": dg.MetadataValue.json(built.meta.suffixes),
-            "checkpoint_subset": built.meta.subset,
-            "layout": built.meta.layout,
-            "mode": built.meta.mode,
-            "files": len(files),
-            "bytes": sum(f["size"] for f in files.values()),
-            "downloaded": len(report.downloaded),
-            "rebuilt": built.rebuilt,
-            "retries": report.stats.retries,
-            "MB_per_s": round(report.stats.downloaded_bytes / 1e6 / max(report.seconds, 1e-9), 1),
-            "file_versions": dg.MetadataValue.json(files),
-            "path": dg.MetadataValue.path(str(target)),
-        },
-        data_version=dg.DataVersion(built.version),
+    files, seconds = built.meta.files, max(report.seconds, 1e-9)
+    return built_result(
+        built,
+        target,
+        source_url=built.meta.source_url,
+        suffixes=dg.MetadataValue.json(built.meta.suffixes),
+        checkpoint_subset=built.meta.subset,
+        layout=built.meta.layout,
+        mode=built.meta.mode,
+        files=len(files),
+        bytes=sum(f["size"] for f in files.values()),
+        downloaded=len(report.downloaded),
+        retries=report.stats.retries,
+        MB_per_s=round(report.stats.downloaded_bytes / 1e6 / seconds, 1),
+        file_versions=dg.MetadataValue.json(files),
     )
 
 
@@ -189,6 +181,6 @@ ASSETS = SourceAssets(
     listing=lambda atari_replay: atari_fingerprints(atari_replay.store()),
     sensor_description="Lists ATARI_REPLAY_URL; requests atari_replay_files for each game/run "
     "whose files appeared or changed (generation/crc32c). Automation then rebuilds downstream.",
-    row_checks=(recorded_returns_check,),
+    row_checks=(RECORDED_RETURNS,),
     pod={"requests": {"cpu": "2", "memory": "6Gi"}, "limits": {"memory": "10Gi"}},
 )

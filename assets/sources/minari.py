@@ -11,7 +11,8 @@ or ``gs://bucket/prefix`` in ``MINARI_DATASETS_PATH`` layout
 import dagster as dg
 
 from assets.results import decoded_result, mirrored_result
-from assets.sources.spec import SourceAssets, SourceResource, Stage, StageRun
+from assets.sources.spec import SourceAssets, SourceResource
+from assets.stage import Stage, StageRun
 from episode_warehouse.blobstore import BlobStore, open_blob_store
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.gcs import url_scheme

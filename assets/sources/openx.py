@@ -9,8 +9,9 @@ from enum import Enum
 import dagster as dg
 
 from assets import versions
-from assets.results import decoded_result
-from assets.sources.spec import SourceAssets, SourceMode, SourceResource, Stage, StageRun
+from assets.results import built_result, decoded_result
+from assets.sources.spec import SourceAssets, SourceMode, SourceResource
+from assets.stage import Stage, StageRun
 from episode_warehouse.incremental import Built
 from episode_warehouse.partition_keys import dataset_of
 from episode_warehouse.sources.openx.datasets import RATES_SETTING, parse_rate_setting
@@ -107,20 +108,18 @@ def mirror_shards(stage: StageRun) -> dg.MaterializeResult:
     layout = warehouse.layout()
     target = layout.raw_dir("openx", dataset)
     built = openx_source.mirror(layout.root, dataset, target, stage.code_version)
-    return dg.MaterializeResult(
-        metadata={
-            "source_url": built.meta.source_url,
-            "layout": "rlds" if isinstance(built.meta, RldsRawRecord) else "webdataset",
-            "mode": built.meta.mode,
-            "revision": built.meta.revision,
-            "shards": len(built.meta.shards),
-            "bytes": sum(s["size"] for s in built.meta.shards.values()),
-            "copied": built.meta.copied if built.rebuilt else 0,
-            "rebuilt": built.rebuilt,
-            "shard_versions": dg.MetadataValue.json(built.meta.shards),
-            "path": dg.MetadataValue.path(str(target)),
-        },
-        data_version=dg.DataVersion(built.version),
+    meta = built.meta
+    return built_result(
+        built,
+        target,
+        source_url=meta.source_url,
+        layout="rlds" if isinstance(meta, RldsRawRecord) else "webdataset",
+        mode=meta.mode,
+        revision=meta.revision,
+        shards=len(meta.shards),
+        bytes=sum(s["size"] for s in meta.shards.values()),
+        copied=meta.copied if built.rebuilt else 0,
+        shard_versions=dg.MetadataValue.json(meta.shards),
     )
 
 

@@ -11,25 +11,21 @@ folder under ``episode_warehouse/sources``, one module here and one line in each
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
 import dagster as dg
 
-from assets import versions
-from assets.retries import RAW_RETRY_POLICY, only_transient_retries
+from assets.retries import RAW_RETRY_POLICY
+from assets.stage import Check, Stage, stage_asset
 from episode_warehouse.gcs import EMULATOR_ENV
 from episode_warehouse.retry import RetryPolicy
-from episode_warehouse.sources import registry
-from resources import RunSettings, WarehouseStorage
 from resources.settings import setting
 
 # one partition's run, where a source says nothing else
 DEFAULT_POD = {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "16Gi"}}
-OWNERS = ["team:data-platform"]
 
 
 class SourceMode(Enum):
@@ -61,37 +57,6 @@ class SourceResource(dg.ConfigurableResource):
 
 
 @dataclass(frozen=True)
-class StageRun:
-    """What one materialization of a source's stage gets: the partition key (checked), the
-    source's resource, the warehouse's storage, the run's settings, the code version."""
-
-    key: str
-    source: Any  # the source's own resource
-    warehouse: WarehouseStorage
-    settings: RunSettings
-    code_version: str
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One of a source's own stages.
-
-    Attributes:
-        name: the asset's name (``atari_replay_files``).
-        run: the stage: partition key (checked) -> one domain call -> the MaterializeResult.
-        description: what the asset is, for the UI.
-        kinds: the UI's kind tags.
-        code_version: bumped when a byte of its output changes (``assets/versions.py``).
-    """
-
-    name: str
-    run: Callable[[StageRun], dg.MaterializeResult]
-    description: str
-    kinds: frozenset[str] | set[str]
-    code_version: str
-
-
-@dataclass(frozen=True)
 class SourceAssets:
     """Attributes:
     name: the source's registry name (``episode_warehouse.sources.registry``).
@@ -103,7 +68,7 @@ class SourceAssets:
         run starts), added to the code location's resources.
     listing: ``listing(resource) -> {partition: fingerprint}`` for the sensor.
     sensor_description: what the sensor does, for the UI.
-    row_checks: extra asset-check factories over its catalog rows asset.
+    row_checks: extra checks of its catalog rows asset.
     pod: what one run (one partition) requests and may use on Kubernetes.
     """
 
@@ -117,72 +82,22 @@ class SourceAssets:
     resource_type: type
     listing: Callable[[Any], dict[str, str]]  # its own resource's type
     sensor_description: str
-    row_checks: tuple[Callable[[dg.AssetsDefinition], dg.AssetChecksDefinition], ...] = field(
-        default=()
-    )
+    row_checks: tuple[Check, ...] = ()
     pod: dict = field(default_factory=lambda: dict(DEFAULT_POD))
     raw: dg.AssetsDefinition = field(init=False)
     decoded: dg.AssetsDefinition = field(init=False)
 
     def __post_init__(self) -> None:
-        raw = dg.asset(
-            name=self.files.name,
-            partitions_def=self.partitions,
-            group_name=self.group,
-            pool="download",  # bounded across runs and machines (docs/cluster.md)
-            kinds=set(self.files.kinds),
-            code_version=self.files.code_version,
-            retry_policy=RAW_RETRY_POLICY,
-            owners=OWNERS,
-            description=self.files.description,
-        )(self._body(self.files))
-        decoded = dg.asset(
-            name=self.episodes.name,
-            partitions_def=self.partitions,
-            deps=[raw],
-            group_name=self.group,
-            kinds=set(self.episodes.kinds),
-            code_version=self.episodes.code_version,
-            automation_condition=dg.AutomationCondition.eager(),
-            owners=OWNERS,
-            description=self.episodes.description,
-        )(self._body(self.episodes))
+        own = {"source": self.name, "partitions": self.partitions,
+               "resource": (self.resource_key, self.resource_type)}  # fmt: skip
+        raw = stage_asset(
+            replace(self.files, group=self.group, eager=False, retry_policy=RAW_RETRY_POLICY,
+                    pool="download"),  # (bounded across runs and machines: docs/cluster.md)
+            **own,
+        )  # fmt: skip
+        decoded = stage_asset(replace(self.episodes, group=self.group), deps=[raw], **own)
         object.__setattr__(self, "raw", raw)
         object.__setattr__(self, "decoded", decoded)
-
-    def _body(self, stage: Stage):
-        """The asset function of ``stage``: the partition key checked, the stage run with the
-        source's resource and the warehouse's, terminal errors not retried. Its signature names
-        the source's resource key, so Dagster passes that resource (and so may a test)."""
-        source, key_name = self.name, self.resource_key
-
-        def body(context: dg.AssetExecutionContext, **resources) -> dg.MaterializeResult:
-            with only_transient_retries(context):
-                key = registry.check_partition(source, context.partition_key)
-                return stage.run(
-                    StageRun(
-                        key,
-                        resources[key_name],
-                        resources["warehouse"],
-                        resources["run_settings"],
-                        versions.of(context),
-                    )
-                )
-
-        p = inspect.Parameter
-        params = [
-            p("context", p.POSITIONAL_OR_KEYWORD, annotation=dg.AssetExecutionContext),
-            p(key_name, p.KEYWORD_ONLY, annotation=self.resource_type),
-            p("warehouse", p.KEYWORD_ONLY, annotation=WarehouseStorage),
-            p("run_settings", p.KEYWORD_ONLY, annotation=RunSettings),
-        ]
-        body.__signature__ = inspect.Signature(params, return_annotation=dg.MaterializeResult)  # type: ignore[attr-defined]
-        body.__annotations__ = {
-            **{q.name: q.annotation for q in params}, "return": dg.MaterializeResult,
-        }  # fmt: skip
-        body.__name__ = body.__qualname__ = stage.name
-        body.__doc__ = stage.description
-        return body
 
     @property
     def dynamic(self) -> str | None:

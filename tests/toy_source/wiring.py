@@ -6,7 +6,8 @@ from pathlib import Path
 import dagster as dg
 
 from assets.results import decoded_result
-from assets.sources.spec import SourceAssets, Stage, StageRun
+from assets.sources.spec import SourceAssets
+from assets.stage import Stage, StageRun
 from tests.toy_source.source import decode, mirror
 
 toy_partitions = dg.StaticPartitionsDefinition(["walk", "drift"])

@@ -31,7 +31,8 @@ SQL = (
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
     root = tmp_path_factory.mktemp("croissant") / "wh"
-    build_openx(root, DatasetSpec("cmu_stretch", cameras=("image",), image_size=16), [[6, 9], [5]])
+    # episodes of a second or more (cmu_stretch records at 10 Hz): none is short
+    build_openx(root, DatasetSpec("cmu_stretch", cameras=("image",), image_size=16), [[10, 12], [11]])
     publish_duplicates(WarehouseLayout.local(root))  # near_duplicate_of: checked
     return root
 
