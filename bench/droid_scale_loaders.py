@@ -134,9 +134,7 @@ def _loader(kind: str, root: str, rank: int, selection):
     if kind == "stream":
         from episode_warehouse.loading import EpisodeStream, ted_collate
 
-        dataset = EpisodeStream(
-            selection, SLICE, drop_last=True, rank=rank, world_size=2, decode="batch"
-        )
+        dataset = EpisodeStream(selection, SLICE, drop_last=True, rank=rank, world_size=2)
         return DataLoader(dataset, batch_size=BATCH, num_workers=2, collate_fn=ted_collate)
     if kind == "window":
         from torch.utils.data.distributed import DistributedSampler
@@ -311,8 +309,8 @@ def bytes_child(root: str, items: str) -> None:
 
     stream = EpisodeStream(select_episodes(OPENPI, root), SLICE, drop_last=True)
     count = steps = 0
-    for item in stream:
-        count, steps = count + 1, steps + item.batch_size[0]
+    for ref in stream:  # each slice read alone, here: the bytes are what it fetched
+        count, steps = count + 1, steps + ref.read().batch_size[0]
         if count == int(items):
             break
     fetched = stream.cache.bytes_fetched

@@ -140,12 +140,10 @@ def child_stream(kind: str, layout: str, seconds: str) -> None:
         )
         _time_random(windows, ted_collate, seconds)
         return
-    if kind in ("episodes", "episodes-item"):
+    if kind == "episodes":  # the stream as it comes: no option
         table = pq.read_table(root / "ted" / "openx" / NAME / "episodes.parquet").to_pylist()
         rows = [("openx", NAME, e["episode"], e["start"], e["length"]) for e in table]
-        decode = "item" if kind == "episodes-item" else "batch"
-        dataset = EpisodeStream(Selection.from_rows(rows, root), 8, drop_last=True,
-                                decode=decode)  # fmt: skip
+        dataset = EpisodeStream(Selection.from_rows(rows, root), 8, drop_last=True)
         batch_size, per_item = 32, 8
     else:
         dataset = VLADataset([(NAME, 1.0)], root, image_sizes={"primary": (256, 256)}, chunk=4,
@@ -288,10 +286,10 @@ def main() -> None:
     bound = bounds["torchvision"]  # issue #58's definition: torchvision's decode_jpeg
     report["decode_bound_2_processes_frames_per_s"] = bound
     report["decode_bound_into_buffer_2_processes_frames_per_s"] = bounds["simplejpeg"]
-    for kind in ("episodes", "episodes-item", "vla"):
+    for kind in ("episodes", "vla"):
         best: dict[str, dict] = {}
         for _ in range(args.rounds):
-            for layout in LAYOUTS if kind != "episodes-item" else ("encoded",):
+            for layout in LAYOUTS:
                 got = run_child("bench.frames", ["stream", kind, layout, str(args.seconds)]).result
                 if layout not in best or got["frames_per_s"] > best[layout]["frames_per_s"]:
                     best[layout] = got

@@ -128,7 +128,7 @@ def _stream_from_bucket(root: str) -> None:
 
     selection = select_episodes(STREAMED, root)
     stream = EpisodeStream(selection, shuffle=False)
-    frames = sum(item.batch_size[0] for item in stream)
+    frames = sum(ref.read().batch_size[0] for ref in stream)  # each slice read alone
     layout = WarehouseLayout.from_root(root)
     record = published(layout.root, layout.ted_dir("atari", "Pong/5"))
     files = record.extra["published"]["files"] if record is not None else {}

@@ -1,18 +1,18 @@
-"""Decoding as one step of its own: a stream's items as references, read as a whole batch.
+"""The one batch read of the loaders: rows asked for as references, read as a whole batch.
 
-``EpisodeStream(selection, 8, decode="batch")`` yields :class:`SliceRef` items (a selection
-row, an offset, a length: nothing read); :func:`~episode_warehouse.loading.torch_datasets.
-ted_collate` reads a batch of them with :func:`read_batch`, in the DataLoader worker that
-collates (as TorchRL's ``DecodeVideoTransform`` decodes on the sample path): every key's rows
-gathered at once and every camera's frames decoded straight into the worker's shared-memory
-slot (:func:`~episode_warehouse.ted.gather.gather`), each distinct frame once. The default,
-``decode="item"``, yields each slice decoded, as before; both give the same batch values.
-
-A batch is read so when its slices are of one partition whose files are on this machine, with
-a camera stored encoded, and of one length; any other batch (a bucket root's, which reads
-episodes ahead by ranges; slices of several partitions or lengths; a TED with nothing to decode,
-whose slices of the memory map stack as fast) is read slice by slice and stacked, the same
-values.
+Every dataset over a selection says which rows it wants as :class:`SliceRef` items (a selection
+row, an offset, a length: nothing read) and reads a batch of them with :func:`read_slices`:
+``EpisodeStream``'s items are references that :func:`~episode_warehouse.loading.torch_datasets.
+ted_collate` reads in the DataLoader worker that collates (as TorchRL's ``DecodeVideoTransform``
+decodes on the sample path), ``EpisodeSliceDataset.__getitems__`` reads its batch of indices
+the same way. Where the slices are of one partition whose files are on this machine, with a
+camera stored encoded, and of one length, every key's rows are gathered at once and every
+camera's frames decoded straight into the worker's shared-memory slot
+(:func:`~episode_warehouse.ted.gather.gather`), each distinct frame once (:func:`read_batch`).
+Any other batch (a bucket root's, whose slices the stream read ahead by ranges and carries in
+:attr:`SliceRef.data`; slices of several partitions or lengths; a TED with nothing to decode,
+whose slices of the memory map stack as fast) is read slice by slice and stacked
+(:func:`stack_slices`): the same values. There is no decode option to choose.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Protocol
 import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
+from torch.utils.data import get_worker_info
 
 from episode_warehouse.loading.selection import Selection
 from episode_warehouse.loading.shared_batches import fill_batch
@@ -46,16 +47,56 @@ EXTRA = (("selection_index",), ("step",))  # int64 leaves every read adds
 
 @dataclass(frozen=True)
 class SliceRef:
-    """Steps ``[offset, offset + length)`` of the selection's episode ``row``, not yet read;
-    :meth:`read` reads it alone (what ``decode="item"`` yields)."""
+    """Steps ``[offset, offset + length)`` of the selection's episode ``row``: not yet read, or
+    read already (``data``: a bucket root's slice, read ahead with its episode's ranges);
+    :meth:`read` reads it alone (a batch: :func:`read_slices`)."""
 
     cache: Episodes
     row: int
     offset: int
     length: int
+    data: TensorDictBase | None = None
 
     def read(self) -> TensorDictBase:
+        if self.data is not None:
+            return self.data
         return self.cache.read(self.row, self.offset, self.length)
+
+
+def read_slices(refs: list[SliceRef]) -> TensorDictBase:
+    """The batch of ``refs`` (batch size ``(len(refs), length)``): read at once where it can be
+    (:func:`read_batch`), else slice by slice and stacked; the same values either way."""
+    batch = read_batch(refs) if all(r.data is None for r in refs) else None
+    return batch if batch is not None else stack_slices([r.read() for r in refs])
+
+
+def stack_slices(slices: list[TensorDictBase]) -> TensorDictBase:
+    """Equal-length slices stacked into one TensorDict (in a DataLoader worker, into one of
+    its reused shared-memory slots: :mod:`~episode_warehouse.loading.shared_batches`).
+
+    Raises:
+        ConfigError: the slices come from TEDs of different schemas (another source), naming
+            the keys that differ.
+    """
+    if get_worker_info() is not None:
+        from episode_warehouse.loading.shared_batches import stack_into_slot
+
+        batch = stack_into_slot(slices)
+        if batch is not None:
+            return batch
+    try:
+        return torch.stack(slices).contiguous()
+    except (RuntimeError, KeyError, ValueError, TypeError):
+        from episode_warehouse.loading.schema import require_one_schema
+
+        labels = [f"item {k} (selection row {_row(td)})" for k, td in enumerate(slices)]
+        require_one_schema(list(zip(labels, slices, strict=True)), "ted_collate")
+        raise  # same schema: another reason, e.g. slices of different lengths
+
+
+def _row(td: TensorDictBase) -> str:
+    rows = td.get("selection_index", None)
+    return str(int(rows.reshape(-1)[0])) if rows is not None and rows.numel() else "?"
 
 
 def read_batch(refs: list[SliceRef]) -> TensorDictBase | None:

@@ -75,11 +75,11 @@ def _one_pass(selection, key, rows: np.ndarray):
     """The partials of ``key`` of the selection's ``rows`` (each exactly its steps), in order.
     Episodes are counted on one thread per core (the counting releases the GIL; like torch's
     intra-op threads, this is parallelism inside one call, not a second worker pool)."""
-    from episode_warehouse.loading.torch_datasets import _TedCache
+    from episode_warehouse.loading.ted_cache import TedCache
 
     if not len(rows):
         return
-    cache = _TedCache(selection)
+    cache = TedCache(selection)
     for source, partition in selection.partitions:
         td = cache.get(source, partition)
         if _ted_key(key) not in set(td.keys(True, True)):

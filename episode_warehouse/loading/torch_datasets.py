@@ -16,35 +16,31 @@ import contextlib
 import logging
 import os
 import tempfile
-import threading
 import weakref
-from collections import OrderedDict
 
 import numpy as np
 import torch
 from tensordict import TensorDictBase
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
-from episode_warehouse.errors import ConfigError, StaleSelectionError
+from episode_warehouse.errors import ConfigError
 from episode_warehouse.incremental import fingerprint
-from episode_warehouse.loading.batch_read import SliceRef, read_batch
+from episode_warehouse.loading.batch_read import SliceRef, read_slices, stack_slices
 from episode_warehouse.loading.read_ahead import ReadAhead
 from episode_warehouse.loading.schedule import Plan, epoch_items, remaining_items, shard_items
-from episode_warehouse.loading.selection import Selection, same_version
-from episode_warehouse.paths import artifact_name
-from episode_warehouse.storage import Root
-from episode_warehouse.ted.reader import TedReader
+from episode_warehouse.loading.selection import Selection
+from episode_warehouse.loading.ted_cache import TedCache
 
 log = logging.getLogger(__name__)
 
 
-def ted_collate(items: list[TensorDictBase] | list[SliceRef] | TensorDictBase) -> TensorDictBase:
-    """``collate_fn`` for DataLoader: stack equal-length slices into one TensorDict; slices
-    given as :class:`~episode_warehouse.loading.batch_read.SliceRef` (``decode="batch"``) are
-    read and decoded here, as one batch (:func:`~episode_warehouse.loading.batch_read.
-    read_batch`).
+def ted_collate(items: list[SliceRef] | list[TensorDictBase] | TensorDictBase) -> TensorDictBase:
+    """``collate_fn`` for DataLoader: the batch of the items (:class:`~episode_warehouse.
+    loading.batch_read.SliceRef` references, which it reads as one batch: :func:`~episode_
+    warehouse.loading.batch_read.read_slices`; or slices already read, which it stacks; or a
+    batch its dataset made with ``__getitems__``, which it hands over).
 
-    In a DataLoader worker the batch is stacked into one of the worker's reused shared-memory
+    In a DataLoader worker the batch is written into one of the worker's reused shared-memory
     slots (:mod:`~episode_warehouse.loading.shared_batches`): it stays valid while the main
     process holds it; ``clone()`` what you keep beyond that or pass to another process.
 
@@ -54,219 +50,15 @@ def ted_collate(items: list[TensorDictBase] | list[SliceRef] | TensorDictBase) -
     """
     if isinstance(items, TensorDictBase):  # a batch its dataset made (``__getitems__``)
         return items
-    refs = [item for item in items if isinstance(item, SliceRef)]
-    if refs and len(refs) == len(items):
-        batch = read_batch(refs)
-        if batch is not None:
-            return batch
-    slices = [item.read() if isinstance(item, SliceRef) else item for item in items]
-    if get_worker_info() is not None:
-        from episode_warehouse.loading.shared_batches import stack_into_slot
-
-        batch = stack_into_slot(slices)
-        if batch is not None:
-            return batch
-    try:
-        return torch.stack(slices).contiguous()
-    except (RuntimeError, KeyError, ValueError, TypeError):
-        from episode_warehouse.loading.schema import require_one_schema
-
-        labels = [f"item {k} (selection row {_row(td)})" for k, td in enumerate(slices)]
-        require_one_schema(list(zip(labels, slices, strict=True)), "ted_collate")
-        raise  # same schema: another reason, e.g. slices of different lengths
+    if all(isinstance(item, SliceRef) for item in items):
+        return read_slices(items)
+    return stack_slices([item.read() if isinstance(item, SliceRef) else item for item in items])
 
 
-def _row(td: TensorDictBase) -> str:
-    rows = td.get("selection_index", None)
-    return str(int(rows.reshape(-1)[0])) if rows is not None and rows.numel() else "?"
-
-
-def no_collate(item: TensorDictBase) -> TensorDictBase:
-    """``collate_fn`` for ``DataLoader(stream, batch_size=None)``: hand items over unchanged
-    (torch's default would iterate the TensorDict's rows)."""
-    return item
-
-
-EPISODE_BUFFER = 8  # episodes' rows kept per process (fetched ones, from a bucket root)
-# Partitions a process keeps open (their readers and maps, ~26 maps a DROID range; no file
-# descriptor: episode_warehouse/file_maps.py); the least recently read is closed past it, so
-# a selection over thousands of partitions holds a bounded number of maps (docs/loading.md).
-OPEN_PARTITIONS = 256
-DECODE_MODES = ("item", "batch")
-
-
-def _decode_mode(decode: str, who: str) -> str:
-    if decode not in DECODE_MODES:
-        raise ConfigError(
-            f"decode must be one of {DECODE_MODES}, not {decode!r}",
-            subject=who,
-            fix='pass decode="batch" to decode whole batches in ted_collate',
-        )
-    return decode
-
-
-class _TedCache:
-    """Per-process cache of opened TEDs (not pickled): the readers of the selection's
-    partitions (the :data:`OPEN_PARTITIONS` most recently read), their whole memory-mapped TEDs
-    where asked for, and a bounded buffer of episodes' rows.
-
-    Every read is of the version the selection is pinned to (:mod:`~episode_warehouse.loading.
-    selection`): a partition's first read in an epoch compares its published version with the
-    pin, and a rebuilt one is refused (:class:`StaleSelectionError`) or, with the selection's
-    ``on_rebuild="refresh"``, its rows re-resolved (:attr:`start`) and the new version pinned. A
-    reader closed by the LRU and opened again within the epoch opens the pinned version."""
-
-    def __init__(self, selection: Selection) -> None:
-        self.selection = selection
-        # each selected row's first step in the pinned TED (re-resolved on a refresh)
-        self.start = np.asarray(selection.start, dtype=np.int64).copy()
-        self.pins = dict(selection.records)
-        self._open: dict[tuple[str, str], TensorDictBase] = {}
-        self._readers: OrderedDict[tuple[str, str], TedReader] = OrderedDict()
-        self._episodes: OrderedDict[int, TensorDictBase] = OrderedDict()
-        self._fetched_earlier = 0  # bytes fetched by readers of versions since replaced
-        self._checked: set[tuple[str, str]] = set()  # partitions checked against the pin
-        self._root: Root | None = None
-        self._lock = threading.Lock()  # read-ahead threads open readers concurrently
-
-    def __getstate__(self):
-        return {**self.__dict__, "_open": {}, "_readers": OrderedDict(), "_episodes": OrderedDict(),
-                "_checked": set(), "_lock": None}  # fmt: skip
-
-    def __setstate__(self, state):
-        self.__dict__.update(state, _lock=threading.Lock())
-
-    def get(self, source: str, partition: str) -> TensorDictBase:
-        """The whole TED of a partition, memory-mapped (random access: step windows,
-        statistics); from a bucket root it is downloaded into the cache once."""
-        key = (source, partition)
-        reader = self.reader(source, partition)  # also marks it the most recently read
-        whole = self._open.get(key)
-        if whole is None:
-            whole = reader.whole()
-            if reader.record.get("version") != self._pin(key).get("version"):  # gone meanwhile
-                raise self._stale(key, "was replaced while it was being fetched")
-            self._open[key] = whole
-        return whole
-
-    def _pin(self, key: tuple[str, str]) -> dict:
-        return self.pins.get(f"{key[0]}:{key[1]}", {})
-
-    def _stale(self, key: tuple[str, str], what: str) -> StaleSelectionError:
-        return self.selection.stale(*key, what)
-
-    def reader(self, source: str, partition: str) -> TedReader:
-        """The partition's reader, of the pinned version (see the class)."""
-        key = (source, partition)
-        with self._lock:
-            known = self._readers.get(key)
-            if known is None or key not in self._checked:
-                opened = self._open_pinned(key, known)
-                if opened is not known:
-                    if known is not None:
-                        self._fetched_earlier += known.bytes_fetched
-                    self._open.pop(key, None)  # a whole TED of the reader it replaces
-                    self._readers[key] = known = opened
-            self._readers.move_to_end(key)
-            while len(self._readers) > OPEN_PARTITIONS:
-                closed, old = self._readers.popitem(last=False)
-                self._fetched_earlier += old.bytes_fetched
-                self._open.pop(closed, None)
-            return known
-
-    def _open_pinned(self, key: tuple[str, str], known: TedReader | None) -> TedReader:
-        """The reader of ``key``'s pinned version: checked against the published version at
-        the partition's first read of the epoch (refused, or refreshed where the selection
-        asks); reopened within the epoch (closed by the LRU), the pinned version itself."""
-        if self._root is None:  # parsed once per process
-            self._root = self.selection.reader_root()
-        artifact = self._root.artifact(artifact_name("ted", *key))
-        current = artifact.read()[0]
-        pin = self._pin(key)
-        if key not in self._checked:
-            self._checked.add(key)
-            if not current:
-                raise self._stale(key, "was dropped since the selection was made")
-            # the same version: its maps and cached blocks stay
-            same = known is not None and known.record == current
-            reader = known if known is not None and same else TedReader(artifact, current)
-            if same_version(pin, current):
-                return reader
-            # another version: refused, or (on_rebuild="refresh") the rows re-resolved in it
-            self.start[self.selection.rows_of(*key)] = self.selection.starts_in(
-                *key, current, reader.episodes
-            )
-            self.pins[f"{key[0]}:{key[1]}"] = current
-            log.info("%s:%s was rebuilt: its selection rows re-resolved", *key)
-            return reader
-        if current == pin:
-            return TedReader(artifact, current)
-        if not artifact.keeps(pin):  # a folder's replaced version is gone
-            what = "was rebuilt" if current else "was dropped"
-            raise self._stale(key, f"{what} during the epoch and its version is gone")
-        return TedReader(artifact, pin)  # a bucket keeps a replaced version for a day
-
-    def new_epoch(self) -> None:
-        """Check each partition against its pin again at its next read (and forget the
-        episodes held): a rebuilt partition is refused, or refreshed, from the next epoch on.
-        Within an epoch a partition is read from the version it began on."""
-        with self._lock:
-            self._checked.clear()
-            self._episodes.clear()
-
-    @property
-    def bytes_fetched(self) -> int:
-        """Bytes this process fetched from object storage (0 for a local root)."""
-        return self._fetched_earlier + sum(t.bytes_fetched for t in self._readers.values())
-
-    def mapped(self, i: int) -> bool:
-        """Whether selected episode ``i``'s TED is memory-mapped here (its files on this
-        machine): a batch of its slices is read at once (:mod:`~episode_warehouse.loading.
-        batch_read`)."""
-        s = self.selection
-        return self.reader(s.source[i], s.partition[i]).mapped_rows() is not None
-
-    def read_ahead(self, first: int | None) -> int:
-        """Episodes a stream reads ahead, as the reader of its first episode's partition asks
-        (0 where rows are memory-mapped; one root's partitions are read alike): one record
-        read, not one per partition of the selection."""
-        if first is None:
-            return 0
-        s = self.selection
-        return self.reader(s.source[first], s.partition[first]).read_ahead
-
-    def fetch_episode(self, i: int) -> TensorDictBase:
-        """All steps of selected episode ``i`` (one range per file from a bucket)."""
-        s = self.selection
-        reader = self.reader(s.source[i], s.partition[i])
-        return reader.read(int(self.start[i]), int(s.length[i]))
-
-    def _episode(self, i: int, ahead: ReadAhead | None) -> TensorDictBase:
-        if i in self._episodes:
-            self._episodes.move_to_end(i)
-            return self._episodes[i]
-        td = ahead.take(i) if ahead is not None else self.fetch_episode(i)
-        self._episodes[i] = td
-        while len(self._episodes) > EPISODE_BUFFER:
-            self._episodes.popitem(last=False)
-        return td
-
-    def read(
-        self, i: int, offset: int, length: int, ahead: ReadAhead | None = None
-    ) -> TensorDictBase:
-        """Steps [offset, offset+length) of selected episode ``i``, plus ``selection_index``
-        (= i, the row of the selection, to map items back to the catalog) and ``step`` (each
-        step's index within its episode)."""
-        out = self._episode(i, ahead)[offset : offset + length]
-        if get_worker_info() is not None:
-            # a slice's storage is the whole memory-mapped TED (or fetched episode): a worker
-            # must send a copy of it, never the view (see shared_batches._reduce)
-            from episode_warehouse.loading.shared_batches import take_over_pickling
-
-            take_over_pickling()
-        out["selection_index"] = torch.full((length,), i, dtype=torch.int64)
-        out["step"] = torch.arange(offset, offset + length, dtype=torch.int64)
-        return out
+def no_collate(item: SliceRef | TensorDictBase) -> TensorDictBase:
+    """``collate_fn`` for ``DataLoader(stream, batch_size=None)``: each item read alone (torch's
+    default would iterate the TensorDict's rows)."""
+    return item.read() if isinstance(item, SliceRef) else item
 
 
 class EpisodeSliceDataset(Dataset):
@@ -281,11 +73,10 @@ class EpisodeSliceDataset(Dataset):
         ConfigError: ``slice_len`` below 1, or longer than every selected episode.
     """
 
-    def __init__(self, selection: Selection, slice_len: int, *, decode: str = "item") -> None:
-        self.decode = _decode_mode(decode, "EpisodeSliceDataset")
+    def __init__(self, selection: Selection, slice_len: int) -> None:
         if slice_len < 1:
             raise ConfigError("slice_len must be >= 1", subject="EpisodeSliceDataset")
-        self.cache = _TedCache(selection)
+        self.cache = TedCache(selection)
         self.slice_len = slice_len
         counts = selection.length // slice_len
         self.dropped_steps = int((selection.length % slice_len).sum())
@@ -316,13 +107,17 @@ class EpisodeSliceDataset(Dataset):
     def __len__(self) -> int:
         return len(self._episode)
 
-    def __getitem__(self, k: int) -> TensorDictBase | SliceRef:
-        """Slice ``k``: read (``decode="item"``), or a reference ``ted_collate`` reads with
-        its batch (``decode="batch"``)."""
-        row, offset = int(self._episode[k]), int(self._offset[k])
-        if self.decode == "batch" and self.cache.mapped(row):
-            return SliceRef(self.cache, row, offset, self.slice_len)
-        return self.cache.read(row, offset, self.slice_len)
+    def _ref(self, k: int) -> SliceRef:
+        return SliceRef(self.cache, int(self._episode[k]), int(self._offset[k]), self.slice_len)
+
+    def __getitem__(self, k: int) -> TensorDictBase:
+        """Slice ``k``, read."""
+        return self._ref(k).read()
+
+    def __getitems__(self, ks: list[int]) -> TensorDictBase:
+        """The batch of slices ``ks``, read at once (torch's DataLoader calls this with each
+        batch of indices; ``ted_collate`` hands the batch over)."""
+        return read_slices([self._ref(k) for k in ks])
 
 
 STATE_MARKER = "episode_warehouse_stream"
@@ -376,6 +171,13 @@ class EpisodeStream(IterableDataset):
     """Iterable over the selected episodes, each delivered exactly once per epoch across all
     DataLoader workers and distributed ranks, resumable mid-epoch.
 
+    Items are :class:`~episode_warehouse.loading.batch_read.SliceRef` references to the rows
+    (which episode, which steps): ``DataLoader(stream, batch_size=B, collate_fn=ted_collate)``
+    reads each batch at once in the worker, its frames decoded straight into the batch
+    (:mod:`~episode_warehouse.loading.batch_read`); ``item.read()`` reads one alone
+    (``collate_fn=no_collate`` with ``batch_size=None``). A bucket root's slices are read ahead
+    by ranges while the stream iterates and carried in the reference.
+
     Episodes are shuffled with ``seed + epoch`` (call :meth:`set_epoch` each epoch), then
     dealt round-robin to ranks, then to workers. Yields whole episodes (``slice_len=None``)
     or consecutive slices of ``slice_len`` steps (the last, shorter one too unless
@@ -408,12 +210,6 @@ class EpisodeStream(IterableDataset):
         rank, world_size: default to torch.distributed's when it is initialized, else 0 and 1.
         weighted: draw ``num_samples`` items per epoch by the selection's weights.
         num_samples: draws per epoch (default: the number of selected episodes).
-        decode: ``"item"`` (default): each item is its slice read and decoded;
-            ``"batch"``: items are :class:`~episode_warehouse.loading.batch_read.SliceRef`
-            (nothing read) and ``ted_collate`` reads each batch at once, its frames decoded
-            straight into the batch in the worker (:mod:`~episode_warehouse.loading.
-            batch_read`): the same values, at the decoder's speed. Slices from a bucket root
-            are read ahead and yielded decoded either way.
     """
 
     def __init__(
@@ -428,11 +224,9 @@ class EpisodeStream(IterableDataset):
         world_size: int | None = None,
         weighted: bool = False,
         num_samples: int | None = None,
-        decode: str = "item",
     ) -> None:
         super().__init__()
-        self.decode = _decode_mode(decode, "EpisodeStream")
-        self.cache = _TedCache(selection)
+        self.cache = TedCache(selection)
         if weighted and selection.weight is None:
             raise ConfigError(
                 "weighted=True needs a weight column in the selection",
@@ -531,10 +325,12 @@ class EpisodeStream(IterableDataset):
                 if row != previous:  # a new run: its episode is the next one fetched
                     self.cache._episodes.pop(int(row), None)
                 previous = row
-                if self.decode == "batch" and self.cache.mapped(int(row)):
-                    yield SliceRef(self.cache, int(row), int(offset), int(length))
-                else:
-                    yield self.cache.read(int(row), int(offset), int(length), ahead)
+                row, offset, length = int(row), int(offset), int(length)
+                if self.cache.mapped(row):  # read with its batch, by ted_collate
+                    yield SliceRef(self.cache, row, offset, length)
+                else:  # a bucket root's: read now, with the episode read ahead
+                    yield SliceRef(self.cache, row, offset, length,
+                                   self.cache.read(row, offset, length, ahead))  # fmt: skip
         self._ended = True
 
     def state_dict(self) -> dict:

@@ -21,7 +21,7 @@ from torch.utils.data import Dataset, get_worker_info
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.frames.tensor import FrameTensor
 from episode_warehouse.loading.selection import Selection
-from episode_warehouse.loading.torch_datasets import _TedCache
+from episode_warehouse.loading.ted_cache import TedCache
 from episode_warehouse.ted.gather import Buffer, decode_rows, flat_view, pixels_last, view_of
 
 Key = str | tuple[str, ...]
@@ -56,7 +56,7 @@ class StepWindowDataset(Dataset):
     def __init__(self, selection: Selection, deltas: dict[Key, list[int]]) -> None:
         if not deltas:
             raise ConfigError("no keys in deltas", subject="StepWindowDataset", fix="name a key")
-        self.cache = _TedCache(selection)
+        self.cache = TedCache(selection)
         self.deltas = {}
         for key, offsets in deltas.items():
             if not offsets or not all(isinstance(d, int | np.integer) for d in offsets):

@@ -21,7 +21,7 @@ def main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     selection = select_episodes(spec["sql"])
     stream = EpisodeStream(selection, shuffle=False)
-    items = list(stream)
+    items = [ref.read() for ref in stream]
     keys = [k for k in items[0].keys(True, True)]
     arrays = {
         "/".join(k) if isinstance(k, tuple) else k: np.concatenate(

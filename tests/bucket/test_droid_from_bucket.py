@@ -56,7 +56,7 @@ def test_droid_streams_from_the_bucket_as_from_a_folder(bucket_url, tmp_path, mo
     stream = EpisodeStream(selection, seed=0)
     order = [(selection.partition[i], int(selection.episode[i])) for i in stream.episode_order()]
     assert order != sorted(order)  # one shuffle over the dataset, not range by range
-    got = list(stream)
+    got = [ref.read() for ref in stream]
     assert len(got) == len(want)
     for (partition, episode), item in zip(order, got, strict=True):
         expected = want[(partition, episode)]

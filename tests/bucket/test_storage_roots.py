@@ -61,7 +61,7 @@ def test_reading_a_bucket_root_writes_nothing_here(two_roots, bucket_url, tmp_pa
     with pytest.raises(ReadOnlyRootError):
         root.folder  # noqa: B018
     selection = select_episodes(ALL, root=bucket_url)
-    items = list(EpisodeStream(selection, slice_len=8, seed=0, drop_last=True))
+    items = [r.read() for r in EpisodeStream(selection, slice_len=8, seed=0, drop_last=True)]
     assert items and all(len(item["step"]) == 8 for item in items)
     viewer = PartitionTed(root, "atari", "Pong/1")
     assert len(viewer.rows(1)) == viewer.span(1).length

@@ -34,6 +34,11 @@ from tests.reliability.fault_proxy import FaultProxy
 ALL = "SELECT source, partition, episode, start, length FROM episodes ORDER BY partition, episode"
 
 
+def read(ref):
+    """A stream item read alone."""
+    return ref.read()
+
+
 def _expected(ted, start: int, length: int) -> dict:
     return {k: ted[start : start + length].get(k).numpy() for k in ted.keys(True, True)}
 
@@ -106,7 +111,7 @@ def test_503s_resets_and_cut_bodies_are_retried_without_losing_or_repeating(
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.url)
         stream = EpisodeStream(selection, slice_len=16, seed=3, rank=0, world_size=1)
         seen: dict[int, int] = {}
-        for item in stream:
+        for item in map(read, stream):
             i = int(item["selection_index"][0])
             offset, length = int(item["step"][0]), len(item["step"])
             assert seen.get(i, 0) == offset  # slices of an episode in order, none repeated
@@ -210,7 +215,7 @@ def test_a_stream_finishes_its_epoch_on_the_version_it_started_with(bucket_url, 
     )  # fmt: skip
     stream = EpisodeStream(selection, slice_len=16, seed=3, rank=0, world_size=1)
     refreshing = EpisodeStream(heads, slice_len=5, seed=3, rank=0, world_size=1)
-    items = iter(stream)
+    items = map(read, stream)
     total = len(stream.shard_items())
     delivered = 0
     for item in items:
@@ -229,7 +234,7 @@ def test_a_stream_finishes_its_epoch_on_the_version_it_started_with(bucket_url, 
         next(iter(stream))  # the next epoch
     checked = 0
     old_starts, new_starts = _episode_starts(old), _episode_starts(new)
-    for item in refreshing:  # its next epoch: re-resolved in the new version
+    for item in map(read, refreshing):  # its next epoch: re-resolved in the new version
         i, offset = int(item["selection_index"][0]), int(item["step"][0])
         episode = int(heads.episode[i])
         start = new_starts[episode] + int(heads.start[i]) - old_starts[episode] + offset

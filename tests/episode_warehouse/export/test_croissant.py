@@ -32,7 +32,8 @@ SQL = (
 def root(tmp_path_factory):
     root = tmp_path_factory.mktemp("croissant") / "wh"
     # episodes of a second or more (cmu_stretch records at 10 Hz): none is short
-    build_openx(root, DatasetSpec("cmu_stretch", cameras=("image",), image_size=16), [[10, 12], [11]])
+    spec = DatasetSpec("cmu_stretch", cameras=("image",), image_size=16)
+    build_openx(root, spec, [[10, 12], [11]])
     publish_duplicates(WarehouseLayout.local(root))  # near_duplicate_of: checked
     return root
 

@@ -1,8 +1,9 @@
-"""``decode="batch"``: a batch read at once (every key gathered, every frame decoded straight into
-the batch) equals the same slices read one by one and stacked (``decode="item"``, the TED's
-stand-ins), on every kind of TED: Atari (zstd frames, terminations), Minari written by Minari
-(a JPEG camera and final observations, with part-episode selections), the real mt_opt RLDS
-sample's JPEGs, in the main process and in DataLoader workers (the shared-memory slot)."""
+"""The loaders' one batch read (every key gathered, every frame decoded straight into the batch:
+what ``ted_collate`` and ``__getitems__`` do by default) equals the same slices read one by one
+and stacked (``SliceRef.read``, the TED's stand-ins), on every kind of TED: Atari (zstd
+frames, terminations), Minari written by Minari (a JPEG camera and final observations, with
+part-episode selections), the real mt_opt RLDS sample's JPEGs, in the main process and in
+DataLoader workers (the shared-memory slot)."""
 
 from __future__ import annotations
 
@@ -31,11 +32,21 @@ def _rows(root, source: str, partition: str, part: bool = False) -> list[tuple]:
     return [(source, partition, e["episode"], e["start"], e["length"]) for e in table]
 
 
-def _batches(selection: Selection, decode: str, workers: int = 0) -> list:
-    stream = EpisodeStream(selection, SLICE, drop_last=True, seed=3, decode=decode)
+def _batches(selection: Selection, workers: int = 0) -> list:
+    """The stream's batches as a trainer gets them (no option: the default)."""
+    stream = EpisodeStream(selection, SLICE, drop_last=True, seed=3)
     loader = DataLoader(stream, batch_size=BATCH, num_workers=workers, collate_fn=ted_collate,
                         drop_last=True)  # fmt: skip
     return [batch.clone() for batch in loader]
+
+
+def _one_by_one(selection: Selection) -> list:
+    """The same slices, each read alone (the TED's stand-ins) and stacked."""
+    refs = list(EpisodeStream(selection, SLICE, drop_last=True, seed=3))
+    assert all(isinstance(r, SliceRef) and r.data is None for r in refs)  # nothing read yet
+    whole = len(refs) // BATCH * BATCH
+    return [torch.stack([r.read() for r in refs[i : i + BATCH]]).contiguous()
+            for i in range(0, whole, BATCH)]  # fmt: skip
 
 
 def _same(got: list, want: list) -> None:
@@ -63,7 +74,7 @@ def minari_root(tmp_path_factory):
 
 def test_atari_batches_equal_the_slices_stacked(warehouse_root):
     selection = Selection.from_rows(_rows(warehouse_root, "atari", "Pong/1"), warehouse_root)
-    batched, items = _batches(selection, "batch"), _batches(selection, "item")
+    batched, items = _batches(selection), _one_by_one(selection)
     _same(batched, items)
     assert any(bool(b["next", "done"].any()) for b in items)  # episode ends were met
 
@@ -72,8 +83,8 @@ def test_atari_batches_equal_the_slices_stacked(warehouse_root):
 def test_minari_camera_and_final_observations(minari_root, part):
     root, dataset_id = minari_root
     selection = Selection.from_rows(_rows(root, "minari", dataset_id, part), root)
-    batched = _batches(selection, "batch")
-    _same(batched, _batches(selection, "item"))
+    batched = _batches(selection)
+    _same(batched, _one_by_one(selection))
     assert _frames_keys(batched[0])  # a camera was decoded
     if part:  # no step of a part-episode slice reads zeros or a final observation by mistake
         assert not any(bool(b["next", "done"].any()) for b in batched)
@@ -87,40 +98,32 @@ def test_real_jpegs_decode_into_the_batch_as_their_decoder_gives_them(
     root = tmp_path / "wh"
     build_openx_stages(WarehouseLayout.local(root), src, "mt_opt_rlds")
     selection = Selection.from_rows(_rows(root, "openx", "mt_opt_rlds"), root)
-    batched = _batches(selection, "batch")
-    _same(batched, _batches(selection, "item"))
+    batched = _batches(selection)
+    _same(batched, _one_by_one(selection))
     camera = next(k for k in _frames_keys(batched[0]) if k[0] != "next")
     c, h, w = batched[0].get(camera).shape[-3:]
     assert batched[0].get(camera).stride()[-3:] == (1, w * c, c)  # pixels as decoded: HWC
-    refs = list(EpisodeStream(selection, SLICE, drop_last=True, decode="batch"))[:BATCH]
+    refs = list(EpisodeStream(selection, SLICE, drop_last=True))[:BATCH]
     batch = ted_collate(refs)  # ("next", camera): the camera's rows shifted by one, no copy
     assert batch.get(("next", *camera)).data_ptr() == batch.get(camera).data_ptr() + c * h * w
 
 
-def test_the_map_style_dataset_reads_by_reference_too(warehouse_root):
+def test_the_map_style_dataset_reads_its_batches_the_same_way(warehouse_root):
     selection = Selection.from_rows(_rows(warehouse_root, "atari", "Pong/2"), warehouse_root)
-    by_ref = EpisodeSliceDataset(selection, SLICE, decode="batch")
-    read = EpisodeSliceDataset(selection, SLICE)
-    assert isinstance(by_ref[0], SliceRef)
-    picks = [[0, 5, 3], [len(read) - 1, 1, 2]]
-    _same([ted_collate([by_ref[k] for k in p]) for p in picks],
-          [ted_collate([read[k] for k in p]) for p in picks])  # fmt: skip
-
-
-def test_an_unknown_decode_mode_is_refused_by_name(warehouse_root):
-    from episode_warehouse.errors import ConfigError
-
-    selection = Selection.from_rows(_rows(warehouse_root, "atari", "Pong/1"), warehouse_root)
-    with pytest.raises(ConfigError, match="decode must be one of"):
-        EpisodeStream(selection, SLICE, decode="lazy")
+    ds = EpisodeSliceDataset(selection, SLICE)
+    picks = [[0, 5, 3], [len(ds) - 1, 1, 2]]
+    _same([ted_collate(ds.__getitems__(p)) for p in picks],
+          [torch.stack([ds[k] for k in p]).contiguous() for p in picks])  # fmt: skip
+    loader = DataLoader(ds, batch_size=3, sampler=picks[0], collate_fn=ted_collate)
+    _same(list(loader), [torch.stack([ds[k] for k in picks[0]]).contiguous()])
 
 
 @pytest.mark.integration  # DataLoader workers
 def test_worker_batches_come_through_the_slot_equal(minari_root):
     root, dataset_id = minari_root
     selection = Selection.from_rows(_rows(root, "minari", dataset_id), root)
-    want = _batches(selection, "item")
-    stream = EpisodeStream(selection, SLICE, drop_last=True, seed=3, decode="batch")
+    want = _one_by_one(selection)
+    stream = EpisodeStream(selection, SLICE, drop_last=True, seed=3)
     loader = DataLoader(stream, batch_size=BATCH, num_workers=2, collate_fn=ted_collate,
                         drop_last=True, persistent_workers=True)  # fmt: skip
     got = list(loader)

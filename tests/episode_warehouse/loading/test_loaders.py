@@ -212,7 +212,7 @@ def test_a_process_keeps_a_bounded_number_of_partitions_open(warehouse_root, mon
     again: every value is the same as with all of them open, and no descriptor is held."""
     import os
 
-    from episode_warehouse.loading import StepWindowDataset, torch_datasets
+    from episode_warehouse.loading import StepWindowDataset, ted_cache
 
     sel = select_episodes(ALL, root=warehouse_root)
     assert len(sel.partitions) == 2
@@ -225,7 +225,7 @@ def test_a_process_keeps_a_bounded_number_of_partitions_open(warehouse_root, mon
     deltas = {"observation": [-1, 0], "action": [0, 1]}
     expected = StepWindowDataset(sel, deltas)
     wanted = [expected[i] for i in order]
-    monkeypatch.setattr(torch_datasets, "OPEN_PARTITIONS", 1)
+    monkeypatch.setattr(ted_cache, "OPEN_PARTITIONS", 1)
     bounded = StepWindowDataset(sel, deltas)
     for i, want in zip(order, wanted, strict=True):  # alternating partitions: a reopen each
         got = bounded[i]

@@ -11,7 +11,7 @@ import pytest
 
 from episode_warehouse import open_ted
 from episode_warehouse.errors import StaleSelectionError
-from episode_warehouse.loading import EpisodeStream, select_episodes, torch_datasets
+from episode_warehouse.loading import EpisodeStream, select_episodes, ted_cache
 from tests.helpers import build_atari
 
 pytestmark = pytest.mark.integration  # catalog queries
@@ -41,7 +41,7 @@ def _check_epoch(stream, selection, root, made_on) -> int:
     teds = {p: open_ted("atari", p, root) for p in made_on}
     now = {p: _episodes(td) for p, td in teds.items()}
     count = 0
-    for item in stream:
+    for item in (ref.read() for ref in stream):
         i = int(item["selection_index"][0])
         partition, episode = selection.partition[i], int(selection.episode[i])
         offset = int(selection.start[i]) - made_on[partition][episode][0]
@@ -110,13 +110,13 @@ def test_a_reader_reopened_mid_epoch_never_reads_another_version(two_versions, m
     reader, opened again within the epoch, cannot open the version the epoch began on (a
     folder keeps none): refused, where it read the new version with the old offsets."""
     root, _, rebuild = two_versions
-    monkeypatch.setattr(torch_datasets, "OPEN_PARTITIONS", 1)
-    monkeypatch.setattr(torch_datasets, "EPISODE_BUFFER", 1)
+    monkeypatch.setattr(ted_cache, "OPEN_PARTITIONS", 1)
+    monkeypatch.setattr(ted_cache, "EPISODE_BUFFER", 1)
     sel = select_episodes(ALL, root=root)
     stream = EpisodeStream(sel, slice_len=16, seed=3)
     items = iter(stream)
     seen = []
-    for item in items:
+    for item in (ref.read() for ref in items):
         seen.append(sel.partition[int(item["selection_index"][0])])
         if seen[-1] == "Pong/2" and "Pong/1" in seen:
             break

@@ -147,7 +147,7 @@ def test_a_v21_and_a_v30_dataset_mix_like_any_two(v21, tmp_path):
         root=layout.folder,
     )
     assert list(selection.partition) == [new.repo_id] * 2 + [old.repo_id] * 3
-    items = list(EpisodeStream(selection, shuffle=False))
+    items = [ref.read() for ref in EpisodeStream(selection, shuffle=False)]
     assert [len(i) for i in items] == [7, 5, *LENGTHS]
     for p, e, start, item in zip(selection.partition, selection.episode, selection.start, items,
                                  strict=True):  # fmt: skip

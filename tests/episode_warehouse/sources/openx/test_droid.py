@@ -171,7 +171,7 @@ def test_successful_nonidle_steps_are_one_query_and_load_as_selected(droid):
     ]
     got = zip(selection.episode, selection.start, selection.length, strict=True)
     assert [(int(e), int(s), int(n)) for e, s, n in got] == want
-    items = list(EpisodeStream(selection, shuffle=False))
+    items = [ref.read() for ref in EpisodeStream(selection, shuffle=False)]
     assert len(items) == len(want)
     for item, (i, start, n) in zip(items, want, strict=True):
         a = start - int(starts[i])
