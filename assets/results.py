@@ -1,6 +1,8 @@
 """The Dagster result of a stage, one rule for all (:func:`built_result`), and those of a
 mirrored raw stage and of a decoded-episodes stage, the same for every source that has them."""
 
+from typing import Any
+
 import dagster as dg
 
 from episode_warehouse.decoded.record import DecodedRecord
@@ -10,7 +12,7 @@ from episode_warehouse.sources.mirror import MirrorReport
 
 
 def built_result(
-    built: Built, path=None, *, checks: list[dg.AssetCheckResult] | None = None, **metadata
+    built: Built[Any], path=None, *, checks: list[dg.AssetCheckResult] | None = None, **metadata
 ) -> dg.MaterializeResult:
     """``metadata``, whether the artifact was rebuilt, where it is (``path``), the checks the
     stage reports itself, and the incremental rule's version as the data version (what Dagster
@@ -41,11 +43,8 @@ def decoded_result(built: Built[DecodedRecord], path, **details) -> dg.Materiali
     """Frames, episodes, the source's own ``details``, whether it was rebuilt, where it is, and
     the incremental rule's version as the data version."""
     nonfinite = built.meta.extra.get("nonfinite")  # NaN/inf kept in keys allowed to hold them
+    if nonfinite:
+        details["nonfinite_values"] = dg.MetadataValue.json(nonfinite)
     return built_result(
-        built,
-        path,
-        frames=built.meta.rows,
-        episodes=built.meta.episodes,
-        **details,
-        **({"nonfinite_values": dg.MetadataValue.json(nonfinite)} if nonfinite else {}),
+        built, path, frames=built.meta.rows, episodes=built.meta.episodes, **details
     )

@@ -88,14 +88,14 @@ class SourceAssets:
     decoded: dg.AssetsDefinition = field(init=False)
 
     def __post_init__(self) -> None:
-        own = {"source": self.name, "partitions": self.partitions,
-               "resource": (self.resource_key, self.resource_type)}  # fmt: skip
-        raw = stage_asset(
-            replace(self.files, group=self.group, eager=False, retry_policy=RAW_RETRY_POLICY,
-                    pool="download"),  # (bounded across runs and machines: docs/cluster.md)
-            **own,
-        )  # fmt: skip
-        decoded = stage_asset(replace(self.episodes, group=self.group), deps=[raw], **own)
+        def asset(stage: Stage, *deps: dg.AssetsDefinition) -> dg.AssetsDefinition:
+            return stage_asset(stage, source=self.name, partitions=self.partitions, deps=deps,
+                               resource=(self.resource_key, self.resource_type))  # fmt: skip
+
+        # the raw stage in the download pool (bounded across runs and machines: docs/cluster.md)
+        raw = asset(replace(self.files, group=self.group, eager=False, pool="download",
+                            retry_policy=RAW_RETRY_POLICY))  # fmt: skip
+        decoded = asset(replace(self.episodes, group=self.group), raw)
         object.__setattr__(self, "raw", raw)
         object.__setattr__(self, "decoded", decoded)
 
