@@ -45,8 +45,21 @@ class Episodes(Protocol):
 EXTRA = (("selection_index",), ("step",))  # int64 leaves every read adds
 
 
+class RowsRef:
+    """A reference to rows a dataset reads (which rows, nothing read): :meth:`read` reads one,
+    :meth:`read_batch` (its class's) a whole batch of them at once; ``ted_collate`` calls the
+    latter. ``SliceRef`` is the loaders', ``VLARef`` (``standardized/vla.py``) the VLA mix's."""
+
+    def read(self) -> TensorDictBase:
+        raise NotImplementedError
+
+    @classmethod
+    def read_batch(cls, refs: list) -> TensorDictBase:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class SliceRef:
+class SliceRef(RowsRef):
     """Steps ``[offset, offset + length)`` of the selection's episode ``row``: not yet read, or
     read already (``data``: a bucket root's slice, read ahead with its episode's ranges);
     :meth:`read` reads it alone (a batch: :func:`read_slices`)."""
@@ -61,6 +74,10 @@ class SliceRef:
         if self.data is not None:
             return self.data
         return self.cache.read(self.row, self.offset, self.length)
+
+    @classmethod
+    def read_batch(cls, refs: list) -> TensorDictBase:
+        return read_slices(refs)
 
 
 def read_slices(refs: list[SliceRef]) -> TensorDictBase:

@@ -25,7 +25,7 @@ from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.incremental import fingerprint
-from episode_warehouse.loading.batch_read import SliceRef, read_slices, stack_slices
+from episode_warehouse.loading.batch_read import RowsRef, SliceRef, read_slices, stack_slices
 from episode_warehouse.loading.read_ahead import ReadAhead
 from episode_warehouse.loading.schedule import Plan, epoch_items, remaining_items, shard_items
 from episode_warehouse.loading.selection import Selection
@@ -34,11 +34,11 @@ from episode_warehouse.loading.ted_cache import TedCache
 log = logging.getLogger(__name__)
 
 
-def ted_collate(items: list[SliceRef] | list[TensorDictBase] | TensorDictBase) -> TensorDictBase:
-    """``collate_fn`` for DataLoader: the batch of the items (:class:`~episode_warehouse.
-    loading.batch_read.SliceRef` references, which it reads as one batch: :func:`~episode_
-    warehouse.loading.batch_read.read_slices`; or slices already read, which it stacks; or a
-    batch its dataset made with ``__getitems__``, which it hands over).
+def ted_collate(items: list[RowsRef] | list[TensorDictBase] | TensorDictBase) -> TensorDictBase:
+    """``collate_fn`` for DataLoader: the batch of the items (references to rows, as
+    ``EpisodeStream`` and ``VLADataset`` yield them, read as one batch by their class's
+    :meth:`~episode_warehouse.loading.batch_read.RowsRef.read_batch`; or slices already read,
+    which it stacks; or a batch its dataset made with ``__getitems__``, which it hands over).
 
     In a DataLoader worker the batch is written into one of the worker's reused shared-memory
     slots (:mod:`~episode_warehouse.loading.shared_batches`): it stays valid while the main
@@ -50,15 +50,16 @@ def ted_collate(items: list[SliceRef] | list[TensorDictBase] | TensorDictBase) -
     """
     if isinstance(items, TensorDictBase):  # a batch its dataset made (``__getitems__``)
         return items
-    if all(isinstance(item, SliceRef) for item in items):
-        return read_slices(items)
-    return stack_slices([item.read() if isinstance(item, SliceRef) else item for item in items])
+    kinds = {type(item) for item in items}
+    if len(kinds) == 1 and issubclass(kind := kinds.pop(), RowsRef):
+        return kind.read_batch(items)
+    return stack_slices([item.read() if isinstance(item, RowsRef) else item for item in items])
 
 
-def no_collate(item: SliceRef | TensorDictBase) -> TensorDictBase:
+def no_collate(item: RowsRef | TensorDictBase) -> TensorDictBase:
     """``collate_fn`` for ``DataLoader(stream, batch_size=None)``: each item read alone (torch's
     default would iterate the TensorDict's rows)."""
-    return item.read() if isinstance(item, SliceRef) else item
+    return item.read() if isinstance(item, RowsRef) else item
 
 
 class EpisodeSliceDataset(Dataset):

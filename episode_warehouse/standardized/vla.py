@@ -38,10 +38,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tensordict import NonTensorData, TensorDict
+from tensordict import NonTensorData, TensorDict, TensorDictBase
 from torch.utils.data import IterableDataset, get_worker_info
 
 from episode_warehouse.errors import ConfigError
+from episode_warehouse.loading.batch_read import RowsRef, stack_slices
 from episode_warehouse.sources import registry
 from episode_warehouse.standardized.configs import VIEWS
 from episode_warehouse.standardized.images import resize
@@ -114,8 +115,32 @@ def _episode_bounds(opened: Opened) -> tuple[np.ndarray, np.ndarray]:
     return first[ep], last[ep]
 
 
+@dataclass(frozen=True)
+class VLARef(RowsRef):
+    """Item ``row`` of part ``part`` of a VLADataset, not yet read: ``ted_collate`` reads a
+    batch of them at once (``vla_batch.read_items``), :meth:`read` one alone."""
+
+    ds: VLADataset
+    part: int
+    row: int
+
+    def read(self) -> TensorDict:
+        return self.ds.item(self.part, self.row)
+
+    @classmethod
+    def read_batch(cls, refs: list) -> TensorDictBase:
+        if any(r.ds is not refs[0].ds for r in refs):
+            return stack_slices([r.read() for r in refs])
+        return read_items(refs[0].ds, [(r.part, r.row) for r in refs])
+
+
 class VLADataset(IterableDataset):
     """Items of a mixture in TorchRL's VLA schema (see the module's docstring).
+
+    Items are :class:`VLARef` references (which part, which step): ``DataLoader(ds,
+    batch_size=B, collate_fn=ted_collate)`` reads each batch at once in the worker (one gather
+    and one resize per dataset of the batch, written into the worker's shared memory);
+    ``item.read()`` reads one alone.
 
     Args:
         mix: a named mix, a list of ``(dataset, weight)``, or a SQL selection with ``partition``
@@ -137,10 +162,8 @@ class VLADataset(IterableDataset):
             steps are drawn, each range a unit of its own (a window or chunk is padded at its
             ends, as at an episode's); datasets of the mix it does not select are left out.
         batch_size: yield whole batches of this many items (the items, in the same order, that
-            ``batch_size=None`` yields one by one), each read at once (``vla_batch.py``: one
-            gather and one resize per dataset of the batch, written into the DataLoader
-            worker's shared memory); load with ``DataLoader(ds, batch_size=None,
-            collate_fn=ted_collate)``.
+            ``batch_size=None`` yields as references), read the same way; load with
+            ``DataLoader(ds, batch_size=None, collate_fn=ted_collate)``.
 
     Raises:
         ConfigError: an empty mixture, an unknown normalization, views whose sizes differ
@@ -287,7 +310,7 @@ class VLADataset(IterableDataset):
         if self.batch_size is None:
             for index in indices:
                 self._position += 1
-                yield self.item(*self.draw(index))
+                yield VLARef(self, *self.draw(index))
         else:
             for first in range(0, len(indices), self.batch_size):
                 chunk = indices[first : first + self.batch_size]

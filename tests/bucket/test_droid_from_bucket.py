@@ -46,7 +46,9 @@ def test_droid_streams_from_the_bucket_as_from_a_folder(bucket_url, tmp_path, mo
         for p, e, item in zip(truth.partition, truth.episode,
                               EpisodeStream(truth, shuffle=False), strict=True)
     }  # fmt: skip
-    vla_truth = list(VLADataset([("droid", 1.0)], local.folder, num_samples=12, seed=3))
+    vla_truth = [
+        r.read() for r in VLADataset([("droid", 1.0)], local.folder, num_samples=12, seed=3)
+    ]
 
     shutil.rmtree(bucket.folder)  # another machine: no local copy, an empty cache
     monkeypatch.setenv("EPISODE_WAREHOUSE_LOCAL_COPY", str(tmp_path / "elsewhere" / "copy"))
@@ -68,7 +70,7 @@ def test_droid_streams_from_the_bucket_as_from_a_folder(bucket_url, tmp_path, mo
     for reader in stream.cache._readers.values():  # no fetch lock outlives its fetch
         assert reader._strategy._filling == {}
 
-    items = list(VLADataset([("droid", 1.0)], bucket_url, num_samples=12, seed=3))
+    items = [r.read() for r in VLADataset([("droid", 1.0)], bucket_url, num_samples=12, seed=3)]
     assert len(items) == len(vla_truth) == 12
     for a, b in zip(items, vla_truth, strict=True):
         for view in ("primary", "secondary", "wrist"):

@@ -17,6 +17,7 @@ from episode_warehouse.standardized import (
     mixture_weights,
     open_standardized,
 )
+from episode_warehouse.standardized.vla import VLARef
 from tests.episode_warehouse.standardized.conftest import G
 from tests.helpers import assert_same_batches
 
@@ -110,6 +111,7 @@ def test_sampling_follows_the_balanced_weights(root):
 
 
 def _key(item):
+    item = item.read() if isinstance(item, VLARef) else item  # (an item as the dataset yields it)
     return (item["dataset_name"], item["action"].numpy().tobytes(),
             item["observation", "image", "primary"].numpy().tobytes())  # fmt: skip
 
@@ -207,8 +209,10 @@ def test_a_batch_read_at_once_equals_the_items_collated(root):
         return VLADataset(MIX, root, image_sizes=SIZES, window=2, chunk=3, num_samples=30,
                           seed=3, **kw)  # fmt: skip
 
-    items = list(dataset())
+    items = [ref.read() for ref in dataset()]  # each item read alone, then stacked
     whole = [ted_collate(items[i : i + 8]) for i in range(0, 30, 8)]
+    refs = list(dataset())  # the default: references, read by ted_collate a batch at once
+    assert_same_batches([ted_collate(refs[i : i + 8]) for i in range(0, 30, 8)], whole)
     batched = dataset(batch_size=8)
     assert len(batched) == 4
     got = list(batched)
@@ -238,7 +242,7 @@ def test_batches_read_in_workers_come_through_shared_memory_with_their_strings(r
     def dataset(**kw):
         return VLADataset(MIX, root, image_sizes=SIZES, num_samples=40, **kw)
 
-    want = sorted((x for x in dataset()), key=_key)
+    want = sorted((x.read() for x in dataset()), key=_key)
     loader = DataLoader(dataset(batch_size=8), batch_size=None, num_workers=2,
                         collate_fn=ted_collate)  # fmt: skip
     got, held = [], 0
