@@ -49,6 +49,10 @@ def test_kill_9_full_matrix(runner, tmp_path, reference, delay):
     _kill_then_rerun(runner, tmp_path, reference, delay)
 
 
+@pytest.mark.slow(
+    reason="three CLI runs of a partition, two at once (~45 s with the reference run): the "
+    "default tier was at its 10-minute budget (596 s, 2026-12-07)"
+)
 def test_same_partition_twice_at_once(runner, tmp_path, reference):
     root = tmp_path / "twice"
     a = runner.start("materialize", *KEY, root=root)
