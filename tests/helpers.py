@@ -144,7 +144,7 @@ def td_leaves(td) -> dict:
     values: tensors as their numpy arrays, string stacks as lists."""
     from tensordict import is_non_tensor
 
-    from episode_warehouse.loading.shared_batches import non_tensor_keys
+    from episode_warehouse.batches.slots import non_tensor_keys
 
     out = {}
     for key in td.keys(True, True):

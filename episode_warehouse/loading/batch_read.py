@@ -23,11 +23,12 @@ from typing import Protocol
 import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
-from torch.utils.data import get_worker_info
 
+from episode_warehouse.batches.buffers import Buffer, view_of
+from episode_warehouse.batches.refs import RowsRef, stack_slices
+from episode_warehouse.batches.slots import fill_batch
 from episode_warehouse.loading.selection import Selection
-from episode_warehouse.loading.shared_batches import fill_batch
-from episode_warehouse.ted.gather import Buffer, batch_buffers, gather, view_of
+from episode_warehouse.ted.gather import batch_buffers, gather
 from episode_warehouse.ted.reader import TedReader
 
 
@@ -43,19 +44,6 @@ class Episodes(Protocol):
 
 
 EXTRA = (("selection_index",), ("step",))  # int64 leaves every read adds
-
-
-class RowsRef:
-    """A reference to rows a dataset reads (which rows, nothing read): :meth:`read` reads one,
-    :meth:`read_batch` (its class's) a whole batch of them at once; ``ted_collate`` calls the
-    latter. ``SliceRef`` is the loaders', ``VLARef`` (``standardized/vla.py``) the VLA mix's."""
-
-    def read(self) -> TensorDictBase:
-        raise NotImplementedError
-
-    @classmethod
-    def read_batch(cls, refs: list) -> TensorDictBase:
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -85,35 +73,6 @@ def read_slices(refs: list[SliceRef]) -> TensorDictBase:
     (:func:`read_batch`), else slice by slice and stacked; the same values either way."""
     batch = read_batch(refs) if all(r.data is None for r in refs) else None
     return batch if batch is not None else stack_slices([r.read() for r in refs])
-
-
-def stack_slices(slices: list[TensorDictBase]) -> TensorDictBase:
-    """Equal-length slices stacked into one TensorDict (in a DataLoader worker, into one of
-    its reused shared-memory slots: :mod:`~episode_warehouse.loading.shared_batches`).
-
-    Raises:
-        ConfigError: the slices come from TEDs of different schemas (another source), naming
-            the keys that differ.
-    """
-    if get_worker_info() is not None:
-        from episode_warehouse.loading.shared_batches import stack_into_slot
-
-        batch = stack_into_slot(slices)
-        if batch is not None:
-            return batch
-    try:
-        return torch.stack(slices).contiguous()
-    except (RuntimeError, KeyError, ValueError, TypeError):
-        from episode_warehouse.loading.schema import require_one_schema
-
-        labels = [f"item {k} (selection row {_row(td)})" for k, td in enumerate(slices)]
-        require_one_schema(list(zip(labels, slices, strict=True)), "ted_collate")
-        raise  # same schema: another reason, e.g. slices of different lengths
-
-
-def _row(td: TensorDictBase) -> str:
-    rows = td.get("selection_index", None)
-    return str(int(rows.reshape(-1)[0])) if rows is not None and rows.numel() else "?"
 
 
 def read_batch(refs: list[SliceRef]) -> TensorDictBase | None:

@@ -73,7 +73,7 @@ def replay_buffer(
 
 def _one_schema(labels: list[str], tds: list) -> None:
     """A mixture concatenates slices of every partition: they need one schema."""
-    from episode_warehouse.loading.schema import require_one_schema
+    from episode_warehouse.batches.schema import require_one_schema
 
     require_one_schema(list(zip(labels, tds, strict=True)), "replay_buffer")
 

@@ -187,7 +187,7 @@ class TedCache:
         if get_worker_info() is not None:
             # a slice's storage is the whole memory-mapped TED (or fetched episode): a worker
             # must send a copy of it, never the view (see shared_batches._reduce)
-            from episode_warehouse.loading.shared_batches import take_over_pickling
+            from episode_warehouse.batches.slots import take_over_pickling
 
             take_over_pickling()
         out["selection_index"] = torch.full((length,), i, dtype=torch.int64)

@@ -11,7 +11,7 @@ encoded, four decodes of a frame a sample.
 (:func:`~episode_warehouse.ted.gather.gather_rows`): every key gathered once, each distinct
 frame decoded once straight into the batch (a slice of ``L`` steps decodes ``L + 1``), into
 memory reused once the trainer has dropped the batch it held
-(:mod:`episode_warehouse.reused_memory`). The batch the sampler reads is kept for the buffer's
+(:mod:`episode_warehouse.batches.reuse`). The batch the sampler reads is kept for the buffer's
 read of the same rows that follows it, so the buffer hands that same batch on instead of reading
 it twice. The values are those ``TensorStorage`` gives (tests compare both on the same
 samples); any index that is not a 1-D tensor of rows (a slice, a mask, a tuple of several),

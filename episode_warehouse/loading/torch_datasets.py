@@ -41,7 +41,7 @@ def ted_collate(items: list[RowsRef] | list[TensorDictBase] | TensorDictBase) ->
     which it stacks; or a batch its dataset made with ``__getitems__``, which it hands over).
 
     In a DataLoader worker the batch is written into one of the worker's reused shared-memory
-    slots (:mod:`~episode_warehouse.loading.shared_batches`): it stays valid while the main
+    slots (:mod:`~episode_warehouse.batches.slots`): it stays valid while the main
     process holds it; ``clone()`` what you keep beyond that or pass to another process.
 
     Raises:

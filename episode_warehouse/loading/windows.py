@@ -18,11 +18,12 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch.utils.data import Dataset, get_worker_info
 
+from episode_warehouse.batches.buffers import Buffer, pixels_last, view_of
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.frames.tensor import FrameTensor
 from episode_warehouse.loading.selection import Selection
 from episode_warehouse.loading.ted_cache import TedCache
-from episode_warehouse.ted.gather import Buffer, decode_rows, flat_view, pixels_last, view_of
+from episode_warehouse.ted.gather import decode_rows, flat_view
 
 Key = str | tuple[str, ...]
 
@@ -125,7 +126,7 @@ class StepWindowDataset(Dataset):
         partition's items gathered into their places, a camera's frames decoded straight into
         them (each distinct frame once); None when no slot is free, or when the partitions'
         leaves differ in shape or dtype (the items are then gathered one partition at a time)."""
-        from episode_warehouse.loading.shared_batches import fill_slot
+        from episode_warehouse.batches.slots import fill_slot
 
         part = self._part_of[row]
         present = np.unique(part).tolist()

@@ -41,8 +41,8 @@ import torch
 from tensordict import NonTensorData, TensorDict, TensorDictBase
 from torch.utils.data import IterableDataset, get_worker_info
 
+from episode_warehouse.batches.refs import RowsRef, stack_slices
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.loading.batch_read import RowsRef, stack_slices
 from episode_warehouse.sources import registry
 from episode_warehouse.standardized.configs import VIEWS
 from episode_warehouse.standardized.images import resize

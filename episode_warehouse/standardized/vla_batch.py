@@ -16,10 +16,11 @@ import numpy as np
 import torch
 from tensordict import NonTensorData, TensorDict
 
+from episode_warehouse.batches.buffers import Buffer, fresh, pixels_last, view_of
+from episode_warehouse.batches.slots import fill_batch
 from episode_warehouse.frames.rows import FrameRows
-from episode_warehouse.loading.shared_batches import fill_batch
 from episode_warehouse.standardized.images import resize
-from episode_warehouse.ted.gather import Buffer, decode_rows, fresh, pixels_last, view_of
+from episode_warehouse.ted.gather import decode_rows
 
 Key = tuple[str, ...]
 

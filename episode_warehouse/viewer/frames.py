@@ -20,7 +20,7 @@ import PIL.Image
 import torch
 
 from episode_warehouse.decoded.format import DEPTH
-from episode_warehouse.export.png_writer import CHW, GRAY
+from episode_warehouse.decoded.format import CHW, GRAY
 from episode_warehouse.frames.codec import codec_of
 from episode_warehouse.frames.tensor import FrameTensor
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from episode_warehouse import reused_memory
+from episode_warehouse.batches import reuse as reused_memory
 
 
 def _fill(memory: torch.Tensor, value: int) -> torch.Tensor:

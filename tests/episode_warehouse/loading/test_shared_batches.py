@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from episode_warehouse.batches.slots import MAX_SLOTS
 from episode_warehouse.loading import EpisodeStream, select_episodes, ted_collate
-from episode_warehouse.loading.shared_batches import MAX_SLOTS
 
 pytestmark = pytest.mark.integration  # DataLoader workers
 
@@ -159,8 +159,8 @@ def _slot_worker(conn, batches: int, labelled_from: int | None = None) -> None:
 
     from tensordict import TensorDict
 
-    from episode_warehouse.loading.shared_batches import fill_slot
-    from episode_warehouse.ted.gather import Buffer, view_of
+    from episode_warehouse.batches.buffers import Buffer, view_of
+    from episode_warehouse.batches.slots import fill_slot
 
     buffer = Buffer(("x",), (4, 3), torch.int64)
     for k in range(batches):
@@ -185,7 +185,7 @@ def test_a_slot_is_passed_once_then_its_batches_travel_by_name():
     import multiprocessing
     from multiprocessing.reduction import ForkingPickler
 
-    from episode_warehouse.loading import shared_batches
+    from episode_warehouse.batches import slots as shared_batches
 
     batches = 8
     # spawned, not forked: a fork of a process whose OpenMP threads have run deadlocks in the
@@ -260,7 +260,7 @@ def _load_elsewhere(conn, message: bytes) -> None:
 def test_the_slots_of_workers_that_have_exited_are_not_kept_mapped(warehouse_root):
     """Workers that end with each epoch (persistent_workers=False) leave no mapping behind
     in the main process beyond the last epoch's workers'."""
-    from episode_warehouse.loading import shared_batches
+    from episode_warehouse.batches import slots as shared_batches
 
     stream = EpisodeStream(select_episodes(ALL, root=warehouse_root), SLICE, shuffle=False,
                            drop_last=True)  # fmt: skip
@@ -278,7 +278,7 @@ def test_the_slots_of_a_job_killed_whole_are_swept_by_the_next(tmp_path, monkeyp
     nothing of a live process or of anything else."""
     import torch.multiprocessing as mp
 
-    from episode_warehouse.loading.shared_batches import sweep_dead_segments
+    from episode_warehouse.batches.slots import sweep_dead_segments
 
     gone = int(open("/proc/sys/kernel/pid_max").read())  # never a live pid  # noqa: SIM115
     names = [f"torch_{gone}_123_0", f"torch_{gone}_123_1", f"torch_{os.getpid()}_9_0",

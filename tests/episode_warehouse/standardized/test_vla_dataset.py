@@ -237,7 +237,7 @@ def test_batches_read_in_workers_come_through_shared_memory_with_their_strings(r
     not pickled), its strings beside it; each item arrives once, equal to the main process's."""
     from torch.utils.data import DataLoader
 
-    from episode_warehouse.loading import shared_batches
+    from episode_warehouse.batches import slots as shared_batches
 
     def dataset(**kw):
         return VLADataset(MIX, root, image_sizes=SIZES, num_samples=40, **kw)

@@ -5,7 +5,7 @@ written into new memory, and new memory costs more than the writing: every 4 KiB
 in on first touch. Measured here, 114 MB of Atari frames decoded into fresh memory took 186 ms
 and into memory touched before 87 ms; a copy of them 70 ms against ~15 ms. So blocks are kept
 and handed out again, as DataLoader workers keep their shared-memory slots
-(:mod:`episode_warehouse.loading.shared_batches`).
+(:mod:`episode_warehouse.batches.slots`).
 
 How a block comes back: the block itself is a numpy array kept here; a batch gets a view of it
 (a new array object) made into a tensor with ``torch.from_numpy``, which holds that view for as

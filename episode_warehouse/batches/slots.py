@@ -50,8 +50,8 @@ import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, is_non_tensor
 from torch.utils.data import get_worker_info
 
+from episode_warehouse.batches.buffers import ALIGN, Buffer, fresh, placed, view_of
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.ted.gather import ALIGN, Buffer, fresh, placed, view_of
 
 log = logging.getLogger(__name__)
 MAX_SLOTS = 8  # per worker: batches in flight (prefetch) + held by the trainer + one late
