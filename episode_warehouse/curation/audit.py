@@ -36,14 +36,12 @@ from episode_warehouse.curation.audit_steps import runs, same_episode
 from episode_warehouse.curation.findings import Findings
 from episode_warehouse.curation.partition_arrays import PartitionArrays
 from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.frames.codec import JPEG_SIGNATURE, VIDEO_REF, ZSTD_SIGNATURE
+from episode_warehouse.frames.codec import OtherSizeError, whole_frames
 from episode_warehouse.frames.rows import FrameRows, frame_checksums
-from episode_warehouse.image_header import PNG_SIGNATURE
 
 log = logging.getLogger(__name__)
 
 FROZEN_RUN = 30  # identical consecutive frames (2 s at DROID's 15 Hz, 3 s at 10 Hz)
-OTHER_SIZE = "a frame decodes to"  # how the codec's size errors begin
 CHUNK = 4096  # rows of raw pixels compared at once
 
 
@@ -53,27 +51,10 @@ def _stored_bytes(rows: FrameRows) -> np.ndarray:
 
 
 def _bad_bytes(rows: FrameRows, n: int) -> np.ndarray:
-    """Rows ``< n`` whose bytes are not a whole frame of a known kind (no decode)."""
+    """Rows ``< n`` whose bytes are not a whole frame of a known kind (the codec table's rule,
+    no decode)."""
     offsets = np.asarray(rows.offsets[: n + 1], np.int64) - int(rows.offsets[0])
-    data = _stored_bytes(rows)
-    starts, ends = offsets[:-1], offsets[1:]
-    sizes = ends - starts
-    bad = sizes < 8
-    ok = ~bad
-    head = np.zeros((n, 4), np.uint8)
-    for i in range(4):
-        head[ok, i] = data[starts[ok] + i]
-    tail = np.zeros((n, 8), np.uint8)
-    for i in range(8):
-        tail[ok, i] = data[ends[ok] - 8 + i]
-    jpeg = (head[:, :3] == np.frombuffer(JPEG_SIGNATURE, np.uint8)).all(1)
-    png = (head == np.frombuffer(PNG_SIGNATURE[:4], np.uint8)).all(1)
-    zstd = (head == np.frombuffer(ZSTD_SIGNATURE, np.uint8)).all(1)
-    video = (head == np.frombuffer(VIDEO_REF, np.uint8)).all(1)
-    bad |= jpeg & ~((tail[:, 6] == 0xFF) & (tail[:, 7] == 0xD9))
-    bad |= png & ~(tail[:, :4] == np.frombuffer(b"IEND", np.uint8)).all(1)
-    bad |= ~(jpeg | png | zstd | video)
-    return np.flatnonzero(bad)
+    return np.flatnonzero(~whole_frames(_stored_bytes(rows), offsets[:-1], offsets[1:]))
 
 
 def _check_frames(key: str, rows, arrays: PartitionArrays, found: Findings) -> None:
@@ -115,7 +96,7 @@ def _check_encoded(key, rows: FrameRows, n, arrays, within, found: Findings) -> 
                 continue
             got = arrays.preview(key, row)
             if isinstance(got, CorruptInputError):
-                kind = "frame_shape" if got.what.startswith(OTHER_SIZE) else "bad_frame"
+                kind = "frame_shape" if isinstance(got, OtherSizeError) else "bad_frame"
                 if kind == "frame_shape" or row not in changed:  # (one bad_frame a row)
                     found.add_row(kind, key, row, 1, got.what[:200])
     if rows.videos is not None:

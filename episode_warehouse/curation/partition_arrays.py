@@ -12,27 +12,29 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import torch
 
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames.codec import decode_preview, grey
 from episode_warehouse.frames.rows import FrameRows
 from episode_warehouse.ted.assemble import MappedRows
+from episode_warehouse.ted.cameras import declared_images, image_layout
 from episode_warehouse.ted.files import read_meta
-from episode_warehouse.ted.layout import ARRAY, EPISODES, UNSQUEEZE
+from episode_warehouse.ted.layout import ARRAY, BOOKKEEPING, EPISODES, UNSQUEEZE
 from episode_warehouse.ted.record import TedRecord
-
-# flags and ids a row carries for bookkeeping: ids differ between partitions of the same data
-_BOOKKEEPING = (
-    "done", "terminated", "truncated", "is_first", "is_last", "is_terminal", "is_init",
-    "episode", "episode_index", "index", "frame_index", "task_index",
-)  # fmt: skip
-
 
 SAMPLE_FRACTIONS = (0.25, 0.5, 0.75)  # of each episode: the frames decoded, per camera
 
 
-def _is_camera(rows: np.ndarray | FrameRows) -> bool:
-    return isinstance(rows, FrameRows) or (rows.dtype == np.uint8 and rows.ndim >= 3)
+def _is_camera(key: str, rows: np.ndarray | FrameRows, declared: dict[str, str] | None) -> bool:
+    """Whether TED key ``key`` is a camera: ``ted/cameras.py``'s answer (the one the export,
+    the viewer and the standardized stage share), asked of the rows' shape and dtype."""
+    parts = tuple(key.split("/"))
+    if parts[0] != "observation":
+        return False
+    row = rows.row_shape if isinstance(rows, FrameRows) else rows.shape[1:]
+    probe = torch.empty((0, *row), dtype=torch.from_numpy(np.zeros(0, rows.dtype)).dtype)
+    return image_layout(parts[1:], probe, declared) is not None
 
 
 @dataclass
@@ -72,12 +74,13 @@ class PartitionArrays:
                 else [None] * table.num_rows
             ),
         )
+        declared = declared_images(meta)
         for key, entry in sorted(meta.keys.items()):
-            if entry["kind"] not in (ARRAY, UNSQUEEZE) or key.rsplit("/", 1)[-1] in _BOOKKEEPING:
+            if entry["kind"] not in (ARRAY, UNSQUEEZE) or key.rsplit("/", 1)[-1] in BOOKKEEPING:
                 continue
             rows = mapped.file_rows(entry["file"])
             rows = rows.window(0, meta.rows) if isinstance(rows, FrameRows) else rows[: meta.rows]
-            if _is_camera(rows):
+            if _is_camera(key, rows, declared):
                 out.cameras[key] = rows
             elif key.rsplit("/", 1)[-1] not in texts and key not in texts:
                 out.numeric[key] = np.asarray(rows).reshape(meta.rows, -1)

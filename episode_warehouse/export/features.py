@@ -36,6 +36,7 @@ from tensordict import TensorDictBase
 from episode_warehouse.decoded.format import CHW, DEPTH
 from episode_warehouse.export.png_writer import to_hwc
 from episode_warehouse.ted.cameras import declared_images, image_layout, observation_leaves
+from episode_warehouse.ted.layout import END_FLAGS, IDS, SOURCE_IDS
 from episode_warehouse.ted.record import TedRecord
 
 Path_ = tuple[str, ...]
@@ -64,10 +65,7 @@ def _images(td: TensorDictBase, declared: dict | None) -> dict[str, tuple[Path_,
 
 
 # the TED's own bookkeeping, and the columns LeRobot computes itself (its default features)
-_BOOKKEEPING = frozenset({
-    "episode", "is_init", "task_index", "done", "terminated", "truncated",
-    "timestamp", "frame_index", "episode_index", "index",
-})  # fmt: skip
+_BOOKKEEPING = frozenset(IDS + END_FLAGS + SOURCE_IDS + ("timestamp",))
 
 
 def _extra_leaves(td: TensorDictBase) -> list[tuple[Path_, torch.Tensor]]:

@@ -112,6 +112,12 @@ class Codec:
     # the acceptance rule: the header read as the decoder reads it, ``(blob, where)``; None:
     # no image header (raw pixels, a video reference)
     accept: Callable[[bytes | memoryview, str], Declared] | None = None
+    # the bytes a whole frame ends with (JPEG's EOI, PNG's IEND chunk); b"": none to check
+    trailer: bytes = b""
+
+
+class OtherSizeError(CorruptInputError):
+    """A frame whose header declares, or whose pixels have, another size than its rows."""
 
 
 def codec_of(blob: bytes | memoryview) -> Codec | None:
@@ -544,7 +550,7 @@ def _decode_image(
 
 
 def _other_size(where: str, got: str, shape: tuple[int, ...], dtype: np.dtype):
-    return CorruptInputError(
+    return OtherSizeError(
         f"a frame decodes to {got}, its camera's rows are {tuple(shape)} {np.dtype(dtype)}",
         subject=where,
         fix=_FIX,
@@ -562,9 +568,38 @@ CODECS: tuple[Codec, ...] = (
         decode_into=_decode_jpeg_into,
         decode_run=_decode_jpeg_run,
         accept=_accept_jpeg,
+        trailer=b"\xff\xd9",
     ),
-    Codec("png", PNG_SIGNATURE, "image/png", _decode_png, accept=_accept_png),
+    Codec(
+        "png",
+        PNG_SIGNATURE,
+        "image/png",
+        _decode_png,
+        accept=_accept_png,
+        trailer=b"IEND\xaeB`\x82",
+    ),  # fmt: skip
     Codec("zstd", ZSTD_SIGNATURE, None, _decode_zstd, decode_run=_decode_zstd_run),
     Codec("video", VIDEO_REF, None, None),
 )
 _BY_HEAD = {c.signature[:4]: c for c in CODECS}
+
+
+def whole_frames(
+    data: np.ndarray, starts: np.ndarray, ends: np.ndarray, kinds: set[str] | None = None
+) -> np.ndarray:
+    """For frames ``data[starts[i]:ends[i]]`` (uint8, one buffer), whether each is a whole frame
+    of a known kind (of ``kinds``: all by default), read from its bytes alone (no decode): it
+    starts with a codec's signature and ends with that codec's trailer (a JPEG's EOI, a PNG's
+    IEND chunk)."""
+    sizes = ends - starts
+    whole = np.zeros(len(starts), bool)
+    for codec in (c for c in CODECS if kinds is None or c.kind in kinds):
+        need = len(codec.signature) + len(codec.trailer)
+        fits = sizes >= max(need, 8)
+        match = fits.copy()
+        for i, byte in enumerate(codec.signature):
+            match[fits] &= data[starts[fits] + i] == byte
+        for i, byte in enumerate(codec.trailer):
+            match[fits] &= data[ends[fits] - len(codec.trailer) + i] == byte
+        whole |= match
+    return whole

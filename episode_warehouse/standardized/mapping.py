@@ -28,11 +28,11 @@ from episode_warehouse.guards.json_input import load_json
 from episode_warehouse.standardized.configs import VIEWS, DatasetConfig
 from episode_warehouse.standardized.transforms import Standard, Trajectory, f32
 from episode_warehouse.storage import Root, parse_root
+from episode_warehouse.ted.layout import END_FLAGS, IDS
 
 MAPPINGS_FILE = Path("config") / "standardized_mappings.json"
 ENCODINGS = ("EEF_POS", "JOINT_POS", "OTHER")
 EEF_POS_DIMS = 7  # 3 delta xyz, 3 delta rpy, the gripper
-_BOOKKEEPING = ("episode", "is_init", "task_index", "done", "terminated", "truncated")
 
 
 def _role_problem(key: str, role: str, cameras: set[str] | None) -> str | None:
@@ -40,7 +40,7 @@ def _role_problem(key: str, role: str, cameras: set[str] | None) -> str | None:
     (``cameras``: the TED's camera keys, None when not known)."""
     if role == "view":
         return None if cameras is None or key in cameras else "not a camera"
-    if key.startswith("next/") or key in _BOOKKEEPING:
+    if key.startswith("next/") or key in IDS + END_FLAGS:
         return "the episode's bookkeeping or a flag, not a value the robot measured or commanded"
     if cameras is not None and key in cameras:
         return "a camera"

@@ -82,27 +82,18 @@ def check_ted(folder: Path) -> TedReport:
 
 
 def _foreign_frames(path: Path, offsets: np.ndarray, video: bool) -> np.ndarray:
-    """Rows whose stored bytes do not start with a signature a camera may hold (JPEG, PNG,
-    Zstandard; a video camera's references): four bytes a frame, no decoding."""
-    from episode_warehouse.frames.codec import CODECS, JPEG_SIGNATURE, VIDEO_REF
+    """Rows whose stored bytes are not a whole frame of a kind a camera may hold (JPEG, PNG,
+    Zstandard; a video camera's references): the codec table's rule, no decoding."""
+    from episode_warehouse.frames.codec import CODECS, whole_frames
 
     sizes = np.diff(offsets)
     rows = np.flatnonzero(sizes > 0)
     if not len(rows):
         return rows
     data = np.memmap(path, dtype=np.uint8, mode="r")
-    short = sizes[rows] < 4
-    starts = offsets[rows][~short]
-    heads = np.stack([data[starts + k] for k in range(4)], axis=1)
-    allowed = [VIDEO_REF] if video else [c.signature for c in CODECS if c.decode is not None]
-    ok = np.zeros(len(starts), dtype=bool)
-    for signature in allowed:
-        want = np.frombuffer(signature[:4], dtype=np.uint8)
-        if signature == JPEG_SIGNATURE:
-            ok |= (heads[:, :3] == want[:3]).all(axis=1)
-        else:
-            ok |= (heads == want).all(axis=1)
-    return np.sort(np.r_[rows[short], rows[~short][~ok]])
+    kinds = {"video"} if video else {c.kind for c in CODECS if c.decode is not None}
+    ok = whole_frames(data, offsets[rows], offsets[rows + 1], kinds)
+    return rows[~ok]
 
 
 def _check_cameras(folder: Path, rows: int, problems: list[str]) -> None:

@@ -11,6 +11,7 @@ from tensordict import TensorDictBase
 
 from episode_warehouse.errors import PartitionKeyError
 from episode_warehouse.ted.cameras import camera_leaves, declared_images
+from episode_warehouse.ted.layout import END_FLAGS, IDS
 from episode_warehouse.viewer.partition import PartitionTed, Span
 
 MAX_PLOTTED_DIMS = 32  # a wider leaf (a language embedding) is listed, not plotted
@@ -20,8 +21,7 @@ MAX_PLOTTED_DIMS = 32  # a wider leaf (a language embedding) is listed, not plot
 # from the step route (step_values)
 MAX_POINTS = 200_000
 POINTS_PER_SERIES = (100, 2_000)
-_BOOKKEEPING = {("episode",), ("task_index",), ("is_init",)}
-FLAGS = ("done", "terminated", "truncated")
+FLAGS = END_FLAGS
 
 
 def dimension_names(feature_names: dict, key: tuple[str, ...], dims: int) -> list[str]:
@@ -55,9 +55,9 @@ def plotted_leaves(rows: TensorDictBase, declared: dict | None, texts=()):
         value = rows.get(key)
         if (
             path in cameras
-            or path in _BOOKKEEPING
+            or path in {(k,) for k in IDS}
             or (path[0] == "next" and path[1:2] == ("observation",))
-            or path[-1:] in (("done",), ("terminated",), ("truncated",))  # marks, not plots
+            or path[-1] in END_FLAGS  # marks, not plots
         ):
             continue
         yield path, value  # bool leaves too (bridge's open_gripper), drawn as 0 and 1

@@ -19,8 +19,7 @@ import numpy as np
 import PIL.Image
 import torch
 
-from episode_warehouse.decoded.format import DEPTH
-from episode_warehouse.decoded.format import CHW, GRAY
+from episode_warehouse.decoded.format import CHW, DEPTH, GRAY
 from episode_warehouse.frames.codec import codec_of
 from episode_warehouse.frames.tensor import FrameTensor
 
