@@ -68,6 +68,7 @@ def build(root: str | Path) -> None:
 def _frames_per_s(items) -> tuple[float, int]:
     started, frames = time.perf_counter(), 0
     for item in items:
+        item = item.read() if hasattr(item, "read") else item  # a stream's item: its rows
         item.clone()  # every byte of the item read (a memmap slice is lazy until then)
         frames += item.batch_size[0]
     return frames / (time.perf_counter() - started), frames
