@@ -66,9 +66,11 @@ def build(root: str | Path) -> None:
 
 
 def _frames_per_s(items) -> tuple[float, int]:
+    from episode_warehouse.batches.refs import RowsRef
+
     started, frames = time.perf_counter(), 0
     for item in items:
-        item = item.read() if hasattr(item, "read") else item  # a stream's item: its rows
+        item = item.read() if isinstance(item, RowsRef) else item  # a stream's item: its rows
         item.clone()  # every byte of the item read (a memmap slice is lazy until then)
         frames += item.batch_size[0]
     return frames / (time.perf_counter() - started), frames
