@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -65,7 +67,8 @@ _REFUSALS = (
 def side_doctor() -> Path:
     """lerobot-doctor's command in its side environment (installed on first use)."""
     done = subprocess.run([str(PROJECT / "scripts" / "side_env.sh"), "lerobot-doctor"],
-                          capture_output=True, text=True, timeout=1200, check=True)  # fmt: skip
+                          capture_output=True, text=True, timeout=1200, check=True,
+                          env={**os.environ, "SIDE_ENV_PYTHON": sys.executable})  # fmt: skip
     return Path(done.stdout.strip().splitlines()[-1]).parent / "lerobot-doctor"
 
 
