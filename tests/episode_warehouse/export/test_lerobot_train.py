@@ -28,10 +28,15 @@ from warehouse_fixtures.droid import write_droid
 from warehouse_fixtures.lerobot_writer import LeRobotSpec
 from warehouse_fixtures.minari_writer import ARM_ID, MinariSpec, write_minari_dataset
 
-pytestmark = pytest.mark.slow(
-    reason="lerobot-train in its own environment (installed once, ~1 min): five runs of "
-    "~20-40 s on CPU, each with torch's and lerobot's imports"
-)
+pytestmark = [
+    pytest.mark.slow(
+        reason="lerobot-train in its own environment (installed once, ~1 min): five runs of "
+        "~20-40 s on CPU, each with torch's and lerobot's imports"
+    ),
+    # one after the other on one worker: two trainings at once on 2 cores, each with torch's
+    # threads for every core, took over 15 minutes each (900 s timeouts) where one takes 157 s
+    pytest.mark.xdist_group("lerobot_train"),
+]
 PROJECT = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).parent
 FRACTAL = "fractal20220817_data"
