@@ -134,9 +134,10 @@ def audit_partition(arrays: PartitionArrays, fps: float | None) -> Findings:
     found = Findings(arrays.starts, arrays.lengths)
     steps.check_lengths(arrays, fps, found)
     steps.check_values(arrays, found)
-    steps.check_actions(arrays, found)
+    continuous = steps.continuous_actions(arrays)
+    steps.check_actions(arrays, continuous, found)
     steps.check_timestamps(arrays, fps, found)
-    steps.check_dimensions(arrays, found)
+    steps.check_dimensions(arrays, continuous, found)
     for key, rows in arrays.cameras.items():
         _check_frames(key, rows, arrays, found)
     total = sum(len(f) for f in found.by_episode) + len(found.partition)

@@ -105,10 +105,16 @@ def check_values(arrays: PartitionArrays, found: Findings) -> None:
                       f"{len(rows)} steps hold NaN or infinity")  # fmt: skip
 
 
-def check_actions(arrays: PartitionArrays, found: Findings) -> None:
+def continuous_actions(arrays: PartitionArrays) -> dict[str, list[int]]:
+    """Each float action leaf's continuous dimensions (read once: both passes use them)."""
+    return {key: _continuous(values) for key, values in arrays.floats("action")}
+
+
+def check_actions(arrays: PartitionArrays, continuous_dims: dict[str, list[int]],
+                  found: Findings) -> None:  # fmt: skip
     within = np.concatenate([[False], same_episode(arrays)])  # row r continues row r-1
     for key, values in arrays.floats("action"):
-        continuous = _continuous(values)
+        continuous = continuous_dims[key]
         for d in continuous:
             column = np.asarray(values[:, d])
             finite = column[np.isfinite(column)]
@@ -185,7 +191,8 @@ def check_timestamps(arrays: PartitionArrays, fps: float | None, found: Findings
                           f"at the partition's {fps:g} Hz")  # fmt: skip
 
 
-def check_dimensions(arrays: PartitionArrays, found: Findings) -> None:
+def check_dimensions(arrays: PartitionArrays, continuous_dims: dict[str, list[int]],
+                     found: Findings) -> None:  # fmt: skip
     """The per-partition kinds: constant, stuck and clipped dimensions."""
     if arrays.rows < 2:
         return
@@ -198,8 +205,8 @@ def check_dimensions(arrays: PartitionArrays, found: Findings) -> None:
                                 f"{rows[0, d]:.6g} in all {arrays.rows} steps")  # fmt: skip
         if key == "action" or key.startswith("action/") or "state" in key:
             _stuck(key, rows, low != high, arrays, found)
-        if values.dtype.kind == "f" and (key == "action" or key.startswith("action/")):
-            _clipped(key, rows, _continuous(values), found)
+        if key in continuous_dims:
+            _clipped(key, rows, continuous_dims[key], found)
 
 
 def _stuck(key: str, rows: np.ndarray, varies: np.ndarray, arrays, found: Findings) -> None:

@@ -53,22 +53,28 @@ def positive_weight(value: object, *, what: str, subject: str) -> float:
     return number
 
 
+def _finite_chunks(values: np.ndarray, rows: int | None):
+    """(first row, per-row "all finite" flags) of the first ``rows`` rows, read in chunks."""
+    rows = len(values) if rows is None else rows
+    per_row = max(1, int(np.prod(values.shape[1:], dtype=np.int64)))
+    step = max(1, CHUNK_ELEMENTS // per_row)
+    for start in range(0, rows, step):
+        chunk = np.asarray(values[start : min(rows, start + step)]).reshape(-1, per_row)
+        finite = np.isfinite(chunk)
+        yield start, finite.all(axis=1), int((~finite).sum())
+
+
 def nonfinite_rows(values: np.ndarray, rows: int | None = None) -> tuple[int, int]:
     """(how many elements of the first ``rows`` rows are NaN or infinite, the first such row;
     -1 when none), read in chunks; 0 and -1 for arrays that are not floating point."""
     if values.dtype.kind not in "fc":
         return 0, -1
-    rows = len(values) if rows is None else rows
-    per_row = max(1, int(np.prod(values.shape[1:], dtype=np.int64)))
-    step = max(1, CHUNK_ELEMENTS // per_row)
     count, first = 0, -1
-    for start in range(0, rows, step):
-        chunk = np.asarray(values[start : min(rows, start + step)]).reshape(-1, per_row)
-        bad = ~np.isfinite(chunk).all(axis=1)
-        if bad.any():
+    for start, ok, bad in _finite_chunks(values, rows):
+        if bad:
             if first < 0:
-                first = start + int(np.argmax(bad))
-            count += int((~np.isfinite(chunk)).sum())
+                first = start + int(np.argmin(ok))
+            count += bad
     return count, first
 
 
@@ -103,11 +109,5 @@ def check_finite(
 
 def _bad_rows(values: np.ndarray, rows: int | None) -> np.ndarray:
     """Every row (of the first ``rows``) holding a NaN or infinity (read on refusal only)."""
-    rows = len(values) if rows is None else rows
-    per_row = max(1, int(np.prod(values.shape[1:], dtype=np.int64)))
-    step = max(1, CHUNK_ELEMENTS // per_row)
-    found = []
-    for start in range(0, rows, step):
-        chunk = np.asarray(values[start : min(rows, start + step)]).reshape(-1, per_row)
-        found.append(start + np.flatnonzero(~np.isfinite(chunk).all(axis=1)))
+    found = [start + np.flatnonzero(~ok) for start, ok, _ in _finite_chunks(values, rows)]
     return np.concatenate(found) if found else np.zeros(0, np.int64)

@@ -40,7 +40,7 @@ def test_frozen_actions_jumps_and_short_episodes_where_they_were_planted():
     arrays = _arrays({"action": action, "observation/state": rng.normal(size=(rows, 2))})
     found = Findings(arrays.starts, arrays.lengths)
     steps.check_lengths(arrays, 10.0, found)
-    steps.check_actions(arrays, found)
+    steps.check_actions(arrays, steps.continuous_actions(arrays), found)
     assert _found(found) == {
         1: [("frozen_action", "action", 10, 6)],
         2: [("action_jump", "action", 20, 1)],  # the jump, not the level after it
@@ -68,7 +68,7 @@ def test_constant_stuck_and_clipped_dimensions_are_findings_of_the_partition():
     action[:, 1] = np.minimum(action[:, 1], -0.3)  # more than half at the maximum
     arrays = _arrays({"observation/state": state, "action": action})
     found = Findings(arrays.starts, arrays.lengths)
-    steps.check_dimensions(arrays, found)
+    steps.check_dimensions(arrays, steps.continuous_actions(arrays), found)
     assert sorted((f["kind"], f["key"]) for f in found.partition) == [
         ("clipped_dimension", "action[1]"),
         ("constant_dimension", "observation/state[0]"),
