@@ -88,12 +88,25 @@ def _fill_part(ds, part, rows: np.ndarray, leaves: dict[Key, torch.Tensor], at: 
         present = frames is not None and size is not None
         put(("observation", "pad_mask_dict", view), present)
         if present:
-            image = resize(_pixels(frames, ted_rows), size, contiguous=False)
-            leaf = leaves[("observation", "image", view)]
-            for j, place in enumerate(at.tolist()):  # channels-last into channels-last: a
-                leaf[place].copy_(image[j * ds.window : (j + 1) * ds.window])  # plain copy
+            _resize_into(leaves[("observation", "image", view)], at,
+                         _pixels(frames, ted_rows), size)  # fmt: skip
         elif size is not None:
             put(("observation", "image", view), 0)
+
+
+def _resize_into(leaf: torch.Tensor, at: torch.Tensor, pixels: np.ndarray, size) -> None:
+    """``pixels`` (``len(at)`` items of ``window`` frames each) resized into ``leaf`` at places
+    ``at``: straight into the leaf's memory where the places follow each other (a batch of one
+    dataset), else each item's frames copied to its place."""
+    first = int(at[0]) if len(at) else 0
+    if len(at) and bool((at == torch.arange(first, first + len(at))).all()):
+        target = leaf[first : first + len(at)]
+        resize(pixels, size, out=target.view(-1, *target.shape[2:]))
+        return
+    image = resize(pixels, size, contiguous=False)
+    window = leaf.shape[1]
+    for j, place in enumerate(at.tolist()):  # channels-last into channels-last: a plain copy
+        leaf[place].copy_(image[j * window : (j + 1) * window])
 
 
 def _pixels(frames, rows: np.ndarray) -> np.ndarray:
@@ -133,8 +146,8 @@ def read_items(ds, draws: list[tuple[int, int]]) -> TensorDict:
         for key, value in leaves.items():
             out.set(key, value)
         for name, values in (("language_instruction", texts), ("dataset_name", names)):
-            made: dict[str, NonTensorData] = {}  # one entry a distinct string, shared
-            out.set(name, torch.stack([made.setdefault(v, NonTensorData(v)) for v in values]))
+            made = {v: NonTensorData(v) for v in set(values)}  # one a distinct string, shared
+            out.set(name, torch.stack([made[v] for v in values]))
         return out
 
     return fill_batch(buffers, fill)

@@ -230,6 +230,16 @@ def test_a_batch_read_at_once_equals_the_items_collated(root):
     again.load_state_dict(first.state_dict())
     assert_same_batches(list(again), whole[1:])
 
+    # one dataset: each batch's items follow each other, resized straight into its memory
+    def one():
+        return VLADataset(MIX[:1], root, image_sizes=SIZES, window=2, chunk=3, num_samples=12,
+                          seed=3)  # fmt: skip
+
+    alone = [ref.read() for ref in one()]
+    refs = list(one())
+    assert_same_batches([ted_collate(refs[i : i + 6]) for i in (0, 6)],
+                        [ted_collate(alone[i : i + 6]) for i in (0, 6)])  # fmt: skip
+
 
 @pytest.mark.integration  # DataLoader worker processes
 def test_batches_read_in_workers_come_through_shared_memory_with_their_strings(root):
