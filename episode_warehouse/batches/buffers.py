@@ -59,12 +59,6 @@ def view_of(memory: torch.Tensor, buffer: Buffer) -> torch.Tensor:
     return tensor
 
 
-def pixels_last(row: tuple[int, ...]) -> bool:
-    """Whether a camera's ``(C, H, W)`` rows are held as ``(H, W, C)``, as JPEG and PNG
-    decoders give them (3 or 4 channels)."""
-    return len(row) == 3 and row[0] in (3, 4)
-
-
 def placed(buffers: list[Buffer]) -> tuple[dict[Key, tuple[int, int]], int]:
     """Where each owner buffer's bytes go in one memory, one after another, each starting on
     a cache line: ``(offset, nbytes)`` by key, and the memory's size."""

@@ -37,6 +37,7 @@ from episode_warehouse.curation.findings import Findings
 from episode_warehouse.curation.partition_arrays import PartitionArrays
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.frames.codec import OtherSizeError, whole_frames
+from episode_warehouse.frames.plain_rows import PlainRows
 from episode_warehouse.frames.rows import FrameRows, frame_checksums
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,7 @@ CHUNK = 4096  # rows of raw pixels compared at once
 
 
 def _stored_bytes(rows: FrameRows) -> np.ndarray:
-    offsets = np.asarray(rows.offsets, np.int64)
-    return np.asarray(rows.read(int(offsets[0]), int(offsets[-1])))
+    return np.asarray(rows.stored_bytes(0, len(rows)))
 
 
 def _bad_bytes(rows: FrameRows, n: int) -> np.ndarray:
@@ -66,7 +66,7 @@ def _check_frames(key: str, rows, arrays: PartitionArrays, found: Findings) -> N
                       int(arrays.starts[e] + arrays.lengths[e]) - first,
                       f"{len(rows)} frames stored for {arrays.rows} steps")  # fmt: skip
     within = same_episode(arrays)[: max(n - 1, 0)]
-    if isinstance(rows, FrameRows):
+    if rows.encoded:  # its stored bytes are a codec's: checked as such
         _check_encoded(key, rows, n, arrays, within, found)
     else:
         _check_raw(key, rows, n, within, found)
@@ -113,7 +113,7 @@ def _check_encoded(key, rows: FrameRows, n, arrays, within, found: Findings) -> 
     _frozen_runs(key, same, found)
 
 
-def _check_raw(key: str, rows: np.ndarray, n: int, within, found: Findings) -> None:
+def _check_raw(key: str, rows: PlainRows, n: int, within, found: Findings) -> None:
     same = np.zeros(max(n - 1, 0), bool)
     for a in range(0, n - 1, CHUNK):
         b = min(n - 1, a + CHUNK)

@@ -15,8 +15,7 @@ import pyarrow.parquet as pq
 import torch
 
 from episode_warehouse.errors import CorruptInputError
-from episode_warehouse.frames.codec import decode_preview, grey
-from episode_warehouse.frames.rows import FrameRows
+from episode_warehouse.frames.plain_rows import Rows
 from episode_warehouse.ted.assemble import MappedRows
 from episode_warehouse.ted.cameras import declared_images, image_layout
 from episode_warehouse.ted.files import read_meta
@@ -26,14 +25,13 @@ from episode_warehouse.ted.record import TedRecord
 SAMPLE_FRACTIONS = (0.25, 0.5, 0.75)  # of each episode: the frames decoded, per camera
 
 
-def _is_camera(key: str, rows: np.ndarray | FrameRows, declared: dict[str, str] | None) -> bool:
+def _is_camera(key: str, rows: Rows, declared: dict[str, str] | None) -> bool:
     """Whether TED key ``key`` is a camera: ``ted/cameras.py``'s answer (the one the export,
     the viewer and the standardized stage share), asked of the rows' shape and dtype."""
     parts = tuple(key.split("/"))
     if parts[0] != "observation":
         return False
-    row = rows.row_shape if isinstance(rows, FrameRows) else rows.shape[1:]
-    probe = torch.empty((0, *row), dtype=torch.from_numpy(np.zeros(0, rows.dtype)).dtype)
+    probe = torch.empty((0, *rows.row_shape), dtype=torch.from_numpy(np.zeros(0, rows.dtype)).dtype)
     return image_layout(parts[1:], probe, declared) is not None
 
 
@@ -46,7 +44,7 @@ class PartitionArrays:
     starts: np.ndarray
     lengths: np.ndarray
     numeric: dict[str, np.ndarray] = field(default_factory=dict)  # (rows, d), any dtype
-    cameras: dict[str, np.ndarray | FrameRows] = field(default_factory=dict)
+    cameras: dict[str, Rows] = field(default_factory=dict)
     texts: dict[str, list[str]] = field(default_factory=dict)  # text leaf -> its lookup table
     text_rows: dict[str, np.ndarray] = field(default_factory=dict)  # text leaf -> (rows,) index
     instructions: list[str | None] = field(default_factory=list)  # per episode (its table's)
@@ -78,8 +76,7 @@ class PartitionArrays:
         for key, entry in sorted(meta.keys.items()):
             if entry["kind"] not in (ARRAY, UNSQUEEZE) or key.rsplit("/", 1)[-1] in BOOKKEEPING:
                 continue
-            rows = mapped.file_rows(entry["file"])
-            rows = rows.window(0, meta.rows) if isinstance(rows, FrameRows) else rows[: meta.rows]
+            rows = mapped.file_rows(entry["file"]).window(0, meta.rows)
             if _is_camera(key, rows, declared):
                 out.cameras[key] = rows
             elif key.rsplit("/", 1)[-1] not in texts and key not in texts:
@@ -100,14 +97,8 @@ class PartitionArrays:
         """The grey preview of camera ``key``'s frame ``row`` (decoded once), or the error
         that its bytes gave."""
         if (key, row) not in self._previews:
-            rows = self.cameras[key]
             try:
-                if isinstance(rows, FrameRows) and rows.videos is None:
-                    frame = decode_preview(rows.blob(row), rows.row_shape, rows.dtype,
-                                           f"{rows.where} row {row}")  # fmt: skip
-                else:
-                    frame = grey(np.asarray(rows[row]))
-                self._previews[key, row] = frame
+                self._previews[key, row] = self.cameras[key].preview(row)
             except CorruptInputError as exc:
                 self._previews[key, row] = exc
         return self._previews[key, row]

@@ -41,7 +41,6 @@ import numpy as np
 import pyarrow as pa
 
 from episode_warehouse.curation.partition_arrays import PartitionArrays
-from episode_warehouse.frames.rows import FrameRows
 
 COLUMNS = ("content_hash", "step_minhash", "frame_hashes", "sample_steps", "sample_thumbs",
            "text_hash")  # fmt: skip
@@ -135,13 +134,6 @@ def minhash(fingerprints: np.ndarray) -> list[int]:
     return mins.view(np.int64).tolist()
 
 
-def _camera_bytes(rows, start: int, stop: int) -> bytes | memoryview:
-    if isinstance(rows, FrameRows):
-        return memoryview(np.ascontiguousarray(rows.read(int(rows.offsets[start]),
-                                                         int(rows.offsets[stop]))))  # fmt: skip
-    return memoryview(np.ascontiguousarray(rows[start:stop])).cast("B")
-
-
 def _pixel_words(rows, start: int, stop: int, chunk: int = 1024) -> np.ndarray:
     """(n, 1) uint64: a hash of each frame's decoded pixels, the same however they are stored
     (zstd, PNG or raw rows) and in whichever form a grey frame is kept (``(H, W)``, or three
@@ -205,7 +197,7 @@ def signature_columns(arrays: PartitionArrays) -> dict[str, pa.Array]:
             h.update(f"{key}:{values.dtype.str}:{values.shape[1]}".encode())
             h.update(np.ascontiguousarray(values[start : start + n]).data)
         for key, rows in cameras:
-            data = _camera_bytes(rows, start, start + n)
+            data = rows.stored_bytes(start, start + n)
             h.update(f"{key}:frames:{len(data)}:{zlib.crc32(data)}".encode())
         episode_texts = arrays.episode_texts(e)
         for line in episode_texts:

@@ -125,7 +125,8 @@ class DecodedWriter:
         self.specs: dict[str, ArraySpec] = {}
         self.rows: int | None = None
         self.frames = frames or Settings.from_env().frames
-        self._appenders: dict[str, _Appender | FrameAppender] = {}
+        self._appenders: dict[str, _Appender] = {}  # rows as they are
+        self._frame_appenders: dict[str, FrameAppender] = {}  # cameras' frames, encoded
         self._to_encode: list[str] = []  # allocated cameras, encoded when finished
 
     def _register(self, spec: ArraySpec) -> Path:
@@ -192,23 +193,21 @@ class DecodedWriter:
 
     def _appender(self, spec: ArraySpec) -> _Appender:
         name = _name(spec)
+        if name in self._frame_appenders:
+            raise ValueError(f"{spec.key}: its rows were stored as encoded frames until now")
         if name not in self._appenders:
             self._appenders[name] = _Appender(self._register(spec), spec)
-        appender = self._appenders[name]
-        if not isinstance(appender, _Appender):
-            raise ValueError(f"{spec.key}: its rows were stored as encoded frames until now")
-        return appender
+        return self._appenders[name]
 
     def _frame_appender(self, spec: ArraySpec) -> FrameAppender:
         name = _name(spec)
-        if name not in self._appenders:
+        if name in self._appenders:
+            raise ValueError(f"{spec.key}: its rows were stored as pixels until now")
+        if name not in self._frame_appenders:
             encoded = spec.encoded()
             self._register(encoded)
-            self._appenders[name] = FrameAppender(self.folder, encoded)
-        appender = self._appenders[name]
-        if not isinstance(appender, FrameAppender):
-            raise ValueError(f"{spec.key}: its rows were stored as pixels until now")
-        return appender
+            self._frame_appenders[name] = FrameAppender(self.folder, encoded)
+        return self._frame_appenders[name]
 
     def _set_rows(self, rows: int) -> None:
         if self.rows is not None and self.rows != rows:
@@ -217,13 +216,17 @@ class DecodedWriter:
 
     def close_arrays(self) -> None:
         """Close the appended arrays (their headers written): they can be opened from here on."""
-        for name, appender in self._appenders.items():
+        for name, frames in self._frame_appenders.items():
+            rows = frames.close()
+            self.specs[name] = frames.spec  # it now names its video files
+            if frames.spec.role != FINAL:
+                self._set_rows(rows)
+        for appender in self._appenders.values():
             rows = appender.close()
-            if isinstance(appender, FrameAppender):  # its spec now names its video files
-                self.specs[name] = appender.spec
             if appender.spec.role != FINAL:
                 self._set_rows(rows)
         self._appenders.clear()
+        self._frame_appenders.clear()
 
     def finish(self, episodes: pa.Table, meta: dict) -> DecodedRecord:
         """Close appended arrays, check their values, write episodes.parquet, then meta.json

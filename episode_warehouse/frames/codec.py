@@ -426,6 +426,12 @@ def _check_row(declared: Declared, shape: tuple[int, ...], dtype: np.dtype, wher
         raise _other_size(where, got, shape, np.dtype(dtype))
 
 
+def pixels_last(row: tuple[int, ...]) -> bool:
+    """Whether a camera's ``(C, H, W)`` rows are decoded as ``(H, W, C)`` memory, as JPEG and
+    PNG decoders give them (3 or 4 channels): the memory order a batch holds them in."""
+    return len(row) == 3 and row[0] in (3, 4)
+
+
 def _pixels_last(out: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
     """``out`` (a row of ``shape``, ``(C, H, W)`` or ``(H, W)``, or rows of it) seen as the
     decoder writes pixels, ``(..., H, W, C)`` or ``(..., H, W)``; None where a row is not

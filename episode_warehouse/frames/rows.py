@@ -14,13 +14,21 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from episode_warehouse.errors import CorruptInputError
 from episode_warehouse.file_maps import map_bytes, map_npy
-from episode_warehouse.frames.codec import VIDEO_REF, decode_frame, decode_frames_into
+from episode_warehouse.frames.codec import (
+    VIDEO_REF,
+    decode_frame,
+    decode_frames_into,
+    decode_preview,
+    grey,
+    pixels_last,
+)
 from episode_warehouse.frames.video import VideoFiles
 
 _FIX = "re-materialize the partition (its TED, or its decoded stage)"
@@ -93,8 +101,19 @@ def check_offsets(offsets: np.ndarray, size: int, where: str) -> np.ndarray:
     return offsets
 
 
+@dataclass(frozen=True)
+class Decoded:
+    """Frames of one file decoded in this batch: row ``rows[k]`` is ``array[places[k]]``
+    (``rows`` sorted and distinct)."""
+
+    rows: np.ndarray
+    places: np.ndarray
+    array: np.ndarray
+
+
 class FrameRows:
-    """Decoded rows of encoded frames.
+    """Decoded rows of encoded frames (the calls every reader makes of a TED's rows are listed
+    in :mod:`~episode_warehouse.frames.plain_rows`, whose ``PlainRows`` has them too).
 
     Args:
         offsets: int64, one more than the rows (``offsets[-1]`` is the end of the last frame);
@@ -127,6 +146,13 @@ class FrameRows:
         self.where = where
         self.cache = DecodedCache() if cache is None else cache
         self.videos = videos  # a video camera's files (its rows are references into them)
+
+    encoded = True  # a frame's stored bytes are a codec's
+
+    @property
+    def pixels_last(self) -> bool:
+        """Whether a row decodes as ``(H, W, C)`` memory (see :func:`codec.pixels_last`)."""
+        return pixels_last(self.row_shape)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -258,7 +284,61 @@ class FrameRows:
             out[i] = each
         return out
 
-    def decode_into(self, rows: np.ndarray, out: np.ndarray, positions: np.ndarray) -> None:
+    def leaf(self):
+        """The rows as the tensor a TensorDict holds: a ``FrameTensor``, decoded when indexed."""
+        from episode_warehouse.frames.tensor import FrameTensor  # torch: not at import
+
+        return FrameTensor(self)
+
+    def stored_bytes(self, start: int, stop: int) -> memoryview:
+        """Rows ``[start, stop)``'s bytes as stored, back to back."""
+        data = self.read(int(self.offsets[start]), int(self.offsets[stop]))
+        return memoryview(np.ascontiguousarray(data))
+
+    def preview(self, row: int) -> np.ndarray:
+        """Row ``row`` as a small grey image (an image decoded at reduced scale, a video's
+        frame decoded whole)."""
+        if self.videos is not None:
+            return grey(np.asarray(self[row]))
+        return decode_preview(self.blob(row), self.row_shape, self.dtype,
+                              f"{self.where} row {row}")  # fmt: skip
+
+    def read_into(
+        self,
+        wanted: np.ndarray,
+        out: np.ndarray,
+        positions: np.ndarray | None = None,
+        memo: list[Decoded] | None = None,
+    ) -> None:
+        """Frames ``wanted`` (any rows, repeats allowed) into ``out[positions]`` (default:
+        ``out[k]`` for the k-th), each distinct row decoded once per batch: a row met again
+        (here, or in ``memo``: what the batch's other leaves of the same file decoded, to
+        which this call adds its own) is copied from where it was written, consecutive rows
+        as one copy (:func:`copy_runs`)."""
+        wanted = np.asarray(wanted, dtype=np.int64)
+        places = (np.arange(len(wanted), dtype=np.int64) if positions is None
+                  else np.asarray(positions, dtype=np.int64))  # fmt: skip
+        decoded = [] if memo is None else memo
+        todo = np.ones(len(wanted), dtype=bool)
+        for done in decoded:
+            at = np.minimum(np.searchsorted(done.rows, wanted), len(done.rows) - 1)
+            hit = todo & (done.rows[at] == wanted)
+            if hit.any():
+                copy_runs(out, places[hit], done.array, done.places[at[hit]])
+                todo &= ~hit
+        rest = np.flatnonzero(todo)
+        if not len(rest):
+            return
+        rows, first = np.unique(wanted[rest], return_index=True)
+        first_places = places[rest[first]]
+        self._decode_distinct(rows, out, first_places)
+        sources = first_places[np.searchsorted(rows, wanted[rest])]
+        again = sources != places[rest]  # a row wanted more than once in this call
+        if again.any():
+            copy_runs(out, places[rest][again], out, sources[again])
+        decoded.append(Decoded(rows, first_places, out))
+
+    def _decode_distinct(self, rows: np.ndarray, out: np.ndarray, positions: np.ndarray) -> None:
         """Rows ``rows`` (distinct, in range) decoded into ``out[positions]``, a buffer the
         caller owns (each a row of this camera's shape and dtype, in any memory order): each
         run of consecutive rows is one read of its bytes, then the frames go to the codec
@@ -326,6 +406,20 @@ class FrameRows:
         if self.videos is not None and bytes(blob[:4]) == VIDEO_REF:
             return self.videos.frame(blob, self.row_shape, where)
         return decode_frame(blob, self.row_shape, self.dtype, where)
+
+
+def copy_runs(target: np.ndarray, places: np.ndarray, source: np.ndarray, at: np.ndarray) -> None:
+    """``target[places[k]] = source[at[k]]`` for every k, one slice copy for each run where
+    both ``places`` and ``at`` step by one (a batch's next frames are its frames shifted by
+    one: a run a slice)."""
+    if not len(places):
+        return
+    breaks = np.flatnonzero((np.diff(places) != 1) | (np.diff(at) != 1)) + 1
+    begins = np.concatenate([[0], breaks])
+    ends = np.concatenate([breaks, [len(places)]])
+    for begin, end, to, frm in zip(begins.tolist(), ends.tolist(), places[begins].tolist(),
+                                   at[begins].tolist(), strict=True):  # fmt: skip
+        target[to : to + end - begin] = source[frm : frm + end - begin]
 
 
 def _empty_like_frames(n: int, first: np.ndarray | None, rows: FrameRows) -> np.ndarray:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from episode_warehouse.frames.plain_rows import PlainRows
 from episode_warehouse.frames.rows import FrameRows
 from episode_warehouse.stand_in import StandIn
 
@@ -68,6 +69,12 @@ class FrameTensor(StandIn):
 
     def shape_only(self) -> torch.Tensor:
         return self._plain
+
+
+def rows_of(leaf: torch.Tensor) -> FrameRows | PlainRows:
+    """The rows behind a TensorDict's leaf: an encoded camera's frames, else the tensor itself
+    as plain rows; either is read by the same calls (:mod:`.plain_rows`)."""
+    return leaf.frames if isinstance(leaf, FrameTensor) else PlainRows(leaf)
 
 
 def _numpy_index(index):

@@ -18,12 +18,12 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch.utils.data import Dataset, get_worker_info
 
-from episode_warehouse.batches.buffers import Buffer, pixels_last, view_of
+from episode_warehouse.batches.buffers import Buffer, view_of
 from episode_warehouse.errors import ConfigError
-from episode_warehouse.frames.tensor import FrameTensor
+from episode_warehouse.frames.tensor import rows_of
 from episode_warehouse.loading.selection import Selection
 from episode_warehouse.loading.ted_cache import TedCache
-from episode_warehouse.ted.gather import decode_rows, flat_view
+from episode_warehouse.ted.gather import flat_view
 
 Key = str | tuple[str, ...]
 
@@ -145,17 +145,10 @@ class StepWindowDataset(Dataset):
             for key, (rows, pad) in windows.items():
                 target, width = leaves[key], rows.shape[1]
                 for p, items in mine.items():
-                    leaf, wanted = tds[p].get(_name(key)), rows[items].reshape(-1)
-                    if isinstance(leaf, FrameTensor):
-                        view = flat_view(target.numpy(), (n * width, *target.shape[2:]))
-                        places = (items[:, None] * width + np.arange(width)).reshape(-1)
-                        decode_rows(leaf.frames, wanted, view, [], places)
-                    elif len(mine) == 1:
-                        target.copy_(leaf[torch.from_numpy(wanted)].reshape(target.shape))
-                    else:
-                        values = leaf[torch.from_numpy(wanted)]
-                        values = values.reshape(len(items), *target.shape[1:])
-                        target[torch.from_numpy(items)] = values
+                    stored, wanted = rows_of(tds[p].get(_name(key))), rows[items].reshape(-1)
+                    view = flat_view(target.numpy(), (n * width, *target.shape[2:]))
+                    places = (items[:, None] * width + np.arange(width)).reshape(-1)
+                    stored.read_into(wanted, view, None if len(mine) == 1 else places)
                 leaves[pad_key(key)].numpy()[:] = pad
             out = TensorDict(batch_size=[n])
             for key, value in leaves.items():
@@ -175,13 +168,13 @@ class StepWindowDataset(Dataset):
                                         Buffer(("step",), (n,), torch.int64)]  # fmt: skip
         for key, offsets in self.deltas.items():
             leaves = [td.get(_name(key)) for td in opened]
-            kinds = {(tuple(x.shape[1:]), x.dtype, isinstance(x, FrameTensor)) for x in leaves}
+            kinds = {(tuple(x.shape[1:]), x.dtype, rows_of(x).pixels_last) for x in leaves}
             if len(kinds) > 1:
                 buffers = None
                 break
             leaf = leaves[0]
             shape = (n, len(offsets), *leaf.shape[1:])
-            camera = isinstance(leaf, FrameTensor) and pixels_last(tuple(leaf.shape[1:]))
+            camera = rows_of(leaf).pixels_last
             buffers.append(Buffer(key, shape, leaf.dtype, camera))  # type: ignore[union-attr]
             buffers.append(Buffer(pad_key(key), (n, len(offsets)), torch.bool))  # type: ignore[union-attr]
         if len(self._layouts) >= 256:  # partitions met in many combinations: start again

@@ -30,7 +30,8 @@ def resize(
     # pixels agree with the float path to within 1)
     t = t.contiguous(memory_format=torch.channels_last)
     if out is not None and out.is_contiguous(memory_format=torch.channels_last):
-        return torch._C._nn._upsample_bilinear2d_aa(t, size, False, out=out)
+        # (the out= overload of F.interpolate's kernel: torch's stubs name only the other one)
+        return torch._C._nn._upsample_bilinear2d_aa(t, size, False, out=out)  # type: ignore[call-arg]
     resized = F.interpolate(t, size=size, mode="bilinear", antialias=True, align_corners=False)
     if out is not None:
         return out.copy_(resized)

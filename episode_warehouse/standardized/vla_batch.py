@@ -16,11 +16,9 @@ import numpy as np
 import torch
 from tensordict import NonTensorData, TensorDict
 
-from episode_warehouse.batches.buffers import Buffer, fresh, pixels_last, view_of
+from episode_warehouse.batches.buffers import Buffer, fresh, view_of
 from episode_warehouse.batches.slots import fill_batch
-from episode_warehouse.frames.rows import FrameRows
 from episode_warehouse.standardized.images import resize
-from episode_warehouse.ted.gather import decode_rows
 
 Key = tuple[str, ...]
 
@@ -110,17 +108,16 @@ def _resize_into(leaf: torch.Tensor, at: torch.Tensor, pixels: np.ndarray, size)
 
 
 def _pixels(frames, rows: np.ndarray) -> np.ndarray:
-    """A view's frames of TED rows ``rows``: encoded ones decoded straight into this process's
-    reused memory (:func:`~episode_warehouse.ted.gather.fresh`; channels last, as ``resize``
-    takes them), so no frame and no batch of frames allocates memory of its own (allocations of
-    a size that changes from batch to batch grew the workers' heaps: docs/standardized.md)."""
-    if not isinstance(frames, FrameRows):
-        return np.asarray(frames[rows])  # a decoded layout's memory map
+    """A view's frames of TED rows ``rows`` read straight into this process's reused memory
+    (:func:`~episode_warehouse.batches.buffers.fresh`; encoded ones decoded there, channels
+    last, as ``resize`` takes them), so no frame and no batch of frames allocates memory of its
+    own (allocations of a size that changes from batch to batch grew the workers' heaps:
+    docs/standardized.md)."""
     shape = frames.row_shape
     dtype = torch.from_numpy(np.zeros(0, frames.dtype)).dtype
-    buffer = Buffer(("frames",), (len(rows), *shape), dtype, pixels_last(shape))
+    buffer = Buffer(("frames",), (len(rows), *shape), dtype, frames.pixels_last)
     target = view_of(fresh([buffer])[buffer.key], buffer).numpy()
-    decode_rows(frames, rows, target, [])
+    frames.read_into(rows, target)
     return target
 
 

@@ -8,7 +8,6 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
@@ -16,8 +15,8 @@ from tensordict import TensorDict, TensorDictBase
 
 from episode_warehouse.errors import NotMaterializedError
 from episode_warehouse.file_maps import map_npy
-from episode_warehouse.frames.rows import FrameRows, open_frames
-from episode_warehouse.frames.tensor import FrameTensor
+from episode_warehouse.frames.plain_rows import PlainRows, Rows
+from episode_warehouse.frames.rows import open_frames
 from episode_warehouse.settings import Settings
 from episode_warehouse.ted.files import checksum_files, final_files_of, frame_files
 from episode_warehouse.ted.layout import ARRAY, EPISODES, NEXT_OF, UNSQUEEZE, ZEROS
@@ -33,16 +32,16 @@ def _map(path: Path) -> torch.Tensor:
     return map_npy(path, "re-materialize the ted stage of this partition")
 
 
-def assemble(meta: TedRecord, tensor_of, rows: int, next_obs: str = "view") -> TensorDictBase:
-    """The TensorDict of ``rows`` steps of a TED from its record and ``tensor_of(file)``: the
-    rows of each per-step file (one more row for observation files; an encoded camera's as
-    :class:`~episode_warehouse.frames.rows.FrameRows`, which become tensors that decode when
-    indexed). A memory-mapped folder and the rows of one episode fetched from a bucket are
-    assembled by this same code, so both give the same values."""
+def assemble(meta: TedRecord, rows_of, rows: int, next_obs: str = "view") -> TensorDictBase:
+    """The TensorDict of ``rows`` steps of a TED from its record and ``rows_of(file)``: the
+    rows of each per-step file (one more row for observation files), plain or encoded (an
+    encoded camera's leaf decodes when indexed). A memory-mapped folder and the rows of one
+    episode fetched from a bucket are assembled by this same code, so both give the same
+    values."""
     if next_obs not in NEXT_OBS:
         raise ValueError(f"next_obs must be one of {NEXT_OBS}, not {next_obs!r}")
     leaves: dict[tuple[str, ...], torch.Tensor] = {}
-    done = tensor_of("next/done.npy")
+    done = rows_of("next/done.npy").leaf()
     for name, entry in meta.keys.items():
         key = tuple(name.split("/"))
         kind = entry["kind"]
@@ -51,23 +50,15 @@ def assemble(meta: TedRecord, tensor_of, rows: int, next_obs: str = "view") -> T
                 1, *entry["shape"], dtype=getattr(torch, entry["dtype"])
             ).expand(rows, *entry["shape"])
             continue
-        tensor = tensor_of(entry["file"])
+        stored = rows_of(entry["file"])
         if kind == ARRAY:
-            if isinstance(tensor, FrameRows):  # an encoded camera: decoded when indexed
-                leaves[key] = FrameTensor(tensor.window(0, rows))
-            else:
-                leaves[key] = tensor[:rows] if entry.get("rows_plus_one") else tensor
+            leaves[key] = stored.window(0, rows).leaf()
         elif kind == UNSQUEEZE:
-            leaves[key] = tensor.unsqueeze(-1)
+            leaves[key] = stored.leaf().unsqueeze(-1)
         elif kind == NEXT_OF:
-            final = tensor_of(entry["final"]) if "final" in entry else None
-            episode = tensor_of("episode.npy") if final is not None else None
-            shifted = (
-                FrameTensor(tensor.window(1, rows + 1))
-                if isinstance(tensor, FrameRows)
-                else tensor[1 : rows + 1]
-            )
-            view = NextObservation(shifted, done, final, episode)
+            final = rows_of(entry["final"]).leaf() if "final" in entry else None
+            episode = rows_of("episode.npy").leaf() if final is not None else None
+            view = NextObservation(stored.window(1, rows + 1).leaf(), done, final, episode)
             leaves[key] = view if next_obs == "view" else view.corrected()
         else:
             raise NotMaterializedError(f"unknown key kind {kind!r}", subject="TED meta.json")
@@ -91,7 +82,7 @@ class MappedRows:
         self._frames = frame_files(ted)
         self._checksums = checksum_files(ted)
         self.verify = Settings.from_env().verify_frames
-        self._maps: dict[str, torch.Tensor | FrameRows] = {}
+        self._maps: dict[str, Rows] = {}
         self._views: OrderedDict[tuple[int, int], TensorDictBase] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -101,7 +92,7 @@ class MappedRows:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state, _lock=threading.Lock())
 
-    def _mapped(self, file: str) -> torch.Tensor | FrameRows:
+    def _mapped(self, file: str) -> Rows:
         if file not in self._maps:
             if file in self._frames:
                 shape, dtype, videos = self._frames[file]
@@ -110,17 +101,16 @@ class MappedRows:
                     checksums=self._checksums.get(file), verify=self.verify,
                 )  # fmt: skip
             else:
-                self._maps[file] = _map(self.folder / file)
+                self._maps[file] = PlainRows(_map(self.folder / file).numpy())
         return self._maps[file]
 
     def episodes(self) -> pa.Table:
         return pq.read_table(self.folder / EPISODES)
 
-    def file_rows(self, file: str) -> np.ndarray | FrameRows:
+    def file_rows(self, file: str) -> Rows:
         """Every row of ``file``, memory-mapped (indexing reads the rows it picks; an encoded
         camera's decodes them)."""
-        rows = self._mapped(file)
-        return rows if isinstance(rows, FrameRows) else rows.numpy()
+        return self._mapped(file)
 
     def whole(self, next_obs: str = "view") -> TensorDictBase:
         """Every step (see :func:`open_ted` for the keys and ``next_obs``)."""
@@ -143,13 +133,11 @@ class MappedRows:
         return view
 
     def _assemble(self, start: int, length: int) -> TensorDictBase:
-        def tensor_of(file: str) -> torch.Tensor | FrameRows:
+        def rows_of(file: str) -> Rows:
             full = self._mapped(file)
             if file in self._finals:
                 return full
             extra = 1 if len(full) == self.ted.rows + 1 else 0  # observation files
-            if isinstance(full, FrameRows):
-                return full.window(start, start + length + extra)
-            return full[start : start + length + extra]
+            return full.window(start, start + length + extra)
 
-        return assemble(self.ted, tensor_of, length)
+        return assemble(self.ted, rows_of, length)

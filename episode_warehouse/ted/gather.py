@@ -26,14 +26,15 @@ buffer holds ``L + 1`` frames a slice and both leaves are views of it, rows ``[0
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import torch
 from tensordict import TensorDict
 
-from episode_warehouse.batches.buffers import Buffer, fresh, pixels_last, view_of
-from episode_warehouse.frames.rows import FrameRows
+from episode_warehouse.batches.buffers import Buffer, fresh, view_of
+from episode_warehouse.frames.codec import pixels_last
+from episode_warehouse.frames.rows import Decoded
 from episode_warehouse.ted.assemble import MappedRows
 from episode_warehouse.ted.layout import ARRAY, NEXT_OF, UNSQUEEZE, ZEROS
 
@@ -115,10 +116,7 @@ def gather(
             _next_rows(rows, entry, flat, last, target, memo)
         elif kind in (ARRAY, UNSQUEEZE):
             source = rows.file_rows(entry["file"])
-            if isinstance(source, FrameRows):
-                decode_rows(source, flat, target, memo.setdefault(entry["file"], []))
-            else:
-                np.take(source, flat, axis=0, out=flat_view(target, (len(flat), *source.shape[1:])))
+            source.read_into(flat, target, memo=memo.setdefault(entry["file"], []))
         else:
             raise ValueError(f"unknown TED key kind {kind!r}")
     return out
@@ -153,7 +151,7 @@ def _camera_and_next(rows, entry, index, last, memory, buffer, memo) -> None:
     keep = np.ones(wanted.shape, dtype=bool)
     keep[:, -1] = ~ends
     source = rows.file_rows(entry["file"])
-    decode_rows(source, wanted[keep], target, memo.setdefault(entry["file"], []), places[keep])
+    source.read_into(wanted[keep], target, places[keep], memo.setdefault(entry["file"], []))
     target[places[ends, -1]] = 0
 
 
@@ -162,11 +160,7 @@ def _next_rows(rows, entry, flat, last, target, memo) -> None:
     observation (``final/<key>.npy`` by the step's episode id) or zeros."""
     source = rows.file_rows(entry["file"])
     following = np.flatnonzero(~last)
-    if isinstance(source, FrameRows):
-        decode_rows(source, flat[following] + 1, target, memo.setdefault(entry["file"], []),
-                positions=following)  # fmt: skip
-    else:
-        target[following] = source[flat[following] + 1]
+    source.read_into(flat[following] + 1, target, following, memo.setdefault(entry["file"], []))
     ends = np.flatnonzero(last)
     if not len(ends):
         return
@@ -175,64 +169,6 @@ def _next_rows(rows, entry, flat, last, target, memo) -> None:
         target[ends] = rows.file_rows(entry["final"])[episodes]
     else:
         target[ends] = 0
-
-
-@dataclass(frozen=True)
-class Decoded:
-    """Frames of one file decoded in this batch: row ``rows[k]`` is ``array[places[k]]``
-    (``rows`` sorted and distinct)."""
-
-    rows: np.ndarray
-    places: np.ndarray
-    array: np.ndarray
-
-
-def decode_rows(
-    frames: FrameRows,
-    wanted: np.ndarray,
-    target: np.ndarray,
-    decoded: list[Decoded],
-    positions: np.ndarray | None = None,
-) -> None:
-    """Frames ``wanted`` into ``target[positions]`` (default: ``target[k]`` for the k-th),
-    each distinct row decoded once per batch: a row met again (here, or in ``decoded``: the
-    batch's other leaves of the same file, to which this call adds its own) is copied from
-    where it was written, consecutive rows as one copy (:func:`copy_runs`)."""
-    wanted = np.asarray(wanted, dtype=np.int64)
-    places = (np.arange(len(wanted), dtype=np.int64) if positions is None
-              else np.asarray(positions, dtype=np.int64))  # fmt: skip
-    todo = np.ones(len(wanted), dtype=bool)
-    for done in decoded:
-        at = np.minimum(np.searchsorted(done.rows, wanted), len(done.rows) - 1)
-        hit = todo & (done.rows[at] == wanted)
-        if hit.any():
-            copy_runs(target, places[hit], done.array, done.places[at[hit]])
-            todo &= ~hit
-    rest = np.flatnonzero(todo)
-    if not len(rest):
-        return
-    rows, first = np.unique(wanted[rest], return_index=True)
-    first_places = places[rest[first]]
-    frames.decode_into(rows, target, first_places)
-    sources = first_places[np.searchsorted(rows, wanted[rest])]
-    again = sources != places[rest]  # a row wanted more than once in this call
-    if again.any():
-        copy_runs(target, places[rest][again], target, sources[again])
-    decoded.append(Decoded(rows, first_places, target))
-
-
-def copy_runs(target: np.ndarray, places: np.ndarray, source: np.ndarray, at: np.ndarray) -> None:
-    """``target[places[k]] = source[at[k]]`` for every k, one slice copy for each run where
-    both ``places`` and ``at`` step by one (a batch's next frames are its frames shifted by
-    one: a run a slice)."""
-    if not len(places):
-        return
-    breaks = np.flatnonzero((np.diff(places) != 1) | (np.diff(at) != 1)) + 1
-    begins = np.concatenate([[0], breaks])
-    ends = np.concatenate([breaks, [len(places)]])
-    for begin, end, to, frm in zip(begins.tolist(), ends.tolist(), places[begins].tolist(),
-                                   at[begins].tolist(), strict=True):  # fmt: skip
-        target[to : to + end - begin] = source[frm : frm + end - begin]
 
 
 def flat_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

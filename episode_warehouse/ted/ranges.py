@@ -34,6 +34,7 @@ import torch
 from tensordict import TensorDictBase
 
 from episode_warehouse.errors import CorruptInputError
+from episode_warehouse.frames.plain_rows import PlainRows
 from episode_warehouse.frames.rows import FrameRows, check_offsets, offsets_file
 from episode_warehouse.frames.video import VideoFiles
 from episode_warehouse.guards.npy import header_length, parse_header
@@ -250,22 +251,22 @@ class RangeRows:
         array = np.frombuffer(bytearray(data), dtype=dtype).reshape(stop - start, *shape[1:])
         return torch.from_numpy(array)
 
-    def file_rows(self, file: str) -> FileRows | FrameRows:
-        return self._frame_rows(file) if file in self.frames else FileRows(self, file)
+    def file_rows(self, file: str) -> PlainRows | FrameRows:
+        return self._frame_rows(file) if file in self.frames else PlainRows(FileRows(self, file))
 
     def read(self, start: int, length: int) -> TensorDictBase:
         """Steps ``[start, start + length)`` as the TED's TensorDict (``("next",
         "observation")`` zeros on the last step, as in the memory-mapped TED)."""
 
-        def fetch(file: str) -> tuple[str, torch.Tensor | FrameRows]:
+        def fetch(file: str) -> tuple[str, PlainRows | FrameRows]:
             if file in self.frames:  # observations: one frame more
                 return file, self._frame_window(file, start, start + length + 1)
             _, _, shape = self._header(file)
             extra = 1 if shape[0] == self.rows + 1 else 0  # observation files: one row more
-            return file, self._rows(file, start, start + length + extra)
+            return file, PlainRows(self._rows(file, start, start + length + extra))
 
         remote = [f for f in self.step_files if not self._cached(f, start, start + length + 1)]
-        tensors: dict[str, torch.Tensor | FrameRows] = {}
+        tensors: dict[str, PlainRows | FrameRows] = {}
         if len(remote) > 1:  # requests in parallel; rows of cached blocks need no thread
             with self._lock:
                 if self._pool is None:
@@ -278,7 +279,7 @@ class RangeRows:
             if file not in self._finals:
                 _, _, shape = self._header(file)
                 self._finals[file] = self._range(file, 0, shape[0])
-            tensors[file] = self._finals[file]
+            tensors[file] = PlainRows(self._finals[file])
         return assemble(self.ted, tensors.__getitem__, length)
 
 

@@ -21,7 +21,7 @@ import torch
 
 from episode_warehouse.decoded.format import CHW, DEPTH, GRAY
 from episode_warehouse.frames.codec import codec_of
-from episode_warehouse.frames.tensor import FrameTensor
+from episode_warehouse.frames.tensor import rows_of
 
 CHANNELS = (1, 3, 4)  # PIL's L, RGB and RGBA: the modes a uint8 array maps to
 COMPRESS_LEVEL = 1  # fast: a frame is encoded when it is asked for
@@ -39,8 +39,8 @@ def stored_image(column: torch.Tensor, step: int, layout: str) -> tuple[bytes, s
     Raises:
         CorruptInputError: the stored frame is not accepted (naming its row).
     """
-    if isinstance(column, FrameTensor) and layout != DEPTH:
-        blob = column.frames.blob(step)
+    blob = rows_of(column).blob(step) if layout != DEPTH else None
+    if blob is not None:
         codec = codec_of(blob)
         if codec is not None and codec.media_type is not None:
             column[step]  # the rule: accepted and decoded, or refused

@@ -225,7 +225,7 @@ def test_a_bad_frame_in_a_zstd_run_is_refused_naming_its_row(bad, message):
 
 
 def test_a_run_of_jpegs_decodes_as_each_frame_alone_into_its_place(shared_samples):
-    """#58: a batch's JPEG frames handed to the codec table at once (``FrameRows.decode_into``
+    """#58: a batch's JPEG frames handed to the codec table at once (``FrameRows.read_into``
     does so) land where each frame alone lands: the published mt_opt frames in channels-last
     memory (written by the decoder) and channels-first memory (copied), grey rows, and a
     4-channel (CMYK) camera, which libjpeg-turbo does not write in place."""
