@@ -239,49 +239,33 @@ class FrameRows:
         return self._decode(flat).reshape(*ids.shape, *self.row_shape)
 
     def _decode(self, rows: np.ndarray) -> np.ndarray:
-        """The decoded frames of ``rows`` (in range). Frames the cache holds are not read
-        again; the others are read one range per run of consecutive rows, then decoded.
+        """The decoded frames of ``rows`` (in range), through :meth:`read_into` (the batch
+        read: each run of consecutive rows one read, each distinct frame decoded once); a
+        pick of at most :attr:`DecodedCache.KEPT` rows takes the frames the cache holds and
+        leaves its own there (a step's next frame is the next step's frame).
 
         A camera's frames come in the memory order the decoder gives them: a ``(C, H, W)``
         row is a view of ``(H, W, C)`` pixels (channels last, as JPEG and PNG hold them), so
         nothing is transposed here; ``np.ascontiguousarray`` makes them C-ordered where that
         is wanted, and a resize takes them as they are."""
-        if len(rows) == 1:  # a trainer's usual pick: one frame, no runs to find
-            return np.array(self._one(int(rows[0]))[None], order="K")
+        out = _empty_frames(len(rows), self)
+        if len(rows) > DecodedCache.KEPT:  # a batch larger than the cache skips it
+            self.read_into(rows, out)
+            return out
         offsets = np.asarray(self.offsets)  # a plain view of the map: indexed in bulk
-        starts, stops = offsets[rows].tolist(), offsets[rows + 1].tolist()
-        keys = list(zip(starts, stops, strict=True))
-        cached = len(rows) <= DecodedCache.KEPT  # a batch larger than the cache skips it
-        frames: list[np.ndarray | None] = (
-            [self.cache.get(k) for k in keys] if cached else [None] * len(rows)
-        )
-        missing = np.array([i for i, f in enumerate(frames) if f is None], dtype=np.int64)
-        if len(missing):
-            wanted = rows[missing]
-            order = np.argsort(wanted, kind="stable")
-            ordered = wanted[order]
-            breaks = np.flatnonzero(np.diff(ordered) > 1) + 1
-            at = 0
-            for run in np.split(ordered, breaks):
-                first, last = int(run[0]), int(run[-1])
-                base = int(offsets[first])
-                data = memoryview(self.read(base, int(offsets[last + 1])))
-                blobs: dict[int, memoryview] = {}  # each distinct row once
-                for k, row in enumerate(run.tolist()):
-                    i = int(missing[order[at + k]])
-                    blobs.setdefault(row, data[starts[i] - base : stops[i] - base])
-                self.check(list(blobs.values()), list(blobs))
-                decoded = dict(zip(blobs, self._decode_blobs(list(blobs.values()), list(blobs)),
-                                   strict=True))  # fmt: skip
-                for k, row in enumerate(run.tolist()):
-                    i = int(missing[order[at + k]])
-                    frames[i] = decoded[row]
-                    if cached:
-                        self.cache.put(keys[i], decoded[row])
-                at += len(run)
-        out = _empty_like_frames(len(frames), frames[0] if frames else None, self)
-        for i, each in enumerate(frames):
-            out[i] = each
+        keys = list(zip(offsets[rows].tolist(), offsets[rows + 1].tolist(), strict=True))
+        missing = []
+        for i, key in enumerate(keys):
+            frame = self.cache.get(key)
+            if frame is None:
+                missing.append(i)
+            else:
+                out[i] = frame
+        if missing:
+            places = np.array(missing, dtype=np.int64)
+            self.read_into(rows[places], out, places)
+            for i in missing:
+                self.cache.put(keys[i], np.array(out[i], order="K"))  # its memory order
         return out
 
     def leaf(self):
@@ -318,6 +302,9 @@ class FrameRows:
         wanted = np.asarray(wanted, dtype=np.int64)
         places = (np.arange(len(wanted), dtype=np.int64) if positions is None
                   else np.asarray(positions, dtype=np.int64))  # fmt: skip
+        if len(wanted) == 1 and not memo:  # one frame (an item's pick): nothing to share
+            self._decode_distinct(wanted, out, places)
+            return
         decoded = [] if memo is None else memo
         todo = np.ones(len(wanted), dtype=bool)
         for done in decoded:
@@ -348,6 +335,11 @@ class FrameRows:
         if not len(rows):
             return
         offsets = np.asarray(self.offsets)
+        if len(rows) == 1:  # one frame: its bytes, no runs to find
+            row = int(rows[0])
+            blob = memoryview(self.read(int(offsets[row]), int(offsets[row + 1])))
+            self._decode_blobs_into([blob], [row], out, [int(positions[0])])
+            return
         order = np.argsort(rows, kind="stable")
         ordered = rows[order]
         first = np.flatnonzero(np.r_[True, np.diff(ordered) != 1])  # where each run starts
@@ -359,28 +351,20 @@ class FrameRows:
         data = [memoryview(self.read(a, b)) for a, b in zip(bases, ends, strict=True)]
         blobs = [data[r][a - bases[r] : b - bases[r]]
                  for r, a, b in zip(run_of, starts, stops, strict=True)]  # fmt: skip
-        places = positions[order]
-        self.check(blobs, ordered.tolist())
-        if self.videos is not None:  # a video camera: its frames decoded in runs
-            for place, frame in zip(places.tolist(), self._decode_blobs(blobs, ordered.tolist()),
-                                    strict=True):  # fmt: skip
+        self._decode_blobs_into(blobs, ordered.tolist(), out, positions[order].tolist())
+
+    def _decode_blobs_into(
+        self, blobs: list[memoryview], rows: list[int], out: np.ndarray, places: list[int]
+    ) -> None:
+        """Frames ``blobs`` (rows ``rows``, checked first) into ``out[places]``: a video
+        camera's decoded in runs, any other camera's by the codec table together."""
+        self.check(blobs, rows)
+        if self.videos is not None:
+            for place, frame in zip(places, self._decode_blobs(blobs, rows), strict=True):
                 out[place] = frame
             return
-        names = ordered.tolist()
-        decode_frames_into(blobs, out, places.tolist(), self.row_shape, self.dtype,
-                           lambda k: f"{self.where} row {names[k]}")  # fmt: skip
-
-    def _one(self, row: int) -> np.ndarray:
-        """Row ``row`` decoded (from the cache where it is there; the cache's own: a copy is
-        the caller's to make)."""
-        key = (int(self.offsets[row]), int(self.offsets[row + 1]))
-        frame = self.cache.get(key)
-        if frame is None:
-            blob = self.read(*key)
-            self.check([blob], [row])
-            frame = self._decode_one(blob, row)
-            self.cache.put(key, frame)
-        return frame
+        decode_frames_into(blobs, out, places, self.row_shape, self.dtype,
+                           lambda k: f"{self.where} row {rows[k]}")  # fmt: skip
 
     def _decode_blobs(self, blobs: list[memoryview], rows: list[int]) -> list[np.ndarray]:
         """The frames of ``blobs`` (rows ``rows``): the references into a video camera's
@@ -422,10 +406,10 @@ def copy_runs(target: np.ndarray, places: np.ndarray, source: np.ndarray, at: np
         target[to : to + end - begin] = source[frm : frm + end - begin]
 
 
-def _empty_like_frames(n: int, first: np.ndarray | None, rows: FrameRows) -> np.ndarray:
-    """An array for ``n`` frames in the memory order of ``first`` (channels last where the
-    decoder gave them so: copying into it is then a plain copy)."""
-    if first is not None and first.ndim == 3 and not first.flags.c_contiguous:
+def _empty_frames(n: int, rows: FrameRows) -> np.ndarray:
+    """An array for ``n`` frames in the memory order the decoder writes (channels last where
+    :func:`~episode_warehouse.frames.codec.pixels_last` says so), as a batch holds them."""
+    if rows.pixels_last:
         c, h, w = rows.row_shape
         return np.empty((n, h, w, c), rows.dtype).transpose(0, 3, 1, 2)
     return np.empty((n, *rows.row_shape), rows.dtype)
