@@ -8,7 +8,8 @@ either and never asks which it holds; what differs lives in the two classes:
 - ``read_into(rows, out, positions, memo)``: the rows into memory the caller owns (encoded
   frames decoded there, each distinct one once a batch; plain rows copied by one ``take``);
 - ``window(start, stop)``: rows of their own, nothing read;
-- ``leaf()``: the tensor a TensorDict holds (a ``FrameTensor`` decodes when indexed);
+- ``tensor.leaf_of(rows)``: the tensor a TensorDict holds (a ``FrameTensor`` of encoded
+  frames decodes when indexed; plain rows are their own tensor, :meth:`PlainRows.tensor`);
 - ``stored_bytes(start, stop)``: the bytes as stored (what a signature hashes);
 - ``blob(row)``: a frame's stored JPEG or PNG, None where rows keep no such bytes;
 - ``preview(row)``: a frame as a small grey image (the audit's look at a camera);
@@ -94,7 +95,7 @@ class PlainRows:
         else:
             out[positions] = values
 
-    def leaf(self) -> torch.Tensor:
+    def tensor(self) -> torch.Tensor:
         """The rows as a tensor (a memory map's own memory: nothing copied)."""
         if isinstance(self.array, torch.Tensor):
             return self.array

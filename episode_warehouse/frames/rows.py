@@ -268,12 +268,6 @@ class FrameRows:
                 self.cache.put(keys[i], np.array(out[i], order="K"))  # its memory order
         return out
 
-    def leaf(self):
-        """The rows as the tensor a TensorDict holds: a ``FrameTensor``, decoded when indexed."""
-        from episode_warehouse.frames.tensor import FrameTensor  # torch: not at import
-
-        return FrameTensor(self)
-
     def stored_bytes(self, start: int, stop: int) -> memoryview:
         """Rows ``[start, stop)``'s bytes as stored, back to back."""
         data = self.read(int(self.offsets[start]), int(self.offsets[stop]))

@@ -71,6 +71,12 @@ class FrameTensor(StandIn):
         return self._plain
 
 
+def leaf_of(rows: FrameRows | PlainRows) -> torch.Tensor:
+    """The tensor a TensorDict holds for a TED file's rows: a :class:`FrameTensor` of frames
+    stored encoded (decoded when indexed), plain rows' own tensor (nothing copied)."""
+    return FrameTensor(rows) if isinstance(rows, FrameRows) else rows.tensor()
+
+
 def rows_of(leaf: torch.Tensor) -> FrameRows | PlainRows:
     """The rows behind a TensorDict's leaf: an encoded camera's frames, else the tensor itself
     as plain rows; either is read by the same calls (:mod:`.plain_rows`)."""

@@ -17,6 +17,7 @@ from episode_warehouse.errors import NotMaterializedError
 from episode_warehouse.file_maps import map_npy
 from episode_warehouse.frames.plain_rows import PlainRows, Rows
 from episode_warehouse.frames.rows import open_frames
+from episode_warehouse.frames.tensor import leaf_of
 from episode_warehouse.settings import Settings
 from episode_warehouse.ted.files import checksum_files, final_files_of, frame_files
 from episode_warehouse.ted.layout import ARRAY, EPISODES, NEXT_OF, UNSQUEEZE, ZEROS
@@ -41,7 +42,7 @@ def assemble(meta: TedRecord, rows_of, rows: int, next_obs: str = "view") -> Ten
     if next_obs not in NEXT_OBS:
         raise ValueError(f"next_obs must be one of {NEXT_OBS}, not {next_obs!r}")
     leaves: dict[tuple[str, ...], torch.Tensor] = {}
-    done = rows_of("next/done.npy").leaf()
+    done = leaf_of(rows_of("next/done.npy"))
     for name, entry in meta.keys.items():
         key = tuple(name.split("/"))
         kind = entry["kind"]
@@ -52,13 +53,13 @@ def assemble(meta: TedRecord, rows_of, rows: int, next_obs: str = "view") -> Ten
             continue
         stored = rows_of(entry["file"])
         if kind == ARRAY:
-            leaves[key] = stored.window(0, rows).leaf()
+            leaves[key] = leaf_of(stored.window(0, rows))
         elif kind == UNSQUEEZE:
-            leaves[key] = stored.leaf().unsqueeze(-1)
+            leaves[key] = leaf_of(stored).unsqueeze(-1)
         elif kind == NEXT_OF:
-            final = rows_of(entry["final"]).leaf() if "final" in entry else None
-            episode = rows_of("episode.npy").leaf() if final is not None else None
-            view = NextObservation(stored.window(1, rows + 1).leaf(), done, final, episode)
+            final = leaf_of(rows_of(entry["final"])) if "final" in entry else None
+            episode = leaf_of(rows_of("episode.npy")) if final is not None else None
+            view = NextObservation(leaf_of(stored.window(1, rows + 1)), done, final, episode)
             leaves[key] = view if next_obs == "view" else view.corrected()
         else:
             raise NotMaterializedError(f"unknown key kind {kind!r}", subject="TED meta.json")
