@@ -39,6 +39,19 @@ class StageRun:
     source: Any = None  # the source's own resource (its raw and decoded stages)
     config: Any = None  # the stage's dg.Config (the exports' video switch)
 
+    def raw_folder(self, source: str) -> tuple[Any, dict[str, Any]]:
+        """This partition's raw folder of ``source``, and what every mirror call takes besides
+        it: the warehouse's root, the code version, the source's parallel downloads."""
+        layout = self.warehouse.layout()
+        common = {"root": layout.root, "code_version": self.code_version,
+                  "workers": self.source.download_workers}  # fmt: skip
+        return layout.raw_dir(source, self.key), common
+
+    def decode_args(self) -> dict[str, Any]:
+        """What every decoded stage's call takes besides the layout and the key: the code
+        version and the run's limits on what a source declares."""
+        return {"code_version": self.code_version, "limits": self.settings.input_limits()}
+
 
 @dataclass(frozen=True)
 class Stage:

@@ -3,13 +3,11 @@
 Its resource, ``AtariReplaySource``: a gs:// prefix (or a local mirror) in either layout.
 """
 
-from enum import Enum
-
 import dagster as dg
 
 from assets import versions
 from assets.results import built_result, decoded_result
-from assets.sources.spec import SourceAssets, SourceMode, SourceResource
+from assets.sources.spec import AtariFormat, SourceAssets, SourceMode, SourceResource
 from assets.stage import Check, CheckRun, Stage, StageRun
 from episode_warehouse.blobstore import BlobStore, open_blob_store
 from episode_warehouse.catalog import run_query
@@ -21,14 +19,6 @@ from episode_warehouse.sources.atari.stage import decode_atari
 from resources.settings import setting
 
 DEFAULT_ATARI_URL = "gs://rl_unplugged/atari_episodes_ordered"
-
-
-class AtariFormat(Enum):
-    """``auto`` detects the layout per run from the listing."""
-
-    auto = "auto"
-    dopamine = "dopamine"
-    rlu = "rlu"
 
 
 class AtariReplaySource(SourceResource):
@@ -55,12 +45,10 @@ class AtariReplaySource(SourceResource):
         return CheckpointSubset(setting(self.checkpoints, "ATARI_CHECKPOINTS", "all"))
 
     def layout(self) -> str:
-        chosen = self.format.value if self.format is not None else None
-        return setting(chosen, "ATARI_FORMAT", "auto", choices=LAYOUTS)
+        return self.chosen("format", "ATARI_FORMAT", "auto", LAYOUTS)
 
     def source_mode(self) -> str:
-        chosen = self.mode.value if self.mode is not None else None
-        return setting(chosen, "ATARI_MODE", "download", choices=MODES)
+        return self.chosen("mode", "ATARI_MODE", "download", MODES)
 
 
 def _returns_match(check: CheckRun) -> dg.AssetCheckResult:
@@ -95,23 +83,13 @@ atari_runs = dg.StaticPartitionsDefinition(list(PARTITION_KEYS))  # the 300 keys
 
 
 def mirror_files(stage: StageRun) -> dg.MaterializeResult:
-    key, atari_replay, warehouse = stage.key, stage.source, stage.warehouse
+    atari_replay = stage.source
     # Idempotent: unchanged files (size, generation, crc32c) are linked, not fetched again.
-    game, run = parse_partition_key(key)
-    layout = warehouse.layout()
-    target = layout.raw_dir("atari", key)
-    built, report = mirror_run(
-        atari_replay.store(),
-        game,
-        run,
-        target,
-        atari_replay.subset(),
-        root=layout.root,
-        code_version=stage.code_version,
-        workers=atari_replay.download_workers,
-        layout=atari_replay.layout(),
-        mode=atari_replay.source_mode(),
-    )
+    game, run = parse_partition_key(stage.key)
+    target, common = stage.raw_folder("atari")
+    built, report = mirror_run(atari_replay.store(), game, run, target, atari_replay.subset(),
+                               layout=atari_replay.layout(), mode=atari_replay.source_mode(),
+                               **common)  # fmt: skip
     files, seconds = built.meta.files, max(report.seconds, 1e-9)
     return built_result(
         built,
@@ -131,17 +109,10 @@ def mirror_files(stage: StageRun) -> dg.MaterializeResult:
 
 
 def decode_episodes(stage: StageRun) -> dg.MaterializeResult:
-    key, atari_replay, warehouse = stage.key, stage.source, stage.warehouse
+    key, layout = stage.key, stage.warehouse.layout()
     # Idempotent: rebuilt only when the mirrored files or this code version changed.
-    layout = warehouse.layout()
-    built = decode_atari(
-        layout,
-        key,
-        code_version=stage.code_version,
-        workers=stage.settings.decode_processes(),
-        endpoint=atari_replay.endpoint(),
-        limits=stage.settings.input_limits(),
-    )
+    built = decode_atari(layout, key, workers=stage.settings.decode_processes(),
+                         endpoint=stage.source.endpoint(), **stage.decode_args())  # fmt: skip
     own = built.meta.extra  # the Atari decoders' own fields (DecodedRecord.extra)
     details = {"time_limited_episodes": own.get("time_limited_episodes", 0)}
     if own.get("format_source") == "rl_unplugged":
@@ -174,10 +145,8 @@ ASSETS = SourceAssets(
         {"numpy"},
         versions.ATARI_EPISODES,
     ),
-    group="atari",
     resource_key="atari_replay",
     resource=AtariReplaySource(),
-    resource_type=AtariReplaySource,
     listing=lambda atari_replay: atari_fingerprints(atari_replay.store()),
     sensor_description="Lists ATARI_REPLAY_URL; requests atari_replay_files for each game/run "
     "whose files appeared or changed (generation/crc32c). Automation then rebuilds downstream.",

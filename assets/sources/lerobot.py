@@ -68,18 +68,9 @@ lerobot_datasets = dg.DynamicPartitionsDefinition(name="lerobot_datasets")  # re
 
 
 def mirror_files(stage: StageRun) -> dg.MaterializeResult:
-    repo_id, lerobot_source, warehouse = stage.key, stage.source, stage.warehouse
     # Idempotent: files whose size and generation match the published record are linked.
-    layout = warehouse.layout()
-    target = layout.raw_dir("lerobot", repo_id)
-    built, report = mirror_dataset(
-        lerobot_source.store(),
-        repo_id,
-        target,
-        root=layout.root,
-        code_version=stage.code_version,
-        workers=lerobot_source.download_workers,
-    )
+    target, common = stage.raw_folder("lerobot")
+    built, report = mirror_dataset(stage.source.store(), stage.key, target, **common)
     return mirrored_result(built, report, target)
 
 
@@ -119,7 +110,6 @@ ASSETS = SourceAssets(
     group="lerobot_source",  # "lerobot" is the exports' group
     resource_key="lerobot_source",
     resource=LeRobotSource(),
-    resource_type=LeRobotSource,
     listing=lambda lerobot_source: lerobot_fingerprints(
         lerobot_source.store(), lerobot_source.watched_repos()
     ),

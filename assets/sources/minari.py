@@ -71,25 +71,17 @@ EPISODES_VERSION = "2"  # 2: truncations kept as recorded (#48)
 
 
 def mirror_files(stage: StageRun) -> dg.MaterializeResult:
-    dataset_id, minari_source, warehouse = stage.key, stage.source, stage.warehouse
     # Idempotent: files whose size and generation match the published record are linked.
-    layout = warehouse.layout()
-    target = layout.raw_dir("minari", dataset_id)
-    store, organization = minari_source.store()
-    built, report = mirror_dataset(
-        store, organization, dataset_id, target, root=layout.root,
-        code_version=stage.code_version, workers=minari_source.download_workers,
-    )  # fmt: skip
+    target, common = stage.raw_folder("minari")
+    store, organization = stage.source.store()
+    built, report = mirror_dataset(store, organization, stage.key, target, **common)
     return mirrored_result(built, report, target)
 
 
 def decode_episodes(stage: StageRun) -> dg.MaterializeResult:
-    dataset_id, warehouse = stage.key, stage.warehouse
+    dataset_id, layout = stage.key, stage.warehouse.layout()
     # Idempotent: rebuilt only when the files or this code version changed.
-    layout = warehouse.layout()
-    built = decode_minari_stage(
-        layout, dataset_id, code_version=stage.code_version, limits=stage.settings.input_limits()
-    )
+    built = decode_minari_stage(layout, dataset_id, **stage.decode_args())
     return decoded_result(
         built,
         layout.decoded_dir("minari", dataset_id),
@@ -117,10 +109,8 @@ ASSETS = SourceAssets(
         {"numpy"},
         EPISODES_VERSION,
     ),
-    group="minari",
     resource_key="minari_source",
     resource=MinariSource(),
-    resource_type=MinariSource,
     listing=lambda minari_source: minari_fingerprints(
         minari_source.store()[0], minari_source.location()[1], minari_source.watched_datasets()
     ),

@@ -4,13 +4,11 @@ from factories).
 Its resource, ``OpenXSource``: the official RLDS bucket, the hub repack, or a folder of either.
 """
 
-from enum import Enum
-
 import dagster as dg
 
 from assets import versions
 from assets.results import built_result, decoded_result
-from assets.sources.spec import SourceAssets, SourceMode, SourceResource
+from assets.sources.spec import OpenXFormat, SourceAssets, SourceMode, SourceResource
 from assets.stage import Stage, StageRun
 from episode_warehouse.incremental import Built
 from episode_warehouse.partition_keys import dataset_of
@@ -28,14 +26,6 @@ from resources.settings import setting
 DEFAULT_OPENX_URL = "gs://gresearch/robotics"
 
 
-class Format(Enum):
-    """``auto`` tells the layouts apart per dataset from the listing."""
-
-    auto = "auto"
-    rlds = "rlds"
-    webdataset = "webdataset"
-
-
 class OpenXSource(SourceResource):
     """``OPENX_URL``: ``gs://gresearch/robotics`` (the default: RLDS folders as published),
     ``hf://datasets/OWNER/REPO[@rev]`` (the WebDataset repack) or a folder of either;
@@ -50,7 +40,7 @@ class OpenXSource(SourceResource):
 
     url: str | None = None
     mode: SourceMode | None = None
-    format: Format | None = None
+    format: OpenXFormat | None = None
     versions: str | None = None
     shard_ranges: str | None = None
     control_hz: str | None = None
@@ -59,12 +49,10 @@ class OpenXSource(SourceResource):
         return setting(self.url, "OPENX_URL", DEFAULT_OPENX_URL)
 
     def source_mode(self) -> str:
-        chosen = self.mode.value if self.mode is not None else None
-        return setting(chosen, "OPENX_MODE", "download", choices=MODES)
+        return self.chosen("mode", "OPENX_MODE", "download", MODES)
 
     def layout(self) -> str:
-        chosen = self.format.value if self.format is not None else None
-        return setting(chosen, "OPENX_FORMAT", "auto", choices=LAYOUTS)
+        return self.chosen("format", "OPENX_FORMAT", "auto", LAYOUTS)
 
     def version_pins(self) -> dict[str, str]:
         return parse_version_pins(setting(self.versions, "OPENX_VERSIONS", ""))
@@ -124,17 +112,10 @@ def mirror_shards(stage: StageRun) -> dg.MaterializeResult:
 
 
 def decode_episodes(stage: StageRun) -> dg.MaterializeResult:
-    dataset, openx_source, warehouse = stage.key, stage.source, stage.warehouse
+    dataset, layout = stage.key, stage.warehouse.layout()
     # Idempotent: rebuilt only when the shards or this code version changed.
-    layout = warehouse.layout()
-    built = decode_openx(
-        layout,
-        dataset,
-        code_version=stage.code_version,
-        limits=stage.settings.input_limits(),
-        endpoint=openx_source.endpoint(),
-        fps=openx_source.control_rate(dataset),
-    )
+    built = decode_openx(layout, dataset, endpoint=stage.source.endpoint(),
+                         fps=stage.source.control_rate(dataset), **stage.decode_args())  # fmt: skip
     return decoded_result(
         built,
         layout.decoded_dir("openx", dataset),
@@ -164,10 +145,8 @@ ASSETS = SourceAssets(
         {"numpy"},
         versions.OPENX_EPISODES,
     ),
-    group="openx",
     resource_key="openx_source",
     resource=OpenXSource(),
-    resource_type=OpenXSource,
     listing=lambda openx_source: openx_fingerprints(
         openx_source.source_url(),
         openx_source.endpoint(),

@@ -36,6 +36,22 @@ class SourceMode(Enum):
     streaming = "streaming"
 
 
+class AtariFormat(Enum):
+    """Atari DQN Replay's layouts; ``auto`` detects the layout per run from the listing."""
+
+    auto = "auto"
+    dopamine = "dopamine"
+    rlu = "rlu"
+
+
+class OpenXFormat(Enum):
+    """Open X-Embodiment's layouts; ``auto`` tells them apart per dataset from the listing."""
+
+    auto = "auto"
+    rlds = "rlds"
+    webdataset = "webdataset"
+
+
 class SourceResource(dg.ConfigurableResource):
     """What every source's resource has: the requests' bound and retries, the GCS emulator,
     the raw stage's parallel downloads. A source's own resource adds its URL and choices;
@@ -50,6 +66,13 @@ class SourceResource(dg.ConfigurableResource):
         """The GCS API's endpoint: ``STORAGE_EMULATOR_HOST``, else GCS itself (None)."""
         return setting(self.emulator_host, EMULATOR_ENV, "") or None
 
+    def chosen(self, field: str, variable: str, default: str, choices) -> str:
+        """The choice of the resource's ``field`` (an Enum, set in the UI's config), else of
+        ``variable``, else ``default``; one of ``choices``."""
+        given = getattr(self, field, None)
+        return setting(given.value if given is not None else None, variable, default,
+                       choices=choices)  # fmt: skip
+
     def policy(self, timeout_env: str) -> RetryPolicy:
         """Requests bounded by ``timeout_env`` (default 60 s), retried ``attempts`` times."""
         timeout = setting(self.timeout_s, timeout_env, 60, cast=int)
@@ -62,32 +85,37 @@ class SourceAssets:
     name: the source's registry name (``episode_warehouse.sources.registry``).
     partitions: its partitions definition (dynamic ones are added by the sensor and the CLI).
     files, episodes: its raw stage and its decoded stage (their assets: ``raw``, ``decoded``).
-    group: the Dagster group of its raw, decoded and TED assets.
     resource_key: the key of its resource (what its stages and its sensor ask for).
     resource: that resource (a ``dg.ConfigurableResource`` reading its own variables when a
-        run starts), added to the code location's resources.
+        run starts), added to the code location's resources; its stages ask for its type.
     listing: ``listing(resource) -> {partition: fingerprint}`` for the sensor.
     sensor_description: what the sensor does, for the UI.
     row_checks: extra checks of its catalog rows asset.
     pod: what one run (one partition) requests and may use on Kubernetes.
+    group: the Dagster group of its raw, decoded and TED assets (default: its name).
+    resource_type: the type its stages ask for, where ``resource`` is None (a test's source,
+        given its resource per run); default: ``type(resource)``.
     """
 
     name: str
     partitions: dg.PartitionsDefinition
     files: Stage
     episodes: Stage
-    group: str
     resource_key: str
     resource: Any  # a dg.ConfigurableResource of the source's own type
-    resource_type: type
     listing: Callable[[Any], dict[str, str]]  # its own resource's type
     sensor_description: str
     row_checks: tuple[Check, ...] = ()
     pod: dict = field(default_factory=lambda: dict(DEFAULT_POD))
+    group: str = ""
+    resource_type: type | None = None  # default: the resource's own type
     raw: dg.AssetsDefinition = field(init=False)
     decoded: dg.AssetsDefinition = field(init=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "group", self.group or self.name)
+        object.__setattr__(self, "resource_type", self.resource_type or type(self.resource))
+
         def asset(stage: Stage, *deps: dg.AssetsDefinition) -> dg.AssetsDefinition:
             return stage_asset(stage, source=self.name, partitions=self.partitions, deps=deps,
                                resource=(self.resource_key, self.resource_type))  # fmt: skip
