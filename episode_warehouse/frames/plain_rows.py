@@ -95,6 +95,11 @@ class PlainRows:
         else:
             out[positions] = values
 
+    @classmethod
+    def join(cls, parts: list[PlainRows]) -> PlainRows:
+        """The rows of ``parts`` one after another (copied into one array)."""
+        return cls(np.concatenate([p[:] for p in parts]))
+
     def tensor(self) -> torch.Tensor:
         """The rows as a tensor (a memory map's own memory: nothing copied)."""
         if isinstance(self.array, torch.Tensor):
@@ -115,6 +120,14 @@ class PlainRows:
 
 
 Rows = PlainRows | FrameRows  # a TED file's rows: plain, or frames stored encoded
+
+
+def join_rows(parts: list[Rows]) -> Rows:
+    """One file's rows of several windows (episodes), one after another, as one kind of rows
+    (the windows of one file are all plain or all encoded)."""
+    if all(isinstance(p, FrameRows) for p in parts):
+        return FrameRows.join(parts)  # type: ignore[arg-type]
+    return PlainRows.join(parts)  # type: ignore[arg-type]
 
 
 def _numpy(values) -> np.ndarray:

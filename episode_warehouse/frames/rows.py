@@ -175,6 +175,21 @@ class FrameRows:
         return FrameRows(self.offsets[start : stop + 1], self.read, self.row_shape, self.dtype,
                          self.where, self.cache, self.videos, sums, self.verify)  # fmt: skip
 
+    @classmethod
+    def join(cls, parts: list[FrameRows]) -> FrameRows:
+        """The rows of ``parts`` (one camera's windows, e.g. episodes fetched from a bucket)
+        one after another: their stored bytes copied into one block (encoded: a frame's bytes,
+        not its pixels), nothing decoded."""
+        first = parts[0]
+        data = np.concatenate([np.frombuffer(p.stored_bytes(0, len(p)), np.uint8) for p in parts])
+        sizes = np.concatenate([np.diff(np.asarray(p.offsets, np.int64)) for p in parts])
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        sums = (np.concatenate([p.checksums for p in parts])
+                if all(p.checksums is not None for p in parts) else None)  # fmt: skip
+        # a cache of its own: its offsets are the join's, not the file's
+        return cls(offsets, lambda a, b: data[a:b], first.row_shape, first.dtype, first.where,
+                   None, first.videos, sums, first.verify)  # fmt: skip
+
     def check(self, blobs: list, rows: list[int]) -> None:
         """With ``verify``: each of ``blobs`` (rows ``rows``) has the CRC-32C written for it.
 

@@ -20,6 +20,7 @@ from episode_warehouse.loading.read_ahead import ReadAhead
 from episode_warehouse.loading.selection import Selection, same_version
 from episode_warehouse.paths import artifact_name
 from episode_warehouse.storage import Root
+from episode_warehouse.ted.fetched import FetchedRows
 from episode_warehouse.ted.reader import TedReader
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ class TedCache:
         self.pins = dict(selection.records)
         self._open: dict[tuple[str, str], TensorDictBase] = {}
         self._readers: OrderedDict[tuple[str, str], TedReader] = OrderedDict()
-        self._episodes: OrderedDict[int, TensorDictBase] = OrderedDict()
+        self._episodes: OrderedDict[int, FetchedRows] = OrderedDict()  # from a bucket
         self._fetched_earlier = 0  # bytes fetched by readers of versions since replaced
         self._checked: set[tuple[str, str]] = set()  # partitions checked against the pin
         self._root: Root | None = None
@@ -161,29 +162,39 @@ class TedCache:
         s = self.selection
         return self.reader(s.source[first], s.partition[first]).read_ahead
 
-    def fetch_episode(self, i: int) -> TensorDictBase:
-        """All steps of selected episode ``i`` (one range per file from a bucket)."""
+    def fetch_episode(self, i: int) -> FetchedRows:
+        """All steps of selected episode ``i``, fetched from a bucket (one range per file)."""
         s = self.selection
         reader = self.reader(s.source[i], s.partition[i])
-        return reader.read(int(self.start[i]), int(s.length[i]))
+        return reader.fetch(int(self.start[i]), int(s.length[i]))
 
-    def _episode(self, i: int, ahead: ReadAhead | None) -> TensorDictBase:
+    def fetched(self, i: int, ahead: ReadAhead | None = None) -> FetchedRows:
+        """Selected episode ``i`` fetched (by ``ahead``, a stream's read-ahead, where given),
+        kept among the last :data:`EPISODE_BUFFER` ones."""
         if i in self._episodes:
             self._episodes.move_to_end(i)
             return self._episodes[i]
-        td = ahead.take(i) if ahead is not None else self.fetch_episode(i)
-        self._episodes[i] = td
+        fetched = ahead.take(i) if ahead is not None else self.fetch_episode(i)
+        self._episodes[i] = fetched
         while len(self._episodes) > EPISODE_BUFFER:
             self._episodes.popitem(last=False)
-        return td
+        return fetched
 
-    def read(
-        self, i: int, offset: int, length: int, ahead: ReadAhead | None = None
-    ) -> TensorDictBase:
-        """Steps [offset, offset+length) of selected episode ``i``, plus ``selection_index``
+    def read(self, i: int, offset: int, length: int) -> TensorDictBase:
+        """Steps [offset, offset+length) of selected episode ``i`` (see :meth:`labelled`)."""
+        if self.mapped(i):
+            s = self.selection
+            reader = self.reader(s.source[i], s.partition[i])
+            episode = reader.read(int(self.start[i]), int(s.length[i]))  # views, kept
+        else:
+            episode = self.fetched(i).assembled()
+        return self.labelled(episode[offset : offset + length], i, offset)
+
+    def labelled(self, out: TensorDictBase, i: int, offset: int) -> TensorDictBase:
+        """Steps ``out`` (from ``offset`` of selected episode ``i``) plus ``selection_index``
         (= i, the row of the selection, to map items back to the catalog) and ``step`` (each
         step's index within its episode)."""
-        out = self._episode(i, ahead)[offset : offset + length]
+        length = out.batch_size[0]
         if get_worker_info() is not None:
             # a slice's storage is the whole memory-mapped TED (or fetched episode): a worker
             # must send a copy of it, never the view (see shared_batches._reduce)

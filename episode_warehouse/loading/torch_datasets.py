@@ -329,9 +329,9 @@ class EpisodeStream(IterableDataset):
                 row, offset, length = int(row), int(offset), int(length)
                 if self.cache.mapped(row):  # read with its batch, by ted_collate
                     yield SliceRef(self.cache, row, offset, length)
-                else:  # a bucket root's: read now, with the episode read ahead
+                else:  # a bucket root's: its episode read ahead, its batch read from it
                     yield SliceRef(self.cache, row, offset, length,
-                                   self.cache.read(row, offset, length, ahead))  # fmt: skip
+                                   self.cache.fetched(row, ahead))  # fmt: skip
         self._ended = True
 
     def state_dict(self) -> dict:

@@ -27,6 +27,7 @@ buffer holds ``L + 1`` frames a slice and both leaves are views of it, rows ``[0
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -34,15 +35,25 @@ from tensordict import TensorDict
 
 from episode_warehouse.batches.buffers import Buffer, fresh, view_of
 from episode_warehouse.frames.codec import pixels_last
+from episode_warehouse.frames.plain_rows import Rows
 from episode_warehouse.frames.rows import Decoded
-from episode_warehouse.ted.assemble import MappedRows
 from episode_warehouse.ted.layout import ARRAY, NEXT_OF, UNSQUEEZE, ZEROS
+from episode_warehouse.ted.record import TedRecord
 
 Key = tuple[str, ...]
 
 
+class TedRows(Protocol):
+    """What a batch is gathered from: a TED's record and its files' rows (memory-mapped:
+    ``MappedRows``; episodes fetched from a bucket: ``FetchedRows``)."""
+
+    ted: TedRecord
+
+    def file_rows(self, file: str) -> Rows: ...
+
+
 def batch_buffers(
-    rows: MappedRows, starts: np.ndarray, length: int, share: bool = True
+    rows: TedRows, starts: np.ndarray, length: int, share: bool = True
 ) -> list[Buffer]:
     """The :class:`Buffer` of every key of the batch of slices ``[s, s + length)`` of the TED
     ``rows`` reads, one for each ``s`` in ``starts``, in the record's order; with ``share``
@@ -82,7 +93,7 @@ def batch_buffers(
 
 
 def gather(
-    rows: MappedRows,
+    rows: TedRows,
     starts: np.ndarray,
     length: int,
     buffers: list[Buffer] | None = None,
@@ -122,7 +133,7 @@ def gather(
     return out
 
 
-def gather_rows(rows: MappedRows, index: np.ndarray) -> TensorDict:
+def gather_rows(rows: TedRows, index: np.ndarray) -> TensorDict:
     """The TED's rows ``index`` (any rows, repeats allowed) as one TensorDict of batch size
     ``(len(index),)`` in new memory, every leaf contiguous: the values of the TED's TensorDict
     indexed with ``index``, each distinct frame decoded once (a row's next frame is the next
@@ -132,7 +143,7 @@ def gather_rows(rows: MappedRows, index: np.ndarray) -> TensorDict:
     return gather(rows, index, 1, buffers).reshape(-1)
 
 
-def _last_steps(rows: MappedRows, starts: np.ndarray, length: int) -> np.ndarray:
+def _last_steps(rows: TedRows, starts: np.ndarray, length: int) -> np.ndarray:
     """(B, L): whether each step is its episode's last (its next is no step of the TED)."""
     index = np.asarray(starts, dtype=np.int64)[:, None] + np.arange(length, dtype=np.int64)
     return rows.file_rows("next/done.npy")[index.reshape(-1)].astype(bool).reshape(index.shape)

@@ -40,7 +40,7 @@ from episode_warehouse.frames.video import VideoFiles
 from episode_warehouse.guards.npy import header_length, parse_header
 from episode_warehouse.settings import Settings
 from episode_warehouse.storage import Artifact
-from episode_warehouse.ted.assemble import assemble
+from episode_warehouse.ted.fetched import FetchedRows
 from episode_warehouse.ted.files import checksum_files, files_of, final_files_of, frame_files
 from episode_warehouse.ted.layout import EPISODES
 from episode_warehouse.ted.record import TedRecord
@@ -257,6 +257,11 @@ class RangeRows:
     def read(self, start: int, length: int) -> TensorDictBase:
         """Steps ``[start, start + length)`` as the TED's TensorDict (``("next",
         "observation")`` zeros on the last step, as in the memory-mapped TED)."""
+        return self.fetch(start, length).assembled()
+
+    def fetch(self, start: int, length: int) -> FetchedRows:
+        """Steps ``[start, start + length)`` fetched: one range per per-step file (requests
+        in parallel), the final files whole (once)."""
 
         def fetch(file: str) -> tuple[str, PlainRows | FrameRows]:
             if file in self.frames:  # observations: one frame more
@@ -280,7 +285,7 @@ class RangeRows:
                 _, _, shape = self._header(file)
                 self._finals[file] = self._range(file, 0, shape[0])
             tensors[file] = PlainRows(self._finals[file])
-        return assemble(self.ted, tensors.__getitem__, length)
+        return FetchedRows(self.ted, tensors, length, frozenset(self.final_files))
 
 
 class FileRows:

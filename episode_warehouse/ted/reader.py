@@ -15,6 +15,7 @@ from episode_warehouse.paths import artifact_name
 from episode_warehouse.records import RECORD
 from episode_warehouse.storage import Artifact, Root
 from episode_warehouse.ted.assemble import MappedRows
+from episode_warehouse.ted.fetched import FetchedRows
 from episode_warehouse.ted.files import check_named_files, checked_record
 from episode_warehouse.ted.ranges import RangeRows
 
@@ -117,6 +118,14 @@ class TedReader:
         """Steps ``[start, start + length)`` as the TED's TensorDict (``("next",
         "observation")`` zeros on the last step of the TED, as :func:`open_ted`'s)."""
         return self._rows.read(start, length)
+
+    def fetch(self, start: int, length: int) -> FetchedRows:
+        """Steps ``[start, start + length)`` of a TED read by ranges, fetched (one range per
+        file): what the batch read reads from a bucket (a memory-mapped TED needs no fetch)."""
+        rows = self._rows
+        if isinstance(rows, MappedRows):
+            raise ValueError(f"{self.artifact.url}: memory-mapped rows are read, not fetched")
+        return rows.fetch(start, length)
 
     def file_rows(self, file: str):
         """The rows of one of the TED's files (a camera's frames), as an array indexed by row

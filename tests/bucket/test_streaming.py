@@ -262,3 +262,34 @@ def test_a_version_removed_under_a_stream_is_a_clear_error(bucket_url, tmp_path,
         for _ in items:
             pass
     assert "ted/atari/Pong/1" in str(err.value)
+
+
+def test_a_bucket_streams_batches_read_at_once_equal_to_the_local_ted(bucket_url):
+    """#72: a stream over a bucket root reads each batch at once, as from a folder: its slices'
+    episodes (fetched ahead, carried by the items) joined and gathered, every frame decoded
+    once into the batch. Each item equals the downloaded TED's rows (next observations at
+    episode ends included), batches spanning several episodes."""
+    from episode_warehouse.loading import ted_collate
+    from episode_warehouse.loading.batch_read import read_batch
+
+    scratch = scratch_of(bucket_url)
+    build_atari(layout_of(bucket_url), "Pong/1", 1)
+    selection = select_episodes(ALL)
+    ted = open_ted_folder(scratch / "ted/atari/Pong/1")
+    refs = list(EpisodeStream(selection, 8, shuffle=False, drop_last=True))
+    assert refs and all(r.data is not None for r in refs)  # fetched ahead, nothing decoded
+    spans = 0
+    for first in range(0, len(refs), 16):
+        batch_refs = refs[first : first + 16]
+        assert read_batch(batch_refs) is not None  # read at once, not slice by slice
+        got = ted_collate(batch_refs)
+        spans += len({r.row for r in batch_refs}) > 1
+        for k, ref in enumerate(batch_refs):
+            want = _expected(ted, int(selection.start[ref.row]) + ref.offset, 8)
+            for key, value in want.items():
+                np.testing.assert_array_equal(got[k].get(key).numpy(), value, str(key))
+            assert int(got[k]["selection_index"][0]) == ref.row
+            assert got[k]["step"].tolist() == list(range(ref.offset, ref.offset + 8))
+    assert spans >= 2
+    ends = [r for r in refs if r.offset + 8 == int(selection.length[r.row])]
+    assert ends  # slices that end an episode: their last next observation is its final one
