@@ -9,7 +9,10 @@ into ``gs://bench/wh`` on gcp-storage-emulator (its own process, loopback). Fram
 - ``EpisodeStream`` over the bucket root (fresh process state: byte ranges, 4 episodes read
   ahead on 4 threads), the same fetches without read-ahead, and the ceiling: each episode's
   observation rows as one bare range request, in turn;
-- ``StreamingLeRobotDataset`` over ``export_lerobot`` of the same episodes, local folder.
+- ``StreamingLeRobotDataset`` over ``export_lerobot`` of the same episodes, local folder;
+- ``EpisodeStream`` as a trainer runs it (every option at its default: slices of 8, batches of
+  32, a DataLoader with 2 workers, ``ted_collate``) over the local root and over the bucket:
+  the bucket's figure against the folder's (issue #72's goal: 0.8x).
 
 Twice: with the emulator as shipped (one request at a time) and with it serving each
 connection on a thread, as GCS serves concurrent requests. Also the bytes a 2-episode
@@ -76,6 +79,30 @@ def _frames_per_s(items) -> tuple[float, int]:
     return frames / (time.perf_counter() - started), frames
 
 
+def _loader_frames_per_s(selection, seconds: float = scaled(12, 2)) -> float:
+    """``EpisodeStream`` as a trainer runs it, every option at its default: slices of 8 in
+    batches of 32 from a DataLoader with 2 workers (``ted_collate``: the one batch read);
+    frames/s over whole epochs (their turnover included) until ``seconds`` have passed, after
+    a first one that starts the workers (an epoch here is a fraction of a second: a few
+    epochs measured alone varied by 2-3x between runs)."""
+    from torch.utils.data import DataLoader
+
+    from episode_warehouse.loading import EpisodeStream, ted_collate
+
+    stream = EpisodeStream(selection, 8, drop_last=True)
+    loader = DataLoader(stream, batch_size=32, num_workers=2, collate_fn=ted_collate,
+                        persistent_workers=True, prefetch_factor=4)  # fmt: skip
+    for _ in loader:  # the first epoch: workers started, the TEDs opened
+        pass
+    frames, started, epoch = 0, time.perf_counter(), 0
+    while time.perf_counter() - started < seconds:
+        epoch += 1
+        stream.set_epoch(epoch)
+        for batch in loader:
+            frames += batch.batch_size[0] * batch.batch_size[1]
+    return frames / (time.perf_counter() - started)
+
+
 def _median_s(fn, repeat: int = 5) -> float:
     times = []
     for _ in range(repeat):
@@ -109,6 +136,7 @@ def bucket_figures(work: Path, threaded: bool, report: dict) -> None:
         report[f"{tag}_catalog_query_s"] = _median_s(lambda: run_query(catalog, COUNT))
         selection = select_episodes(SQL, root=url)
 
+        report[f"{tag}_loader_frames_per_s"] = round(_loader_frames_per_s(selection))
         stream = EpisodeStream(selection, shuffle=False)
         report[f"{tag}_read_ahead_frames_per_s"] = round(_frames_per_s(stream)[0])
         report[f"{tag}_bytes_fetched"] = stream.cache.bytes_fetched
@@ -159,6 +187,7 @@ def main() -> None:
         report["local_memmap_frames_per_s"] = round(
             _frames_per_s(EpisodeStream(selection, shuffle=False))[0]
         )
+        report["local_loader_frames_per_s"] = round(_loader_frames_per_s(selection))
 
         target = work / "lerobot" / "bench-pong"
         export_lerobot(ExportRequest("bench-pong", str(local), selection.rows()), target, workers=2)
@@ -178,6 +207,9 @@ def main() -> None:
         for tag in ("emulator", "threaded_emulator"):
             rate = report[f"{tag}_read_ahead_frames_per_s"]
             report[f"{tag}_vs_local_memmap"] = round(rate / report["local_memmap_frames_per_s"], 3)
+            report[f"{tag}_loader_vs_local_loader"] = round(
+                report[f"{tag}_loader_frames_per_s"] / report["local_loader_frames_per_s"], 3
+            )
             report[f"{tag}_vs_lerobot_streaming"] = round(
                 rate / report["lerobot_streaming_frames_per_s"], 1
             )
