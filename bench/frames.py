@@ -10,7 +10,9 @@ Built twice through the real stages, ``EPISODE_WAREHOUSE_FRAMES=encoded`` and ``
 2. Loading, DataLoader with 2 workers, alternating layouts for ``--rounds`` rounds of
    ``--seconds`` each (the best round of each kept): ``EpisodeStream`` slices of 8 steps in
    batches of 32, and ``VLADataset`` items (primary view resized to 256x256, chunk 4) in batches
-   of 64; frames/s, and anonymous RSS of the process tree at the start and the end.
+   of 64; frames/s, and anonymous RSS of the process tree at the start and the end. Also from
+   a bucket (``gs://``, gcp-storage-emulator in its own process, threaded): the encoded
+   warehouse built again into it, each stream's figure against the folder's (issue #72).
 3. Against lerobot, same run: the encoded warehouse's episodes exported to LeRobot v3 with
    video (lerobot's own writer, AV1), read by lerobot's ``LeRobotDataset`` (torchcodec) in
    shuffled batches of 32 with 2 workers; ours: ``StepWindowDataset`` over the same steps (the
@@ -27,6 +29,7 @@ of 0.4 s) the turnover took a third of the time (132 ms an epoch), so the defaul
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -115,8 +118,52 @@ def _tree_anon_mb() -> float:
     return sum(_status(p).get("RssAnon", 0) for p in pids) / 1024
 
 
+@contextlib.contextmanager
+def _bucket_root():
+    """The encoded warehouse built again, from the same source through the same stages,
+    into ``gs://bench/frames`` on gcp-storage-emulator (its own process, serving each
+    connection on a thread, as GCS serves concurrent requests); yields the root's URL."""
+    import tempfile
+
+    from episode_warehouse.gcs import gcs_client
+    from episode_warehouse.paths import WarehouseLayout
+    from episode_warehouse.sources.openx.raw import mirror_openx
+    from episode_warehouse.sources.openx.stage import decode_openx
+    from episode_warehouse.stages import build_ted_stage
+    from episode_warehouse.standardized.stage import build_standardized_stage
+    from warehouse_fixtures.gcs_emulator import emulator_process
+
+    src = str(next(DATA.glob("src-*")))
+    work = Path(tempfile.mkdtemp(prefix="bench-frames-bucket-"))
+    try:
+        with emulator_process(threaded=True) as endpoint:
+            os.environ.update(STORAGE_EMULATOR_HOST=endpoint, EPISODE_WAREHOUSE_FRAMES="encoded",
+                              EPISODE_WAREHOUSE_LOCAL_COPY=str(work / "scratch"),
+                              EPISODE_WAREHOUSE_CACHE=str(work / "cache"))  # fmt: skip
+            gcs_client(endpoint).create_bucket("bench")
+            url = "gs://bench/frames"
+            wh = WarehouseLayout.from_root(url)
+            mirror_openx(src, NAME, wh.raw_dir("openx", NAME), root=wh.root, code_version="bench")
+            decode_openx(wh, NAME, code_version="bench")
+            build_ted_stage(wh, "openx", NAME, code_version="bench")
+            build_standardized_stage(wh, "openx", NAME, code_version="bench")
+            shutil.rmtree(work / "scratch")  # a training node: nothing of the build on disk
+            yield url
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def child_stream(kind: str, layout: str, seconds: str) -> None:
-    """Stream for ``seconds``; prints frames/s and RSS (one JSON line)."""
+    """Stream for ``seconds``; prints frames/s and RSS (one JSON line). ``layout`` "bucket":
+    the encoded warehouse from a bucket (:func:`_bucket_root`)."""
+    if layout == "bucket":
+        with _bucket_root() as url:
+            _stream(kind, url, seconds)
+        return
+    _stream(kind, DATA / layout, seconds)
+
+
+def _stream(kind: str, root, seconds: str) -> None:
     import pyarrow.parquet as pq
     from torch.utils.data import DataLoader
 
@@ -129,11 +176,12 @@ def child_stream(kind: str, layout: str, seconds: str) -> None:
         dataset = LeRobotDataset(EXPORT_REPO, root=DATA / "lerobot")
         _time_random(dataset, None, seconds)
         return
-    root = DATA / layout
+    # the episodes' rows: the same in every layout (same source, same stages)
+    episodes = DATA / "encoded" / "ted" / "openx" / NAME / "episodes.parquet"
     if kind == "random":
         from episode_warehouse.loading import StepWindowDataset
 
-        table = pq.read_table(root / "ted" / "openx" / NAME / "episodes.parquet").to_pylist()
+        table = pq.read_table(episodes).to_pylist()
         rows = [("openx", NAME, e["episode"], e["start"], e["length"]) for e in table]
         windows = StepWindowDataset(
             Selection.from_rows(rows, root), {tuple(CAMERA.split("/")): [0]}
@@ -141,7 +189,7 @@ def child_stream(kind: str, layout: str, seconds: str) -> None:
         _time_random(windows, ted_collate, seconds)
         return
     if kind == "episodes":  # the stream as it comes: no option
-        table = pq.read_table(root / "ted" / "openx" / NAME / "episodes.parquet").to_pylist()
+        table = pq.read_table(episodes).to_pylist()
         rows = [("openx", NAME, e["episode"], e["start"], e["length"]) for e in table]
         dataset = EpisodeStream(Selection.from_rows(rows, root), 8, drop_last=True)
         batch_size, per_item = 32, 8
@@ -289,7 +337,7 @@ def main() -> None:
     for kind in ("episodes", "vla"):
         best: dict[str, dict] = {}
         for _ in range(args.rounds):
-            for layout in LAYOUTS:
+            for layout in (*LAYOUTS, "bucket"):
                 got = run_child("bench.frames", ["stream", kind, layout, str(args.seconds)]).result
                 if layout not in best or got["frames_per_s"] > best[layout]["frames_per_s"]:
                     best[layout] = got
@@ -300,6 +348,9 @@ def main() -> None:
         )
         report[f"{name}_encoded_vs_decode_bound_into_buffer"] = round(
             best["encoded"]["frames_per_s"] / bounds["simplejpeg"], 2
+        )
+        report[f"{name}_bucket_vs_folder"] = round(
+            best["bucket"]["frames_per_s"] / best["encoded"]["frames_per_s"], 2
         )
         if "decoded" in best:
             report[f"{name}_encoded_vs_decoded_frames_per_s"] = round(
