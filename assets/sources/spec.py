@@ -114,11 +114,12 @@ class SourceAssets:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "group", self.group or self.name)
-        object.__setattr__(self, "resource_type", self.resource_type or type(self.resource))
+        resource_type = self.resource_type or type(self.resource)
+        object.__setattr__(self, "resource_type", resource_type)
 
         def asset(stage: Stage, *deps: dg.AssetsDefinition) -> dg.AssetsDefinition:
             return stage_asset(stage, source=self.name, partitions=self.partitions, deps=deps,
-                               resource=(self.resource_key, self.resource_type))  # fmt: skip
+                               resource=(self.resource_key, resource_type))  # fmt: skip
 
         # the raw stage in the download pool (bounded across runs and machines: docs/cluster.md)
         raw = asset(replace(self.files, group=self.group, eager=False, pool="download",
