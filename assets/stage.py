@@ -135,7 +135,7 @@ def _body(stage: Stage, source: str | None, resource: tuple[str, type] | None):
                     given["warehouse"],
                     given["run_settings"],
                     versions.of(context),
-                    context.run.run_id,
+                    context.run_id,
                     given[resource[0]] if resource else None,
                     given.get("config"),
                 )
