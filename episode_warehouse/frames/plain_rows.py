@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from episode_warehouse.frames.codec import grey
-from episode_warehouse.frames.rows import FrameRows
+from episode_warehouse.frames.rows import FrameRows, flat_view
 
 
 class PlainRows:
@@ -85,8 +85,7 @@ class PlainRows:
         """``out[positions[k]] = self[rows[k]]`` (default: ``out[k]``), one gather."""
         rows = np.asarray(rows, dtype=np.int64)
         if positions is None and isinstance(self.array, np.ndarray):
-            target = out.view()
-            target.shape = (len(rows), *self.row_shape)  # a view, never a copy (else raises)
+            target = flat_view(out, (len(rows), *self.row_shape))
             np.take(self.array, rows, axis=0, out=target)
             return
         values = self[rows]

@@ -415,6 +415,13 @@ def copy_runs(target: np.ndarray, places: np.ndarray, source: np.ndarray, at: np
         target[to : to + end - begin] = source[frm : frm + end - begin]
 
 
+def flat_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``array`` seen as ``shape``, never a copy (raises where its memory cannot be)."""
+    view = array.view()
+    view.shape = shape
+    return view
+
+
 def _empty_frames(n: int, rows: FrameRows) -> np.ndarray:
     """An array for ``n`` frames in the memory order the decoder writes (channels last where
     :func:`~episode_warehouse.frames.codec.pixels_last` says so), as a batch holds them."""

@@ -20,10 +20,10 @@ from torch.utils.data import Dataset, get_worker_info
 
 from episode_warehouse.batches.buffers import Buffer, view_of
 from episode_warehouse.errors import ConfigError
+from episode_warehouse.frames.rows import flat_view
 from episode_warehouse.frames.tensor import rows_of
 from episode_warehouse.loading.selection import Selection
 from episode_warehouse.loading.ted_cache import TedCache
-from episode_warehouse.ted.gather import flat_view
 
 Key = str | tuple[str, ...]
 

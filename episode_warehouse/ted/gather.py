@@ -36,7 +36,7 @@ from tensordict import TensorDict
 from episode_warehouse.batches.buffers import Buffer, fresh, view_of
 from episode_warehouse.frames.codec import pixels_last
 from episode_warehouse.frames.plain_rows import Rows
-from episode_warehouse.frames.rows import Decoded
+from episode_warehouse.frames.rows import Decoded, flat_view
 from episode_warehouse.ted.layout import ARRAY, NEXT_OF, UNSQUEEZE, ZEROS
 from episode_warehouse.ted.record import TedRecord
 
@@ -180,13 +180,6 @@ def _next_rows(rows, entry, flat, last, target, memo) -> None:
         target[ends] = rows.file_rows(entry["final"])[episodes]
     else:
         target[ends] = 0
-
-
-def flat_view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """``array`` seen as ``shape``, never a copy (raises where its memory cannot be)."""
-    view = array.view()
-    view.shape = shape
-    return view
 
 
 def _torch_dtype(dtype: np.dtype) -> torch.dtype:
