@@ -5,6 +5,8 @@
 #   scripts/side_env.sh lerobot-0.3.3    # lerobot 0.3.3 (writes and reads LeRobot v2.1), PyAV 14.2, numpy 2.2
 #   scripts/side_env.sh lerobot-doctor   # lerobot-doctor 0.2.0 (a LeRobot dataset checker)
 # Installed once (a stamp names what is installed); safe to call from several processes at once.
+# SIDE_ENVS: the folder that holds them (default .side/; a benchmark run from a fresh copy of
+# the project points it at the project's own, so nothing is installed twice).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 name="${1:-}"
@@ -17,9 +19,10 @@ case "$name" in
   *) echo "side_env: unknown side environment '$name' (lerobot-train, lerobot-0.3.3, lerobot-doctor)" >&2
      exit 2 ;;
 esac
-dir="$here/.side/$name"
-mkdir -p "$here/.side"
-exec 9>"$here/.side/$name.lock"
+home="${SIDE_ENVS:-$here/.side}"
+dir="$home/$name"
+mkdir -p "$home"
+exec 9>"$home/$name.lock"
 flock 9
 if [ ! -x "$dir/bin/python" ] || [ "$(cat "$dir/.installed" 2>/dev/null)" != "${reqs[*]}" ]; then
   # the interpreter the side environment is built on: the project's (SIDE_ENV_PYTHON: another
@@ -33,12 +36,13 @@ if [ ! -x "$dir/bin/python" ] || [ "$(cat "$dir/.installed" 2>/dev/null)" != "${
     "$base" -m venv "$here/.tools" && "$here/.tools/bin/python" -m pip install -q uv >&2
     UV="$here/.tools/bin/uv"
   fi
-  echo "side_env: installing ${reqs[*]} into .side/$name (once)" >&2
+  echo "side_env: installing ${reqs[*]} into $dir (once)" >&2
   # a venv's scripts hold its own path, so it is built in place; the stamp, written last,
-  # says it is whole (an interrupted install has none and is built again)
+  # says it is whole (an interrupted install has none and is built again). The installer does
+  # not inherit the lock (9>&-): one left running by a killed caller would hold it forever
   rm -rf "$dir"
-  "$UV" venv --quiet --python "$base" "$dir" >&2
-  "$UV" pip install --quiet --python "$dir/bin/python" "${reqs[@]}" >&2
+  "$UV" venv --quiet --python "$base" "$dir" >&2 9>&-
+  "$UV" pip install --quiet --python "$dir/bin/python" "${reqs[@]}" >&2 9>&-
   printf '%s' "${reqs[*]}" > "$dir/.installed"
 fi
 echo "$dir/bin/python"
