@@ -82,7 +82,8 @@ def checkout(tmp_path_factory) -> Path:
 
 # benchmarks that start a Postgres/Redis/Celery cluster run on the test process the cluster tests
 # run on, one cluster at a time (./test --dist loadgroup)
-CLUSTERS = {"bench.cluster_backfill"}
+# (bench.droid_scale's tiny run backfills its ranges on one too)
+CLUSTERS = {"bench.cluster_backfill", "bench.droid_scale"}
 
 
 @pytest.mark.parametrize(
