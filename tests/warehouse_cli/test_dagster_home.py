@@ -54,7 +54,12 @@ def _first_run(home: str, root: str, barrier, results) -> None:
 
 
 @pytest.mark.integration  # processes started together on one fresh DAGSTER_HOME
-@pytest.mark.parametrize("roots", [("a", "b", "c"), ("a", "a", "a")], ids=["three", "same"])
+@pytest.mark.parametrize("roots", [
+    pytest.param(("a", "b", "c"), id="three", marks=pytest.mark.slow(
+        reason="three CLI runs, ~12 s: the same race on one home as 'same' (which stays in the "
+        "default tier), over three roots")),
+    pytest.param(("a", "a", "a"), id="same"),
+])  # fmt: skip
 def test_first_runs_at_once_on_a_fresh_shared_home(tmp_path, roots):
     """#48: two first runs on one fresh shared DAGSTER_HOME (two roots) gave three outcomes in
     three tries (a run blocked, 'table alembic_version already exists', a refusal). Creating

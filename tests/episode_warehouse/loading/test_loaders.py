@@ -126,7 +126,12 @@ def _epoch_order(stream, epoch, workers=2):
     return [int(i) for turn in zip_longest(*shards) for i in turn if i is not None]
 
 
-@pytest.mark.parametrize("context", ["fork", "forkserver"])
+@pytest.mark.parametrize("context", [
+    "fork",
+    pytest.param("forkserver", marks=pytest.mark.slow(
+        reason="the second start method, ~10 s each: fork stays in the default tier, whose "
+        "10 minutes it overran")),
+])  # fmt: skip
 @pytest.mark.parametrize("announce", [True, False], ids=["set_epoch", "no_set_epoch"])
 def test_persistent_workers_deliver_every_epoch_exactly_once(warehouse_root, context, announce):
     """DataLoader(..., persistent_workers=True), as most training scripts write it: the workers

@@ -69,7 +69,13 @@ def _backing_file(tensor: torch.Tensor) -> str:
     raise LookupError(hex(address))
 
 
-@pytest.mark.parametrize("context", ["fork", "forkserver", "spawn"])  # spawn: torchrl's default
+@pytest.mark.parametrize("context", [
+    "fork",
+    pytest.param("forkserver", marks=pytest.mark.slow(
+        reason="a third start method, ~8 s: fork (Linux's default) and spawn (torchrl's) stay "
+        "in the default tier, whose 10 minutes it overran")),
+    "spawn",  # torchrl's default
+])  # fmt: skip
 def test_worker_batches_equal_main_process_batches_and_reuse_a_few_slots(
     warehouse_root, reference, context
 ):
