@@ -86,10 +86,25 @@ def _fill_part(ds, part, rows: np.ndarray, leaves: dict[Key, torch.Tensor], at: 
         present = frames is not None and size is not None
         put(("observation", "pad_mask_dict", view), present)
         if present:
-            _resize_into(leaves[("observation", "image", view)], at,
-                         _pixels(frames, ted_rows), size)  # fmt: skip
+            leaf = leaves[("observation", "image", view)]
+            if not _read_native(frames, ted_rows, leaf, at):
+                _resize_into(leaf, at, _pixels(frames, ted_rows), size)
         elif size is not None:
             put(("observation", "image", view), 0)
+
+
+def _read_native(frames, rows: np.ndarray, leaf: torch.Tensor, at: torch.Tensor) -> bool:
+    """A view delivered at its stored size (RGB, uint8): its frames of TED rows ``rows``
+    (``window`` per item) read, encoded ones decoded, straight into the batch's memory at the
+    items' places ``at``: no copy, no resize. False where the view needs a resize (or a grey
+    camera its three channels): the caller's resize path."""
+    if tuple(frames.row_shape) != tuple(leaf.shape[2:]) or np.dtype(frames.dtype) != np.uint8:
+        return False
+    window = leaf.shape[1]
+    flat = leaf.view(-1, *leaf.shape[2:]).numpy()  # items x window frames, channels last
+    places = (at.numpy()[:, None] * window + np.arange(window)).reshape(-1)
+    frames.read_into(rows, flat, places)
+    return True
 
 
 def _resize_into(leaf: torch.Tensor, at: torch.Tensor, pixels: np.ndarray, size) -> None:

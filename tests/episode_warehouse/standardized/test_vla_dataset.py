@@ -241,6 +241,29 @@ def test_a_batch_read_at_once_equals_the_items_collated(root):
                         [ted_collate(alone[i : i + 6]) for i in (0, 6)])  # fmt: skip
 
 
+def test_a_view_at_its_stored_size_is_read_as_stored_into_the_batch(root):
+    """A view delivered at its stored size is decoded straight into the batch, no resize: its
+    pixels are the standardized rows' frames (``open_standardized``, read apart from both
+    paths), and a batch read at once equals the items read alone, in batches that mix a
+    dataset whose view is kept as stored with one whose view is resized."""
+    name = "fractal20220817_data"
+    stored = open_standardized("openx", name, root=root)["observation", "image", "primary"]
+    sizes = {"primary": tuple(stored.shape[-2:]), "wrist": (16, 16)}
+
+    def dataset(**kw):
+        return VLADataset(MIX, root, image_sizes=sizes, window=2, num_samples=30, seed=4, **kw)
+
+    refs = list(dataset())
+    items = [ref.read() for ref in refs]
+    assert_same_batches(list(dataset(batch_size=8)),
+                        [ted_collate(items[i : i + 8]) for i in range(0, 30, 8)])  # fmt: skip
+    kept = [(ref.row, item) for ref, item in zip(refs, items, strict=True)
+            if item["dataset_name"] == name]  # fmt: skip
+    assert kept and any(item["dataset_name"] != name for item in items)
+    for row, item in kept:
+        assert torch.equal(item["observation", "image", "primary"][-1], stored[row])
+
+
 @pytest.mark.integration  # DataLoader worker processes
 def test_batches_read_in_workers_come_through_shared_memory_with_their_strings(root):
     """In a worker a batch is written into the worker's shared-memory slot (sent as the slot,
