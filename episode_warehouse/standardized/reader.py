@@ -64,24 +64,38 @@ class Opened:
             StaleSelectionError: the TED was rebuilt since (the rows would not match).
         """
         if self._ted is None:
-            ted = TedReader.of(self.root, self.source, self.partition)
-            built_from = self.meta.inputs.get("ted")
-            if ted.meta.version != built_from:
-                raise StaleSelectionError(
-                    f"its TED was rebuilt (version {ted.meta.version}) since it was "
-                    f"standardized from version {built_from}",
-                    subject=f"{self.source}:{self.partition}",
-                    fix=f"./warehouse materialize {self.source} {self.partition} --through "
-                    "standardized",
-                )
-            self._ted = ted
+            self._ted = self._built_from(TedReader.of(self.root, self.source, self.partition))
         return self._ted
 
+    def _built_from(self, ted: TedReader) -> TedReader:
+        built_from = self.meta.inputs.get("ted")
+        if ted.meta.version != built_from:
+            raise StaleSelectionError(
+                f"its TED was rebuilt (version {ted.meta.version}) since it was "
+                f"standardized from version {built_from}",
+                subject=f"{self.source}:{self.partition}",
+                fix=f"./warehouse materialize {self.source} {self.partition} --through "
+                "standardized",
+            )
+        return ted
+
     def frames(self, view: str):
-        """The view's frames, indexed by TED row (``frames(v)[ted_rows]`` reads those rows
-        only), or ``None`` for a view the dataset lacks."""
+        """The view's frames, indexed by TED row (``frames(v)[ted_rows]`` reads those rows),
+        or ``None`` for a view the dataset lacks. Every reader of a view draws rows at random
+        or reads them all (``VLADataset``, :func:`open_standardized`, the RLDS export), so from
+        a bucket root the TED is fetched whole into the reader cache at the first call and
+        memory-mapped (:meth:`TedReader.local_rows`), as ``StepWindowDataset``'s is.
+
+        Raises:
+            StaleSelectionError: the TED was rebuilt since (the rows would not match).
+        """
         file = self.meta.views.get(view)
-        return None if file is None else self.ted().file_rows(file)
+        if file is None:
+            return None
+        ted = self.ted()
+        rows = ted.local_rows()
+        self._built_from(ted)  # its fetch opens the current version where the built one is gone
+        return rows.file_rows(file)
 
     @property
     def instructions(self) -> np.ndarray:

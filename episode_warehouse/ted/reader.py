@@ -46,6 +46,7 @@ class TedReader:
             self.meta, lambda name: artifact.lists(record, name), f"{artifact.url}/{RECORD}"
         )
         self._strategy: MappedRows | RangeRows | None = None
+        self._local: MappedRows | None = None
 
     @property
     def _rows(self) -> MappedRows | RangeRows:
@@ -64,6 +65,18 @@ class TedReader:
         a writer's local copy), else None (a bucket's: read by ranges)."""
         rows = self._rows
         return rows if isinstance(rows, MappedRows) else None
+
+    def local_rows(self) -> MappedRows:
+        """The rows memory-mapped: where the files are, or from the TED fetched whole into the
+        reader cache once per version (:meth:`folder`). What random access reads from a bucket
+        root (``StepWindowDataset``'s windows, ``VLADataset``'s draws): a request per drawn
+        frame costs more than the partition's one download (docs/object-storage.md)."""
+        mapped = self.mapped_rows()
+        if mapped is not None:
+            return mapped
+        if self._local is None:
+            self._local = MappedRows(self.folder(), self.meta)
+        return self._local
 
     @classmethod
     def of(cls, root: Root, source: str, partition: str) -> TedReader:
@@ -133,8 +146,8 @@ class TedReader:
         return self._rows.file_rows(file)
 
     def whole(self, next_obs: str = "view") -> TensorDictBase:
-        """Every step, memory-mapped from :meth:`folder` (the TED's record as read once)."""
-        return MappedRows(self.folder(), self.meta).whole(next_obs)
+        """Every step, memory-mapped (:meth:`local_rows`; the TED's record as read once)."""
+        return self.local_rows().whole(next_obs)
 
     def folder(self) -> Path:
         """The folder of the TED's files on this machine: where they are, or fetched into the
