@@ -381,10 +381,7 @@ class GcsBlobStore(Unversioned):
         want = end - start + 1 if start is not None and end is not None else None
 
         def fetch() -> bytes:
-            data = gblob.download_as_bytes(
-                start=start, end=end, raw_download=True, checksum=None, retry=None,
-                timeout=self.retry.timeout_s,
-            )  # fmt: skip
+            data = self._media(gblob, start, end)
             if want is not None and len(data) != want:
                 raise SourceUnreachableError(
                     f"short read: {len(data)} of {want} bytes", subject=f"{self.url}/{name}"
@@ -392,6 +389,27 @@ class GcsBlobStore(Unversioned):
             return data
 
         return self._call(fetch, name)
+
+    def _media(self, gblob, start: int | None, end: int | None) -> bytes:
+        """One GET of the object's media URL through the client's authorized session, the
+        body read in one call, as stored (no decompression, no checksum: callers check sizes
+        and crc32c). google-cloud-storage's ``download_as_bytes`` reads a body 8 KB at a time
+        through google-resumable-media: 1.8 ms of CPU a 640 KB range against 0.7 ms here
+        (loopback emulator, docs/benchmarks.md). An HTTP error raises google's exception of its
+        status, as the library's call does (``NotFound``: a replaced generation)."""
+        from google.api_core.exceptions import from_http_response
+
+        url = gblob._get_download_url(self.client)  # alt=media, the generation pinned
+        headers = {"Range": f"bytes={start}-{end}"} if start is not None else {}
+        response = self.client._http.get(
+            url, headers=headers, stream=True, timeout=self.retry.timeout_s
+        )
+        try:
+            if response.status_code >= 400:
+                raise from_http_response(response)
+            return response.raw.read(decode_content=False)
+        finally:
+            response.close()
 
     def upload(
         self,
