@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from warehouse_fixtures.av1 import write_av1
 from warehouse_fixtures.lerobot_writer import LeRobotSpec, write_lerobot_dataset
 
 log = logging.getLogger(__name__)
@@ -200,20 +201,9 @@ def video_frames_missing(root: Path) -> Planted:
 
     folder = write_lerobot_dataset(_spec("defects/video_frames", (20,) * 3, video=True), root)
     (path,) = sorted((folder / "videos").rglob("*.mp4"))
-    short = path.with_suffix(".short.mp4")
-    with av.open(str(path)) as src, av.open(str(short), "w") as out:
-        stream_in = src.streams.video[0]
-        stream = out.add_stream("libsvtav1", rate=FPS)  # lerobot's AV1 encoder
-        if not isinstance(stream, av.VideoStream):
-            raise TypeError(f"libsvtav1 made a {type(stream).__name__}")
-        stream.width, stream.height = stream_in.width, stream_in.height
-        stream.pix_fmt = stream_in.codec_context.pix_fmt
-        frames = list(src.decode(stream_in))
-        for frame in frames[:-4]:
-            for packet in stream.encode(frame.reformat(format=stream.pix_fmt)):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
+    with av.open(str(path)) as src:
+        frames = [f.to_ndarray(format="rgb24") for f in src.decode(src.streams.video[0])]
+    short = write_av1(np.stack(frames[:-4]), path.with_suffix(".short.mp4"), FPS)
     short.replace(path)
     return Planted("video_frames", folder, {"frame_count": {2}}, {0, 1})
 

@@ -21,6 +21,7 @@ import pytest
 
 from episode_warehouse.paths import WarehouseLayout
 from tests.helpers import VIDEO_SPEC, build_lerobot
+from warehouse_fixtures.av1 import write_av1
 
 pytestmark = pytest.mark.integration
 PROJECT = Path(__file__).resolve().parents[3]
@@ -130,16 +131,13 @@ def test_24_viewer_frame_requests_at_once(video_root):
 
 
 def test_rows_far_apart_in_a_static_video_decode_only_their_frames(tmp_path):
-    """Five rows at 0 .. 599.9 s of a 169 KB static MP4 (6,000 frames of 128x128): the source
+    """Five rows at 0 .. 599.9 s of a ~160 KB static MP4 (6,000 frames of 128x128): the source
     reader decodes those five frames in runs, where it decoded all 6,000 at once (2.3 GB)."""
-    import torch
-    from torchcodec.encoders import VideoEncoder
-
     video = tmp_path / "ds" / "videos" / "observation.images.top" / "chunk-000" / "file-000.mp4"
     video.parent.mkdir(parents=True)
-    frames = torch.zeros(6000, 3, 128, 128, dtype=torch.uint8)
+    frames = np.zeros((6000, 3, 128, 128), dtype=np.uint8)
     frames[:, 0, 32:96, 32:96] = 200
-    VideoEncoder(frames, frame_rate=10).to_file(str(video), codec="libsvtav1")
+    write_av1(frames, video, fps=10)
     del frames
     done = _child(f"""
         import numpy as np
@@ -167,18 +165,16 @@ def test_frames_asked_in_any_order_decode_in_runs_as_one_by_one_seeks_give_them(
     source: frames asked out of order, repeated and with gaps come back in the order asked,
     equal to torchcodec's exact seek of each (``get_frame_at``), with its presentation times;
     a run never spans a gap or more than RUN_FRAMES frames."""
-    import torch
     from torchcodec.decoders import VideoDecoder
-    from torchcodec.encoders import VideoEncoder
 
     from episode_warehouse.frames.video import RUN_FRAMES, _runs, decode_indices
 
     path = tmp_path / "v.mp4"
-    frames = torch.zeros(150, 3, 64, 96, dtype=torch.uint8)  # (SVT-AV1's least: 64x64)
+    frames = np.zeros((150, 3, 64, 96), dtype=np.uint8)  # (SVT-AV1's least: 64x64)
     for i in range(150):  # each frame its own picture: a wrong index shows
         frames[i, i % 3, (i // 5) % 64, :] = 255
         frames[i, :, :, i % 96] = 128
-    VideoEncoder(frames, frame_rate=10).to_file(str(path), codec="libsvtav1")
+    write_av1(frames, path, fps=10)
     index = np.array([140, 3, 4, 4, 5, 90, 2, 0, *range(10, 10 + RUN_FRAMES + 5)], np.int64)
     decoder = VideoDecoder(str(path), seek_mode="exact")
     got, pts = decode_indices(decoder, index, "v.mp4", "none")
