@@ -69,6 +69,7 @@ class RangeRows:
         self.checksums = checksum_files(self.ted)
         self.verify = Settings.from_env().verify_frames
         self._offsets: dict[str, np.ndarray] = {}
+        self._checksums: dict[str, np.ndarray] = {}
         self._videos: dict[str, VideoFiles] = {}
         self._finals: dict[str, torch.Tensor] = {}
         self.bytes_fetched = 0
@@ -146,14 +147,8 @@ class RangeRows:
             self._videos[file] = VideoFiles(videos, lambda name: RangeFile(self, name), where)
         offsets = self._frame_offsets(file)
         sums = None
-        if self.verify and file in self.checksums:  # fetched whole once, 4 bytes a frame
-            name = self.checksums[file]
-            sums = self._range(name, 0, self._header(name)[2][0]).numpy()
-            if len(sums) != len(offsets) - 1:
-                raise CorruptInputError(
-                    f"{len(sums)} checksums for {len(offsets) - 1} frames",
-                    subject=f"{self.artifact.url} {name}", fix=_REBUILD,
-                )  # fmt: skip
+        if self.verify and file in self.checksums:
+            sums = self._frame_checksums(file, len(offsets) - 1)
         return FrameRows(
             offsets,
             lambda start, stop: self._read(file, start, stop),
@@ -164,6 +159,21 @@ class RangeRows:
             checksums=sums,
             verify=self.verify,
         )
+
+    def _frame_checksums(self, file: str, frames: int) -> np.ndarray:
+        """An encoded camera's CRC-32C file, fetched whole once per reader (4 bytes a frame;
+        each episode's fetch fetched it again before)."""
+        name = self.checksums[file]
+        with self._once(("checksums", file)):
+            if name not in self._checksums:
+                sums = self._range(name, 0, self._header(name)[2][0]).numpy()
+                if len(sums) != frames:
+                    raise CorruptInputError(
+                        f"{len(sums)} checksums for {frames} frames",
+                        subject=f"{self.artifact.url} {name}", fix=_REBUILD,
+                    )  # fmt: skip
+                self._checksums[name] = sums
+        return self._checksums[name]
 
     def _frame_window(self, file: str, start: int, stop: int) -> FrameRows:
         """Frames ``[start, stop)`` fetched as one range, decoded when indexed."""

@@ -44,3 +44,39 @@ def test_a_video_camera_streams_from_the_bucket_by_ranges(
     assert not (tmp_path / "elsewhere" / "cache").exists() or not any(
         p.is_file() for p in (tmp_path / "elsewhere" / "cache").rglob("*")
     )
+
+
+def test_verified_reads_fetch_a_cameras_checksums_once(bucket_url, shared_samples, tmp_path,
+                                                       monkeypatch):  # fmt: skip
+    """With ``EPISODE_WAREHOUSE_VERIFY_FRAMES`` on, a reader of a bucket root fetches each JPEG
+    camera's CRC-32C file once (its header read, then its rows), however many episodes it
+    reads: every episode of taco_play read verified costs exactly that file's bytes more than
+    read unverified (each episode's fetch fetched the whole file again before), and the
+    frames are the same."""
+    from tests.episode_warehouse.standardized.conftest import build_ted, features_json
+    from warehouse_fixtures.oxe_from_features import write_from_features
+
+    name = "taco_play"
+    write_from_features(tmp_path / "src", name, features_json(shared_samples, name), [5, 4, 6])
+    layout = layout_of(bucket_url)
+    build_ted(layout, tmp_path / "src", name)
+    shutil.rmtree(layout.folder)  # another machine: nothing local
+
+    def read_all(verify: str):
+        monkeypatch.setenv("EPISODE_WAREHOUSE_VERIFY_FRAMES", verify)
+        reader = TedReader.of(parse_root(bucket_url), "openx", name)
+        rows = [reader.read(e["start"], e["length"]) for e in reader.episodes().to_pylist()]
+        return reader, rows
+
+    plain, unverified = read_all("0")
+    checked, verified = read_all("1")
+    files = checked.record["published"]["files"]
+    sums = [f for f in files if f.endswith(".crc32c.npy")]
+    cameras = [f for f in files if f.endswith(".frames")]
+    assert len(sums) == len(cameras) >= 2
+    header = sum(min(4096, files[f]["size"]) for f in sums)  # one header read a file
+    rows_bytes = sum(4 * (checked.rows + 1) for _ in sums)  # 4 bytes a frame (+ the last next)
+    assert checked.bytes_fetched - plain.bytes_fetched == header + rows_bytes
+    for a, b in zip(unverified, verified, strict=True):
+        for key in a.keys(True, True):
+            assert (a.get(key) == b.get(key)).all(), key
