@@ -17,6 +17,9 @@ from episode_warehouse.paths import WarehouseLayout
 from episode_warehouse.ted.validate import check_ted
 from warehouse_cli.runner import materialize_partition
 
+# one worker runs the module: its module fixture is built once, not once a worker
+pytestmark = pytest.mark.xdist_group("metadata_and_checks")
+
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, demo_fixtures, gcs_endpoint):

@@ -23,7 +23,8 @@ from episode_warehouse.records import EXPORT_RECORD
 from tests.helpers import build_atari
 from warehouse_cli.main import main
 
-pytestmark = pytest.mark.integration
+# one worker runs the module: its module fixture is built once, not once a worker
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("hub_publish")]
 TOKEN = "hf_test_token"
 QUERY = "SELECT source, partition, episode, start, length FROM episodes WHERE length > 30"
 REPO = "me/pong-long"

@@ -10,6 +10,7 @@ import shutil
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from episode_warehouse.paths import WarehouseLayout
 from tests.episode_warehouse.sources.atari.test_rlu import LENGTHS, SEMANTIC_REFUSALS
@@ -41,18 +42,29 @@ def _refused(capsys, root, argv, match):
     return err[0]
 
 
-def test_rl_unplugged_refusals(warehouse_env, capsys, monkeypatch, tmp_path):
+# Each refusal's message is test_rlu's (the reader's); here, the command line's one line and
+# exit code, the same for every case: a step-level and an episode-level refusal in the default
+# tier, the other five in the slow one (~1.8 s each: a materialization apiece).
+_CLI_CASES = [
+    pytest.param(change, message, id=change.__name__,
+                 marks=[] if k in (0, len(SEMANTIC_REFUSALS) - 1) else [pytest.mark.slow(
+                     reason="the same command-line refusal as the first and the last case; "
+                     "its message is tested by test_rlu")])
+    for k, (change, message) in enumerate(SEMANTIC_REFUSALS)
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("change", "message"), _CLI_CASES)
+def test_rl_unplugged_refusals(warehouse_env, capsys, monkeypatch, tmp_path, change, message):
     files = rlu_episodes(LENGTHS, seed=7)
-    cases = [(c, m) for c, m in SEMANTIC_REFUSALS]
-    for i, (change, message) in enumerate(cases):
-        src = tmp_path / f"src{i}"
-        records = [[w.encode_episode(e) for e in f] for f in files]
-        records[1][1] = w.encode_episode(change(files[1][1]))
-        for index, recs in enumerate(records):
-            w.write_file(src / "Pong" / w.file_name(3, index, len(records)), recs)
-        monkeypatch.setenv("ATARI_REPLAY_URL", str(src))
-        line = _refused(capsys, tmp_path / f"wh{i}", ["materialize", "atari", "Pong/3"], message)
-        assert "run_3-00001-of-00003 record at byte" in line
+    src = tmp_path / "src"
+    records = [[w.encode_episode(e) for e in f] for f in files]
+    records[1][1] = w.encode_episode(change(files[1][1]))
+    for index, recs in enumerate(records):
+        w.write_file(src / "Pong" / w.file_name(3, index, len(records)), recs)
+    monkeypatch.setenv("ATARI_REPLAY_URL", str(src))
+    line = _refused(capsys, tmp_path / "wh", ["materialize", "atari", "Pong/3"], message)
+    assert "run_3-00001-of-00003 record at byte" in line
 
 
 def test_lerobot_refusals(warehouse_env, capsys, monkeypatch, tmp_path):

@@ -110,7 +110,9 @@ class HubServer:
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.uploads = Uploads(store, self.url, self._authorized)
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, args=(0.05,), daemon=True
+        )  # shutdown() waits for one poll: 0.05 s, not the default 0.5 s
 
     def __enter__(self) -> HubServer:
         self._thread.start()

@@ -22,7 +22,8 @@ from tests.helpers import build_openx_stages
 from warehouse_fixtures import rlds_writer as w
 from warehouse_fixtures.droid import CAMERAS, write_droid
 
-pytestmark = pytest.mark.integration
+# one worker runs the module: its module fixture is built once, not once a worker
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("droid_source")]
 NONIDLE_SUCCESS = (
     "SELECT source, partition, episode, start + r[1] AS start, r[2] - r[1] AS length "
     "FROM episodes, UNNEST(nonidle_ranges) AS u(r) WHERE partition = 'droid' AND success "

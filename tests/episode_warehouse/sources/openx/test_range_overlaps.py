@@ -20,7 +20,8 @@ from warehouse_cli.main import main
 from warehouse_fixtures.droid import write_droid
 from warehouse_fixtures.environment import variable_set
 
-pytestmark = pytest.mark.integration
+# one worker runs the module: its module fixture is built once, not once a worker
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("range_overlaps")]
 
 
 @pytest.fixture(scope="module")
