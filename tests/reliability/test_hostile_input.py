@@ -304,11 +304,13 @@ def test_too_many_steps_is_refused(tmp_path):
 @pytest.mark.parametrize(
     ("member", "payload"),
     [
-        ("e0.data.pickle.gz", gzip.compress(b"\0" * (1 << 20))),
+        # mtime=0: the gzip header carries no clock (each xdist worker collects the same id)
+        ("e0.data.pickle.gz", gzip.compress(b"\0" * (1 << 20), mtime=0)),
         ("e0.meta.mp", b"\x81\xa1a\x01"),
         ("e0.meta.pth", b"garbage that torch.load would choke on"),
         ("e0.json", b"{}"),
     ],
+    ids=["gzip", "msgpack", "torch", "json"],
 )
 def test_members_other_than_data_pickle_are_refused_unread(tmp_path, member, payload):
     good = _pickled(_episode(np.random.default_rng(8)))
