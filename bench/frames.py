@@ -9,9 +9,10 @@ Built twice through the real stages, ``EPISODE_WAREHOUSE_FRAMES=encoded`` and ``
    published bytes, not pixels), and the camera's bytes on disk against the published JPEGs.
 2. Loading, DataLoader with 2 workers, alternating layouts for ``--rounds`` rounds of
    ``--seconds`` each (the best round of each kept): ``EpisodeStream`` slices of 8 steps in
-   batches of 32, and ``VLADataset`` items (primary view resized to 256x256, chunk 4) in batches
-   of 64; frames/s, and anonymous RSS of the process tree at the start and the end. Also from
-   a bucket (``gs://``, gcp-storage-emulator in its own process, threaded): the encoded
+   batches of 32, and ``VLADataset`` items in batches of 64, as it comes (the view at its
+   stored size) and as Octo's pretraining asks (primary view resized to 256x256, chunk 4);
+   frames/s, and anonymous RSS of the process tree at the start and the end. Also from a
+   bucket (``gs://``, gcp-storage-emulator in its own process, threaded): the encoded
    warehouse built again into it, each stream's figure against the folder's (issue #72).
 3. Against lerobot, same run: the encoded warehouse's episodes exported to LeRobot v3 with
    video (lerobot's own writer, AV1), read by lerobot's ``LeRobotDataset`` (torchcodec) in
@@ -193,7 +194,10 @@ def _stream(kind: str, root, seconds: str) -> None:
         rows = [("openx", NAME, e["episode"], e["start"], e["length"]) for e in table]
         dataset = EpisodeStream(Selection.from_rows(rows, root), 8, drop_last=True)
         batch_size, per_item = 32, 8
-    else:
+    elif kind == "vla":  # as it comes: views at their stored size (only the epoch's length given)
+        dataset = VLADataset([(NAME, 1.0)], root, num_samples=10**9)
+        batch_size, per_item = 64, 1
+    else:  # "vla-octo": Octo's pretraining images, the primary view resized to 256x256, chunk 4
         dataset = VLADataset([(NAME, 1.0)], root, image_sizes={"primary": (256, 256)}, chunk=4,
                              num_samples=10**9, views=("primary",))  # fmt: skip
         batch_size, per_item = 64, 1
@@ -334,7 +338,7 @@ def main() -> None:
     bound = bounds["torchvision"]  # issue #58's definition: torchvision's decode_jpeg
     report["decode_bound_2_processes_frames_per_s"] = bound
     report["decode_bound_into_buffer_2_processes_frames_per_s"] = bounds["simplejpeg"]
-    for kind in ("episodes", "vla"):
+    for kind in ("episodes", "vla", "vla-octo"):
         best: dict[str, dict] = {}
         for _ in range(args.rounds):
             for layout in (*LAYOUTS, "bucket"):
