@@ -400,7 +400,8 @@ class GcsBlobStore(Unversioned):
         from google.api_core.exceptions import from_http_response
 
         url = gblob._get_download_url(self.client)  # alt=media, the generation pinned
-        headers = {"Range": f"bytes={start}-{end}"} if start is not None else {}
+        tail = "" if end is None else str(end)  # bytes=N-: from N to the object's end
+        headers = {"Range": f"bytes={start}-{tail}"} if start is not None else {}
         response = self.client._http.get(
             url, headers=headers, stream=True, timeout=self.retry.timeout_s
         )
