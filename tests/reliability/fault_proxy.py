@@ -10,10 +10,10 @@ schedule, in order: ``503``, ``reset``
 take faults from the same schedule. Everything else passes through. Bounded: it serves until
 stopped.
 
-It also counts what it serves: ``media_bytes[object name]`` (bytes of object reads, the
-counting proxy of the bucket tests) and ``uploads``; with ``hold_uploads_after=N`` every upload
-after the N-th waits (unanswered) until the proxy stops, so a test can kill a publisher
-between two files.
+It also counts what it serves: ``media_bytes[object name]`` and ``media_reads[object name]``
+(bytes and requests of object reads, the counting proxy of the bucket tests) and ``uploads``;
+with ``hold_uploads_after=N`` every upload after the N-th waits (unanswered) until the proxy
+stops, so a test can kill a publisher between two files.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class FaultProxy:
     ) -> None:
         self.upstream = urlparse(upstream)
         self.media_bytes: Counter = Counter()
+        self.media_reads: Counter = Counter()
         self.uploads = 0
         self.hold_uploads_after = hold_uploads_after
         self.fault_on = fault_on
@@ -54,6 +55,7 @@ class FaultProxy:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms stall
 
             def log_message(self, *args):  # quiet
                 pass
@@ -101,6 +103,7 @@ class FaultProxy:
                     name = unquote(urlparse(self.path).path.rsplit("/o/", 1)[-1])
                     with proxy._lock:
                         proxy.media_bytes[name] += len(data)
+                        proxy.media_reads[name] += 1
                 if fault == "corrupt" and data:
                     data = bytes(b ^ 0x5A if i % 97 == 0 else b for i, b in enumerate(data))
                 self.send_response(resp.status)
