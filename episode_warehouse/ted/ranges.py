@@ -3,15 +3,16 @@ fetched as byte ranges through its :class:`~episode_warehouse.storage.Artifact`.
 
 A TED's per-step files are ``.npy`` arrays whose rows are the steps of all episodes in order,
 so the steps ``[start, start + length)`` of one episode are one contiguous byte range of each
-file (one more row of the observation files, for ``("next", "observation")``). Files with small
-rows (actions, rewards, flags: at most ``SMALL_ROW_BYTES`` a row) are read in aligned blocks of
-``BLOCK_ROWS`` rows kept in memory, so an episode costs one request per observation file, not
-one per key; headers are read once per file. An encoded camera's frames of an episode are one
-range of its frame file too (its offsets are read whole, once: 8 bytes a frame), decoded when
-indexed; a single frame picked by :meth:`RangeRows.file_rows` is one range of its own bytes.
-The fetched rows are
-assembled by the same code that opens a memory-mapped TED (:func:`~episode_warehouse.ted.
-assemble.assemble`), so an episode read here equals the same rows of the downloaded TED.
+file (one more row of the observation files, for ``("next", "observation")``). Files whose
+rows are at most ``BLOCKED_ROW_BYTES`` (actions, rewards, flags, states, a language embedding)
+are read in aligned blocks of at most ``BLOCK_ROWS`` rows and ``BLOCK_BYTES`` kept in memory,
+so an episode costs one request per image file, not one per key (a 2 KB-a-row embedding cost
+each episode a request of its own: #72); headers are read once per file. An encoded camera's
+frames of an episode are one range of its frame file too (its offsets are read whole, once: 8
+bytes a frame), decoded when indexed; a single frame picked by :meth:`RangeRows.file_rows` is
+one range of its own bytes. The fetched rows are assembled by the same code that opens a
+memory-mapped TED (:func:`~episode_warehouse.ted.assemble.assemble`), so an episode read here
+equals the same rows of the downloaded TED.
 
 A RangeRows reads the version whose record it opened, even after the partition is
 republished: a replaced version stays in the bucket for a day. Past that its objects are gone
@@ -26,6 +27,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -48,17 +50,30 @@ from episode_warehouse.threads import TRANSFER_THREADS
 
 _REBUILD = "re-materialize the ted stage of this partition"
 _HEADER_BYTES = 4096  # one read holds an .npy header (a decoded array's is one page); longer: two
-SMALL_ROW_BYTES = 64
+BLOCKED_ROW_BYTES = 4096  # rows up to this size are read in blocks; larger ones by episode
 BLOCK_ROWS = 16384  # a block of a 17-byte-a-row TED's small files: ~280 KB in all
-_BLOCKS_KEPT = 64
-READ_AHEAD = 4  # episodes a stream fetches ahead of the one it yields (their requests overlap)
+BLOCK_BYTES = 1 << 20  # and at most 1 MiB (512 rows of a 2 KB embedding)
+_BLOCKS_KEPT = 64  # at most 64 MiB of blocks a reader
+# steps a stream fetches ahead of the one it yields (their requests overlap): a batch of 32
+# 8-step slices spans 7 episodes of 40 steps, and 4 episodes ahead left it waiting (#72)
+READ_AHEAD_STEPS = 1024
+
+
+class Header(NamedTuple):
+    """An ``.npy`` file's header: where its rows begin, their dtype, the array's shape, and
+    the bytes of one row."""
+
+    offset: int
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    row: int
 
 
 class RangeRows:
     """The TED version ``record`` of ``artifact`` read by ranges; ``bytes_fetched`` counts the
     bytes."""
 
-    read_ahead = READ_AHEAD
+    read_ahead = READ_AHEAD_STEPS
 
     def __init__(self, artifact: Artifact, record: dict, ted: TedRecord) -> None:
         self.artifact, self.record, self.ted = artifact, record, ted
@@ -77,7 +92,7 @@ class RangeRows:
         # one fetch of a header, block or offsets at a time: [lock, threads using it] by key,
         # kept while a fetch of it is in flight only
         self._filling: dict[object, list] = {}
-        self._headers: dict[str, tuple[int, np.dtype, tuple[int, ...]]] = {}
+        self._headers: dict[str, Header] = {}
         self._blocks: OrderedDict[tuple[str, int], torch.Tensor] = OrderedDict()
         self._pool: ThreadPoolExecutor | None = None
 
@@ -103,14 +118,14 @@ class RangeRows:
             io.BytesIO(self._read(EPISODES, 0, self.artifact.size(self.record, EPISODES)))
         )
 
-    def _header(self, file: str) -> tuple[int, np.dtype, tuple[int, ...]]:
+    def _header(self, file: str) -> Header:
         known = self._headers.get(file)
         if known is not None:
             return known
         with self._once(("header", file)):
             return self._read_header(file)
 
-    def _read_header(self, file: str) -> tuple[int, np.dtype, tuple[int, ...]]:
+    def _read_header(self, file: str) -> Header:
         if file not in self._headers:
             size = self.artifact.size(self.record, file)
             where, fix = f"{self.artifact.url} {file}", _REBUILD
@@ -119,7 +134,8 @@ class RangeRows:
             if len(first) < end <= size:  # a longer header: fetch the rest
                 first += self._read(file, len(first), end)
             head = parse_header(first, subject=where, fix=fix, data_bytes=size - end)
-            self._headers[file] = (head.offset, head.dtype, head.shape)
+            row = int(np.prod(head.shape[1:], dtype=np.int64)) * head.dtype.itemsize
+            self._headers[file] = Header(head.offset, head.dtype, head.shape, row)
         return self._headers[file]
 
     def _frame_offsets(self, file: str) -> np.ndarray:
@@ -134,7 +150,7 @@ class RangeRows:
     def _read_offsets(self, file: str) -> np.ndarray:
         if file not in self._offsets:
             name = offsets_file(file)
-            offsets = self._range(name, 0, self._header(name)[2][0]).numpy()
+            offsets = self._range(name, 0, self._header(name).shape[0]).numpy()
             size = self.artifact.size(self.record, file)  # from the record: no request
             self._offsets[file] = check_offsets(offsets, size, f"{self.artifact.url} {name}")
         return self._offsets[file]
@@ -166,7 +182,7 @@ class RangeRows:
         name = self.checksums[file]
         with self._once(("checksums", file)):
             if name not in self._checksums:
-                sums = self._range(name, 0, self._header(name)[2][0]).numpy()
+                sums = self._range(name, 0, self._header(name).shape[0]).numpy()
                 if len(sums) != frames:
                     raise CorruptInputError(
                         f"{len(sums)} checksums for {frames} frames",
@@ -188,31 +204,36 @@ class RangeRows:
                          rows.verify)  # fmt: skip
 
     def _rows(self, file: str, start: int, stop: int) -> torch.Tensor:
-        offset, dtype, shape = self._header(file)
-        row = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
-        stop = min(stop, shape[0])
-        if row <= SMALL_ROW_BYTES and stop > start:
+        stop = min(stop, self._header(file).shape[0])
+        if self._block_rows(file) and stop > start:
             return self._blocked(file, start, stop)
         return self._range(file, start, stop)
 
+    def _block_rows(self, file: str) -> int:
+        """Rows of one of ``file``'s blocks (0: a file read by episode; its header is read)."""
+        if file in self.frames:
+            return 0
+        row = self._header(file).row
+        return min(BLOCK_ROWS, BLOCK_BYTES // max(row, 1)) if row <= BLOCKED_ROW_BYTES else 0
+
     def _cached(self, file: str, start: int, stop: int) -> bool:
         """Whether rows ``[start, stop)`` of ``file`` are in memory (no request needed)."""
-        header = self._headers.get(file)
-        if header is None or file in self.frames:
+        if file not in self._headers:
             return False
-        _, dtype, shape = header
-        if int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize > SMALL_ROW_BYTES:
+        per_block = self._block_rows(file)
+        if not per_block:
             return False
-        stop = min(stop, shape[0])
-        blocks = range(start // BLOCK_ROWS, (max(stop, start + 1) - 1) // BLOCK_ROWS + 1)
+        stop = min(stop, self._headers[file].shape[0])
+        blocks = range(start // per_block, (max(stop, start + 1) - 1) // per_block + 1)
         return all((file, b) in self._blocks for b in blocks)
 
     def _blocked(self, file: str, start: int, stop: int) -> torch.Tensor:
-        """Rows of a small-row file from its cached blocks (a copy: callers may write to it)."""
-        first, last = start // BLOCK_ROWS, (stop - 1) // BLOCK_ROWS
-        parts = [self._block(file, b) for b in range(first, last + 1)]
+        """Rows of a blocked file from its cached blocks (a copy: callers may write to it)."""
+        per_block = self._block_rows(file)
+        first, last = start // per_block, (stop - 1) // per_block
+        parts = [self._block(file, b, per_block) for b in range(first, last + 1)]
         joined = parts[0] if len(parts) == 1 else torch.cat(parts)
-        base = first * BLOCK_ROWS
+        base = first * per_block
         return joined[start - base : stop - base].clone()
 
     @contextmanager
@@ -234,20 +255,20 @@ class RangeRows:
                 if entry[1] == 0:
                     del self._filling[key]
 
-    def _block(self, file: str, block: int) -> torch.Tensor:
+    def _block(self, file: str, block: int, per_block: int) -> torch.Tensor:
         key = (file, block)
         with self._once(key):
-            return self._kept_block(file, block)
+            return self._kept_block(file, block, per_block)
 
-    def _kept_block(self, file: str, block: int) -> torch.Tensor:
+    def _kept_block(self, file: str, block: int, per_block: int) -> torch.Tensor:
         key = (file, block)
         with self._lock:
             cached = self._blocks.get(key)
             if cached is not None:
                 self._blocks.move_to_end(key)
                 return cached
-        rows = self._header(file)[2][0]
-        tensor = self._range(file, block * BLOCK_ROWS, min((block + 1) * BLOCK_ROWS, rows))
+        rows = self._header(file).shape[0]
+        tensor = self._range(file, block * per_block, min((block + 1) * per_block, rows))
         with self._lock:
             self._blocks[key] = tensor
             while len(self._blocks) > _BLOCKS_KEPT:
@@ -255,8 +276,7 @@ class RangeRows:
         return tensor
 
     def _range(self, file: str, start: int, stop: int) -> torch.Tensor:
-        offset, dtype, shape = self._header(file)
-        row = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
+        offset, dtype, shape, row = self._header(file)
         data = self._read(file, offset + start * row, offset + stop * row) if stop > start else b""
         array = np.frombuffer(bytearray(data), dtype=dtype).reshape(stop - start, *shape[1:])
         return torch.from_numpy(array)
@@ -276,8 +296,8 @@ class RangeRows:
         def fetch(file: str) -> tuple[str, PlainRows | FrameRows]:
             if file in self.frames:  # observations: one frame more
                 return file, self._frame_window(file, start, start + length + 1)
-            _, _, shape = self._header(file)
-            extra = 1 if shape[0] == self.rows + 1 else 0  # observation files: one row more
+            # observation files: one row more
+            extra = 1 if self._header(file).shape[0] == self.rows + 1 else 0
             return file, PlainRows(self._rows(file, start, start + length + extra))
 
         remote = [f for f in self.step_files if not self._cached(f, start, start + length + 1)]
@@ -292,8 +312,7 @@ class RangeRows:
         tensors.update(fetch(f) for f in self.step_files if f not in tensors)
         for file in self.final_files:
             if file not in self._finals:
-                _, _, shape = self._header(file)
-                self._finals[file] = self._range(file, 0, shape[0])
+                self._finals[file] = self._range(file, 0, self._header(file).shape[0])
             tensors[file] = PlainRows(self._finals[file])
         return FetchedRows(self.ted, tensors, length, frozenset(self.final_files))
 
@@ -304,8 +323,8 @@ class FileRows:
 
     def __init__(self, ranges: RangeRows, file: str) -> None:
         self.ranges, self.file = ranges, file
-        self.shape = ranges._header(file)[2]
-        self.dtype = ranges._header(file)[1]
+        self.shape = ranges._header(file).shape
+        self.dtype = ranges._header(file).dtype
 
     def __len__(self) -> int:
         return self.shape[0]

@@ -80,3 +80,49 @@ def test_verified_reads_fetch_a_cameras_checksums_once(bucket_url, shared_sample
     for a, b in zip(unverified, verified, strict=True):
         for key in a.keys(True, True):
             assert (a.get(key) == b.get(key)).all(), key
+
+
+def test_an_episodes_rows_cost_one_request_a_camera_and_embeddings_come_in_blocks(
+    bucket_url, gcs_endpoint, shared_samples, tmp_path, monkeypatch
+):
+    """Reading every episode of taco_play from a bucket costs one range request an episode for
+    each camera's frames and each array of large rows (its depth images: 120 KB a step); every
+    file whose rows are small next to a frame (actions, flags, the 2 KB-a-step language
+    embedding) costs its header and one block, however many episodes are read (the embedding
+    cost one request an episode before: #72)."""
+    from tests.episode_warehouse.standardized.conftest import build_ted, features_json
+    from tests.reliability.fault_proxy import FaultProxy
+    from warehouse_fixtures.oxe_from_features import write_from_features
+
+    name, lengths = "taco_play", [5, 4, 6, 7, 3]
+    write_from_features(tmp_path / "src", name, features_json(shared_samples, name), lengths)
+    layout = layout_of(bucket_url)
+    build_ted(layout, tmp_path / "src", name)
+    local = next(layout.folder.rglob(f"ted/openx/{name}"))
+    row_bytes = {  # each per-step array's bytes a row, from the files as built
+        p.relative_to(local).as_posix(): np.load(p, mmap_mode="r")[0].nbytes
+        for p in local.rglob("*.npy")
+        if not p.name.endswith((".offsets.npy", ".crc32c.npy"))
+    }
+    assert row_bytes["observation/natural_language_embedding.npy"] == 2048  # 512 float32
+    shutil.rmtree(layout.folder)  # another machine: nothing local
+    with FaultProxy(gcs_endpoint, []) as proxy:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.url)
+        reader = TedReader.of(parse_root(bucket_url), "openx", name)
+        episodes = reader.episodes().to_pylist()
+        for e in episodes:
+            reader.read(e["start"], e["length"])
+    reads = {n.split("/.v/", 1)[-1].split("/", 1)[-1]: k for n, k in proxy.media_reads.items()
+             if f"/{name}/.v/" in n}  # fmt: skip
+    assert len(episodes) == len(lengths)
+    cameras = [f for f in reads if f.endswith(".frames")]
+    assert len(cameras) >= 2
+    for camera in cameras:
+        assert reads[camera] == len(lengths), camera
+    large = [file for file, size in row_bytes.items() if size > 4096]
+    assert large  # the depth camera, decoded
+    for file, size in row_bytes.items():
+        if file in large:  # a header read, then a range an episode
+            assert reads[file] == 1 + len(lengths), (file, size)
+        else:  # a header read, then one block (the file is under 512 rows)
+            assert reads.get(file, 0) <= 2, (file, size, reads.get(file))
