@@ -154,7 +154,7 @@ class TedCache:
         return self.reader(s.source[i], s.partition[i]).mapped_rows() is not None
 
     def read_ahead(self, first: int | None) -> int:
-        """Episodes a stream reads ahead, as the reader of its first episode's partition asks
+        """Steps a stream reads ahead, as the reader of its first episode's partition asks
         (0 where rows are memory-mapped; one root's partitions are read alike): one record
         read, not one per partition of the selection."""
         if first is None:

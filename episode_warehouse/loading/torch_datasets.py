@@ -26,7 +26,7 @@ from torch.utils.data import Dataset, IterableDataset, get_worker_info
 from episode_warehouse.errors import ConfigError
 from episode_warehouse.incremental import fingerprint
 from episode_warehouse.loading.batch_read import RowsRef, SliceRef, read_slices, stack_slices
-from episode_warehouse.loading.read_ahead import ReadAhead
+from episode_warehouse.loading.read_ahead import ReadAhead, depth_for
 from episode_warehouse.loading.schedule import Plan, epoch_items, remaining_items, shard_items
 from episode_warehouse.loading.selection import Selection
 from episode_warehouse.loading.ted_cache import TedCache
@@ -318,7 +318,8 @@ class EpisodeStream(IterableDataset):
         items = self.shard_items()[self._position :]
         rows = items[:, 0]
         runs = rows[np.r_[True, rows[1:] != rows[:-1]]] if len(rows) else rows  # fetch order
-        depth = self.cache.read_ahead(int(runs[0]) if len(runs) else None)
+        steps = self.cache.read_ahead(int(runs[0]) if len(runs) else None)
+        depth = depth_for(steps, self.cache.selection.length[runs])
         with ReadAhead(self.cache.fetch_episode, runs.tolist(), depth) as ahead:
             previous = -1
             for row, offset, length in items:

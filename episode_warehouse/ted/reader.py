@@ -119,8 +119,8 @@ class TedReader:
 
     @property
     def read_ahead(self) -> int:
-        """Episodes a stream should read ahead of the one it yields: 0 where rows are
-        memory-mapped (a read is a view), a few where each read is a request."""
+        """Steps a stream should read ahead of the one it yields: 0 where rows are
+        memory-mapped (a read is a view), about a thousand where each read is a request."""
         return self._rows.read_ahead
 
     def episodes(self) -> pa.Table:
